@@ -1,0 +1,19 @@
+// ESM + TypeScript through SWC (fast, no type-check: `npm test` runs tsc --noEmit first).
+/** @type {import('jest').Config} */
+export default {
+  testEnvironment: "node",
+  extensionsToTreatAsEsm: [".ts"],
+  transform: {
+    "^.+\\.ts$": [
+      "@swc/jest",
+      {
+        jsc: { parser: { syntax: "typescript" }, target: "es2022" },
+        module: { type: "es6" },
+      },
+    ],
+  },
+  testMatch: ["<rootDir>/test/**/*.test.ts"],
+  testTimeout: 30000,
+  // Tests start servers and child processes; two workers fit a 2-core machine.
+  maxWorkers: 2,
+};

@@ -1,0 +1,270 @@
+// The environment contract (shared/CONTRACT.md), parsed once at start into a typed, frozen object.
+// Every problem is reported as one line naming the variable and what it expects.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { parse as parseDotenv } from "dotenv";
+import { z } from "zod";
+
+export type UpstreamKind = "github" | "google" | "oidc" | "demo";
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** The issuer and base of every advertised URL, without trailing slash. */
+  readonly publicUrl: string;
+  /** Canonical URI of the protected MCP endpoint (PUBLIC_URL/mcp). */
+  readonly resourceUrl: string;
+  readonly databaseUrl: string;
+  readonly databaseKind: "sqlite" | "postgres";
+  /** Undefined: the built-in demo MCP server is started and fronted. */
+  readonly mcpServerUrl: string | undefined;
+  readonly demoMode: boolean;
+  readonly upstream: {
+    readonly provider: UpstreamKind;
+    readonly clientId: string | undefined;
+    readonly clientSecret: string | undefined;
+    readonly scopes: string | undefined;
+    readonly issuer: string | undefined;
+    readonly githubUrl: string;
+    readonly githubApiUrl: string;
+    readonly timeoutMs: number;
+  };
+  readonly upstreamRecheckSeconds: number;
+  readonly accessTokenTtlSeconds: number;
+  readonly refreshTokenTtlSeconds: number;
+  readonly sessionIdleTimeoutSeconds: number;
+  readonly sessionMaxAgeSeconds: number;
+  readonly refreshGraceSeconds: number;
+  /** Raw key material (>= 32 bytes) for cookies and encryption at rest. */
+  readonly secretKey: Buffer;
+  /** Keys that were rotated out: still accepted for reading old rows and cookies. */
+  readonly previousSecretKeys: readonly Buffer[];
+  /** Where SECRET_KEY came from, for the start-up banner. */
+  readonly secretKeySource: "env" | "generated" | "file";
+  readonly dynamicRegistration: boolean;
+  readonly forwardUpstreamToken: boolean;
+  readonly logLevel: string;
+  readonly proxyTimeoutMs: number;
+  readonly allowDemoOnPublicHost: boolean;
+  readonly trustProxy: boolean;
+  readonly dataDir: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads `.env` in cwd if present; real environment variables win over it. */
+export function readEnvironment(cwd: string, env: Env = process.env): Env {
+  const file = path.join(cwd, ".env");
+  if (!existsSync(file)) return { ...env };
+  const fromFile = parseDotenv(readFileSync(file));
+  return { ...fromFile, ...env };
+}
+
+function parseVar<T>(env: Env, name: string, schema: z.ZodType<T>, expectation: string): T {
+  const raw = env[name];
+  const value = raw === undefined || raw.trim() === "" ? undefined : raw.trim();
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const got = value === undefined ? "it is not set" : `got ${JSON.stringify(value.length > 60 ? value.slice(0, 60) + "…" : value)}`;
+    throw new ConfigError(name, `expected ${expectation}, ${got}`);
+  }
+  return result.data;
+}
+
+const intIn = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .regex(/^\d+$/)
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .optional()
+    .transform((v) => v ?? fallback);
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(["true", "false", "1", "0", "yes", "no", "TRUE", "FALSE"])
+    .optional()
+    .transform((v) => (v === undefined ? fallback : ["true", "1", "yes", "TRUE"].includes(v)));
+
+const httpUrl = z
+  .string()
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (u.protocol === "http:" || u.protocol === "https:") && !u.hash && !u.search;
+    } catch {
+      return false;
+    }
+  })
+  .transform((v) => v.replace(/\/+$/, ""));
+
+/** Decodes SECRET_KEY given as hex or base64/base64url; null when neither yields 32+ bytes. */
+export function decodeSecretKey(value: string): Buffer | null {
+  if (/^[0-9a-fA-F]+$/.test(value) && value.length % 2 === 0) {
+    const hex = Buffer.from(value, "hex");
+    if (hex.length >= 32) return hex;
+  }
+  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) {
+    const b64 = Buffer.from(value.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+    if (b64.length >= 32) return b64;
+  }
+  return null;
+}
+
+const SECRET_KEY_EXPECTATION =
+  "at least 32 bytes of key material as hex (64+ hex digits) or base64 (44+ characters); generate one with: node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"";
+
+function loadOrCreateDemoSecret(dataDir: string): { key: Buffer; source: "generated" | "file" } {
+  const file = path.join(dataDir, "secret.key");
+  if (existsSync(file)) {
+    const key = decodeSecretKey(readFileSync(file, "utf8").trim());
+    if (!key) throw new ConfigError("SECRET_KEY", `the demo key file ${file} is corrupt; delete it and start again`);
+    return { key, source: "file" };
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString("base64") + "\n", { mode: 0o600 });
+  return { key, source: "generated" };
+}
+
+/**
+ * Parses the environment. Throws ConfigError (one line: variable and expectation) on the first
+ * problem. In demo mode a missing SECRET_KEY is generated once and kept under the data folder.
+ */
+export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
+  const port = parseVar(env, "PORT", intIn(0, 65535, 3000), "a port number between 0 and 65535");
+  const host = parseVar(env, "HOST", z.string().min(1).optional(), "a listening address") ?? "127.0.0.1";
+
+  const publicUrlRaw = parseVar(env, "PUBLIC_URL", httpUrl.optional(), "an absolute http(s) URL without query or fragment, e.g. https://mcp.example.com");
+  const publicUrlParsed = new URL(publicUrlRaw ?? `http://localhost:${port}`);
+  if (publicUrlParsed.protocol !== "https:" && !isLoopbackHost(publicUrlParsed.hostname)) {
+    throw new ConfigError("PUBLIC_URL", `expected an https:// URL (plain http is allowed only for localhost/127.0.0.1), got ${JSON.stringify(publicUrlRaw)}`);
+  }
+  // WHATWG URL lower-cases scheme and host and drops default ports: the canonical form.
+  const publicUrl = (publicUrlParsed.origin + publicUrlParsed.pathname).replace(/\/+$/, "");
+
+  const databaseUrl = parseVar(
+    env,
+    "DATABASE_URL",
+    z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/i).optional(),
+    "a SQLite file URL (file:./data/broker.db) or a PostgreSQL URL (postgresql://user:pass@host:5432/db)",
+  ) ?? "file:./data/broker.db";
+  const databaseKind = /^postgres/i.test(databaseUrl) ? "postgres" : "sqlite";
+
+  const mcpServerUrl = parseVar(env, "MCP_SERVER_URL", httpUrl.optional(), "the absolute http(s) URL of the MCP server to protect, e.g. http://127.0.0.1:8080/mcp");
+
+  const clientId = parseVar(env, "UPSTREAM_CLIENT_ID", z.string().optional(), "the client id of the broker's registration at the upstream IdP");
+  const clientSecret = parseVar(env, "UPSTREAM_CLIENT_SECRET", z.string().optional(), "the client secret of the broker's registration at the upstream IdP");
+  const providerRaw = parseVar(env, "UPSTREAM_PROVIDER", z.enum(["github", "google", "oidc", "demo"]).optional(), "one of github, google, oidc, demo");
+  let provider: UpstreamKind;
+  if (providerRaw) provider = providerRaw;
+  else if (clientId || clientSecret) {
+    throw new ConfigError("UPSTREAM_PROVIDER", "expected one of github, google, oidc when UPSTREAM_CLIENT_ID/UPSTREAM_CLIENT_SECRET are set, it is not set");
+  } else provider = "demo";
+  const demoMode = provider === "demo";
+  if (!demoMode) {
+    if (!clientId) throw new ConfigError("UPSTREAM_CLIENT_ID", `expected the client id of your ${provider} OAuth app (required when UPSTREAM_PROVIDER=${provider}), it is not set`);
+    if (!clientSecret) throw new ConfigError("UPSTREAM_CLIENT_SECRET", `expected the client secret of your ${provider} OAuth app (required when UPSTREAM_PROVIDER=${provider}), it is not set`);
+  }
+  const issuer = parseVar(env, "UPSTREAM_ISSUER", httpUrl.optional(), "the https URL of the OIDC issuer, e.g. https://accounts.google.com");
+  if (provider === "oidc" && !issuer) {
+    throw new ConfigError("UPSTREAM_ISSUER", "expected the issuer URL of your OIDC provider (required when UPSTREAM_PROVIDER=oidc), it is not set");
+  }
+  const githubUrl = parseVar(env, "GITHUB_URL", httpUrl.optional(), "the base URL of GitHub or GitHub Enterprise Server, e.g. https://github.com") ?? "https://github.com";
+  const githubApiUrl = parseVar(env, "GITHUB_API_URL", httpUrl.optional(), "the GitHub API base URL, e.g. https://api.github.com") ?? "https://api.github.com";
+
+  const upstreamRecheckSeconds = parseVar(env, "UPSTREAM_RECHECK_SECONDS", intIn(0, 86400, 30), "a whole number of seconds between 0 and 86400");
+  const accessTokenTtlSeconds = parseVar(env, "ACCESS_TOKEN_TTL_SECONDS", intIn(1, 86400, 3600), "a whole number of seconds between 1 and 86400");
+  const refreshTokenTtlSeconds = parseVar(env, "REFRESH_TOKEN_TTL_SECONDS", intIn(1, 31536000, 2592000), "a whole number of seconds between 1 and 31536000");
+  const sessionIdleTimeoutSeconds = parseVar(env, "SESSION_IDLE_TIMEOUT_SECONDS", intIn(1, 31536000, 86400), "a whole number of seconds between 1 and 31536000");
+  const sessionMaxAgeSeconds = parseVar(env, "SESSION_MAX_AGE_SECONDS", intIn(1, 31536000, 2592000), "a whole number of seconds between 1 and 31536000");
+  const upstreamTimeoutSeconds = parseVar(env, "UPSTREAM_TIMEOUT_SECONDS", intIn(1, 120, 5), "a whole number of seconds between 1 and 120");
+  const refreshGraceSeconds = parseVar(env, "REFRESH_GRACE_SECONDS", intIn(0, 3600, 30), "a whole number of seconds between 0 and 3600");
+  const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
+  const dynamicRegistration = parseVar(env, "DYNAMIC_REGISTRATION", bool(true), "true or false");
+  const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
+  const allowDemoOnPublicHost = parseVar(env, "DEMO_ALLOW_PUBLIC_HOST", bool(false), "true or false");
+  const trustProxy = parseVar(env, "TRUST_PROXY", bool(false), "true or false");
+  const logLevel = parseVar(env, "LOG_LEVEL", z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(), "one of fatal, error, warn, info, debug, trace, silent") ?? "info";
+
+  const dataDir = path.resolve(cwd, "data");
+  let secretKey: Buffer;
+  let secretKeySource: Config["secretKeySource"];
+  const secretRaw = env.SECRET_KEY?.trim();
+  if (secretRaw) {
+    const key = decodeSecretKey(secretRaw);
+    if (!key) throw new ConfigError("SECRET_KEY", `expected ${SECRET_KEY_EXPECTATION}, got a value that decodes to fewer than 32 bytes`);
+    secretKey = key;
+    secretKeySource = "env";
+  } else if (demoMode) {
+    const loaded = loadOrCreateDemoSecret(dataDir);
+    secretKey = loaded.key;
+    secretKeySource = loaded.source;
+  } else {
+    throw new ConfigError("SECRET_KEY", `expected ${SECRET_KEY_EXPECTATION} (required outside demo mode), it is not set`);
+  }
+
+  const previousSecretKeys = (env.SECRET_KEY_PREVIOUS ?? "")
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean)
+    .map((v) => {
+      const key = decodeSecretKey(v);
+      if (!key) throw new ConfigError("SECRET_KEY_PREVIOUS", `expected a comma-separated list of earlier SECRET_KEY values (${SECRET_KEY_EXPECTATION})`);
+      return key;
+    });
+
+  if (demoMode && !isLoopbackHost(host) && !allowDemoOnPublicHost) {
+    throw new ConfigError("HOST", `expected a loopback address in demo mode (anyone could log in as anyone), got ${JSON.stringify(host)}; configure a real UPSTREAM_PROVIDER or set DEMO_ALLOW_PUBLIC_HOST=true`);
+  }
+
+  return Object.freeze({
+    port,
+    host,
+    publicUrl,
+    resourceUrl: `${publicUrl}/mcp`,
+    databaseUrl,
+    databaseKind,
+    mcpServerUrl,
+    demoMode,
+    upstream: Object.freeze({
+      provider,
+      clientId,
+      clientSecret,
+      scopes: parseVar(env, "UPSTREAM_SCOPES", z.string().optional(), "space-separated scopes"),
+      issuer: issuer ?? (provider === "google" ? "https://accounts.google.com" : undefined),
+      githubUrl,
+      githubApiUrl,
+      timeoutMs: upstreamTimeoutSeconds * 1000,
+    }),
+    upstreamRecheckSeconds,
+    accessTokenTtlSeconds,
+    refreshTokenTtlSeconds,
+    sessionIdleTimeoutSeconds,
+    sessionMaxAgeSeconds,
+    refreshGraceSeconds,
+    secretKey,
+    secretKeySource,
+    previousSecretKeys,
+    dynamicRegistration,
+    forwardUpstreamToken,
+    logLevel,
+    proxyTimeoutMs: proxyTimeoutSeconds * 1000,
+    allowDemoOnPublicHost,
+    trustProxy,
+    dataDir,
+  });
+}

@@ -1,0 +1,67 @@
+// Turns every error into the response its route promises: OAuth JSON, an HTML page, or a JSON-RPC
+// error for /mcp. Unexpected errors are logged with the request id and answered 500 without details.
+import type Koa from "koa";
+import { OAuthError, PageError, type ErrorFormat } from "./errors.ts";
+import type { RequestState } from "./request-context.ts";
+import { renderErrorPage } from "../views/error-page.ts";
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  message?: string;
+}
+
+function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: string, description: string, hint?: string): void {
+  const state = ctx.state as RequestState;
+  ctx.status = status;
+  if (format === "page") {
+    ctx.type = "text/html; charset=utf-8";
+    ctx.body = renderErrorPage({ title: pageTitle(status), detail: description, hint, requestId: state.requestId });
+  } else if (format === "jsonrpc") {
+    ctx.body = { jsonrpc: "2.0", error: { code: -32000, message: description }, id: null };
+  } else {
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = { error: code, error_description: description };
+  }
+}
+
+function pageTitle(status: number): string {
+  if (status === 404) return "Page not found";
+  if (status === 403) return "Not allowed";
+  if (status >= 500) return "Something went wrong";
+  return "This request cannot be completed";
+}
+
+export function errorHandler(): Koa.Middleware {
+  return async (ctx, next) => {
+    const state = ctx.state as RequestState;
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        send(ctx, state.errorFormat ?? "oauth", 404, "not_found", `No endpoint at ${ctx.method} ${ctx.path}.`);
+      }
+    } catch (err) {
+      const format = state.errorFormat ?? "oauth";
+      if (err instanceof OAuthError) {
+        for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
+        if (err.status >= 500) state.log.warn({ err: err.message }, "oauth error");
+        send(ctx, format, err.status, err.code, err.description);
+        return;
+      }
+      if (err instanceof PageError) {
+        send(ctx, format === "oauth" ? "page" : format, err.status, "invalid_request", err.detail, err.hint);
+        return;
+      }
+      const e = err as HttpLikeError;
+      const status = e.status ?? e.statusCode;
+      if (status && status >= 400 && status < 500 && e.expose !== false) {
+        // Client errors raised by Koa or body parsing (413, 415, 400): safe to describe.
+        send(ctx, format, status, status === 413 ? "invalid_request" : "invalid_request", e.message ?? "Bad request.");
+        return;
+      }
+      state.log.error({ err }, "unexpected error");
+      send(ctx, format, 500, "server_error", `An unexpected error occurred (reference ${state.requestId}). Please try again; if it persists, tell the operator this reference.`);
+    }
+  };
+}

@@ -1,0 +1,68 @@
+// Creates the Prisma client for the configured database: SQLite (libsql driver adapter) or
+// PostgreSQL (pg driver adapter). Both clients come from one data model (prisma/sqlite is the
+// source, prisma/postgres is derived), so the rest of the code sees a single `Db` type.
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { PrismaLibSQL } from "@prisma/adapter-libsql";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaClient as SqliteClient } from "./generated/sqlite/client.ts";
+import { PrismaClient as PostgresClient } from "./generated/postgres/client.ts";
+
+export type Db = SqliteClient;
+export type { Prisma } from "./generated/sqlite/client.ts";
+export type DatabaseKind = "sqlite" | "postgres";
+
+export function databaseKindOf(url: string): DatabaseKind {
+  return /^postgres(ql)?:\/\//i.test(url) ? "postgres" : "sqlite";
+}
+
+/** Resolves a `file:` URL against cwd, as the Prisma CLI does, and makes sure its folder exists. */
+export function sqliteFilePath(url: string, cwd: string = process.cwd()): string {
+  const file = url.replace(/^file:/i, "").replace(/\?.*$/, "");
+  return path.resolve(cwd, file);
+}
+
+export interface Database {
+  readonly db: Db;
+  readonly kind: DatabaseKind;
+  /** Counts every query the client sends; the benchmark reads it to prove the hot path is cache-only. */
+  readonly queryCount: () => number;
+  readonly close: () => Promise<void>;
+}
+
+export async function openDatabase(url: string, cwd: string = process.cwd()): Promise<Database> {
+  const kind = databaseKindOf(url);
+  let queries = 0;
+  let db: Db;
+  if (kind === "postgres") {
+    const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url }) });
+    // The two generated clients differ only in PostgreSQL-only options ($transaction isolation
+    // levels); every query the application makes is valid on both.
+    db = client as unknown as Db;
+  } else {
+    const file = sqliteFilePath(url, cwd);
+    mkdirSync(path.dirname(file), { recursive: true });
+    db = new SqliteClient({ adapter: new PrismaLibSQL({ url: `file:${file}` }) });
+  }
+  const counted = db.$extends({
+    query: {
+      async $allOperations({ args, query }) {
+        queries++;
+        return query(args);
+      },
+    },
+  }) as unknown as Db;
+  if (kind === "sqlite") {
+    // WAL lets the CLI and the server share the file; busy_timeout waits instead of failing
+    // when another process holds the write lock.
+    await db.$queryRawUnsafe("PRAGMA journal_mode = WAL");
+    await db.$queryRawUnsafe("PRAGMA busy_timeout = 5000");
+    await db.$queryRawUnsafe("PRAGMA foreign_keys = ON");
+  }
+  return {
+    db: counted,
+    kind,
+    queryCount: () => queries,
+    close: () => db.$disconnect(),
+  };
+}

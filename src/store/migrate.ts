@@ -1,0 +1,43 @@
+// Applies pending migrations with the Prisma CLI (JS schema engine, nothing downloaded), for
+// `npm start` and `mcp-auth-broker migrate`.
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+export interface MigrateResult {
+  readonly applied: string[];
+  readonly output: string;
+}
+
+export class MigrationError extends Error {}
+
+export async function migrateDatabase(databaseUrl: string, cwd: string = process.cwd()): Promise<MigrateResult> {
+  // The CLI resolves file: URLs against its cwd (the project root); pass an absolute path so the
+  // broker's cwd decides, as it does for the running client.
+  const url = /^file:/i.test(databaseUrl)
+    ? `file:${path.resolve(cwd, databaseUrl.replace(/^file:/i, "").replace(/\?.*$/, ""))}`
+    : databaseUrl;
+  const cli = path.join(projectRoot, "node_modules/prisma/build/index.js");
+  const output = await new Promise<string>((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, "migrate", "deploy"], {
+      cwd: projectRoot,
+      env: { ...process.env, DATABASE_URL: url, PRISMA_HIDE_UPDATE_MESSAGE: "1", NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let text = "";
+    child.stdout.on("data", (d: Buffer) => (text += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (text += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0) resolve(text);
+      else {
+        const reason = text.split("\n").find((l) => /^Error|P\d{4}|Can't reach/i.test(l.trim())) ?? text.trim().split("\n").pop();
+        reject(new MigrationError(`database migration failed: ${reason?.trim() ?? "unknown error"}`));
+      }
+    });
+  });
+  const applied = [...output.matchAll(/└─ (\S+)\//g)].map((m) => m[1]!).filter((n) => /^\d{14}_/.test(n));
+  return { applied, output };
+}

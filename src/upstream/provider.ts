@@ -1,0 +1,90 @@
+// The one interface every upstream identity provider implements. Nothing outside src/upstream/
+// knows which provider is configured: no provider-specific branches elsewhere.
+
+/** Tokens the upstream IdP issued to the broker for one user. */
+export interface UpstreamTokens {
+  readonly accessToken: string;
+  readonly refreshToken?: string | undefined;
+  readonly idToken?: string | undefined;
+  /** Absolute expiry of the access token, when the IdP says. */
+  readonly accessExpiresAt?: Date | undefined;
+  readonly scope?: string | undefined;
+}
+
+/** Who logged in upstream. */
+export interface UpstreamIdentity {
+  /** Stable id with provider prefix: `github:12345`, `google:1098…`, `oidc:<sub>`, `demo:<sub>`. */
+  readonly subject: string;
+  /** Display login or e-mail (sent to the MCP server as X-Auth-User). */
+  readonly login: string;
+  readonly email?: string | undefined;
+  readonly name?: string | undefined;
+  /** Provider-specific profile fields worth keeping (no tokens). */
+  readonly profile: Readonly<Record<string, unknown>>;
+}
+
+/** What the broker keeps per authorization transaction for the upstream leg. */
+export interface UpstreamAuthorizationRequest {
+  /** Where to send the user's browser. */
+  readonly url: string;
+  readonly state: string;
+  readonly nonce?: string | undefined;
+  /** PKCE verifier for the upstream leg (stored encrypted until the callback). */
+  readonly codeVerifier: string;
+}
+
+export interface UpstreamCallbackInput {
+  /** The full callback URL as received (query includes code, state, iss...). */
+  readonly callbackUrl: URL;
+  readonly expectedState: string;
+  readonly expectedNonce?: string | undefined;
+  readonly codeVerifier: string;
+}
+
+/** Result of checking an upstream session. */
+export type UpstreamCheck =
+  | { readonly status: "active"; readonly accessExpiresAt?: Date | undefined }
+  /** The upstream token is revoked or otherwise invalid: the grant must die. */
+  | { readonly status: "invalid"; readonly reason: string }
+  /** The upstream access token has expired: refresh it (if possible) and check again. */
+  | { readonly status: "expired" };
+
+/**
+ * Errors a provider raises. `kind` decides what the broker does:
+ * - `denied`: the user or IdP refused (access_denied to the client)
+ * - `invalid_grant`: a code/refresh token was refused (refresh refused → grant revoked)
+ * - `unavailable`: network error, timeout or 5xx (503 + Retry-After, fail closed, retry later)
+ * - `misconfigured`: wrong client credentials, wrong callback URL... (operator must act)
+ * - `protocol`: the response broke the protocol (bad state, bad ID token...)
+ */
+export class UpstreamError extends Error {
+  constructor(
+    readonly kind: "denied" | "invalid_grant" | "unavailable" | "misconfigured" | "protocol",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "UpstreamError";
+  }
+}
+
+export interface UpstreamProvider {
+  /** `github`, `google`, `oidc`, `demo`: the prefix of subjects and the name shown to users. */
+  readonly kind: string;
+  /** Human name for the consent page ("GitHub", "Google", "Example IdP"). */
+  readonly displayName: string;
+  /** Builds the upstream authorization URL (PKCE S256, state, nonce where applicable). */
+  createAuthorizationRequest(redirectUri: string): Promise<UpstreamAuthorizationRequest>;
+  /** Exchanges the callback's code; validates state (and ID token/nonce for OIDC). */
+  exchangeCode(input: UpstreamCallbackInput, redirectUri: string): Promise<UpstreamTokens>;
+  /** Reads the user's identity with fresh tokens. */
+  fetchIdentity(tokens: UpstreamTokens): Promise<UpstreamIdentity>;
+  /** Is this upstream session still good? */
+  check(tokens: UpstreamTokens): Promise<UpstreamCheck>;
+  /** True when `refresh` can be attempted for these tokens. */
+  canRefresh(tokens: UpstreamTokens): boolean;
+  /** Uses the upstream refresh token; returns the new tokens (refresh token may rotate). */
+  refresh(tokens: UpstreamTokens): Promise<UpstreamTokens>;
+  /** Best-effort revocation of the upstream token. */
+  revoke(tokens: UpstreamTokens): Promise<void>;
+}
