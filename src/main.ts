@@ -38,7 +38,9 @@ async function main(): Promise<void> {
     { url: config.publicUrl, port: running.port, database: config.databaseKind, upstream: config.upstream.provider },
     "mcp-auth-broker listening",
   );
-  process.stdout.write(`\nmcp-auth-broker is running.\n  MCP endpoint: ${config.resourceUrl}\n  Health:       ${config.publicUrl}/healthz\n\n`);
+  process.stdout.write(
+    `\nmcp-auth-broker is running (listening on ${config.host}:${running.port}).\n  MCP endpoint: ${config.resourceUrl}\n  Health:       ${config.publicUrl}/healthz\n\n`,
+  );
 
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -80,6 +80,11 @@ export class SecretBox {
   }
 }
 
+/** Key material for one purpose (HKDF): no key serves two purposes. */
+export function purposeKey(secretKey: Buffer, purpose: string): Uint8Array {
+  return derive(secretKey, purpose).key;
+}
+
 /** A separate HKDF output for signing cookies, so no key serves two purposes. */
 export function cookieKeys(secretKey: Buffer, previousKeys: readonly Buffer[] = []): string[] {
   return [secretKey, ...previousKeys].map((k) => Buffer.from(derive(k, "cookie-signing/v1").key).toString("base64url"));

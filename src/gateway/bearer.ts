@@ -1,0 +1,94 @@
+// Bearer authentication of the protected MCP endpoint (spec §5.4, §7): only the Authorization
+// header carries the token; every 401 points at the protected resource metadata; the token must
+// have been issued for this resource (audience) and is never passed on.
+import type Koa from "koa";
+import { OAuthError } from "../http/errors.ts";
+import type { RequestState } from "../http/request-context.ts";
+import type { AccessValidator, ValidatedAccess } from "../grants/access-validation.ts";
+import { CredentialRejected, UpstreamUnavailable } from "../grants/errors.ts";
+import { unavailableError } from "../grants/token-service.ts";
+
+/** The caller of /mcp once the token is validated: what the MCP server is told (identity headers). */
+export interface CallerIdentity {
+  readonly subject: string | null;
+  readonly user: string | null;
+  readonly clientId: string;
+  readonly scopes: readonly string[];
+  readonly grantId: string;
+  readonly upstreamSessionId: string | null;
+}
+
+export interface BearerOptions {
+  readonly validator: AccessValidator;
+  /** URL of the protected resource metadata (PUBLIC_URL/.well-known/oauth-protected-resource/mcp). */
+  readonly resourceMetadataUrl: string;
+  /** Scope every request needs. */
+  readonly requiredScope: string;
+}
+
+export interface BearerState extends RequestState {
+  identity: CallerIdentity;
+}
+
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+function quote(value: string): string {
+  return `"${value.replace(/[\\"]/g, "\\$&")}"`;
+}
+
+export function challenge(options: BearerOptions, error?: { code: string; description: string; scope?: string }): string {
+  const parts = [`resource_metadata=${quote(options.resourceMetadataUrl)}`, `scope=${quote(error?.scope ?? options.requiredScope)}`];
+  if (error) parts.push(`error=${quote(error.code)}`, `error_description=${quote(error.description)}`);
+  return `Bearer ${parts.join(", ")}`;
+}
+
+function identityOf(access: ValidatedAccess): CallerIdentity {
+  return {
+    subject: access.subject,
+    user: access.user,
+    clientId: access.clientId,
+    scopes: access.scopes,
+    grantId: access.grantId,
+    upstreamSessionId: access.upstreamSessionId,
+  };
+}
+
+export function bearerAuth(options: BearerOptions): Koa.Middleware {
+  const reject = (status: number, code: "invalid_request" | "invalid_token" | "insufficient_scope", description: string, scope?: string) =>
+    new OAuthError(code, description, {
+      status,
+      headers: { "WWW-Authenticate": challenge(options, { code, description, ...(scope ? { scope } : {}) }) },
+    });
+
+  return async (ctx, next) => {
+    // RFC 6750 §2.2/§2.3 token transports are refused: a token in a URL ends up in logs and history.
+    if (ctx.querystring && new URLSearchParams(ctx.querystring).has("access_token")) {
+      throw reject(400, "invalid_request", "Send the access token in the Authorization header, never in the URL.");
+    }
+    if (ctx.is("application/x-www-form-urlencoded")) {
+      throw reject(400, "invalid_request", "Send the access token in the Authorization header, never in the request body.");
+    }
+    const header = ctx.get("authorization");
+    if (!header || !/^Bearer\b/i.test(header)) {
+      throw new OAuthError("invalid_request", "Authorization required: send an access token as 'Authorization: Bearer <token>'.", {
+        status: 401,
+        headers: { "WWW-Authenticate": challenge(options) },
+      });
+    }
+    const match = BEARER.exec(header);
+    if (!match) throw reject(401, "invalid_token", "The Authorization header is not a well-formed bearer token.");
+    let access: ValidatedAccess;
+    try {
+      access = await options.validator.validate(match[1]!);
+    } catch (err) {
+      if (err instanceof CredentialRejected) throw reject(401, "invalid_token", err.reason);
+      if (err instanceof UpstreamUnavailable) throw unavailableError(err);
+      throw err;
+    }
+    if (!access.scopes.includes(options.requiredScope)) {
+      throw reject(403, "insufficient_scope", `This endpoint needs the "${options.requiredScope}" scope.`, options.requiredScope);
+    }
+    (ctx.state as BearerState).identity = identityOf(access);
+    await next();
+  };
+}

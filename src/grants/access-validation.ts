@@ -1,0 +1,137 @@
+// Validation of broker access tokens: the per-request path of /mcp. A bounded LRU keyed by the
+// token's hash answers repeated requests without the database or the upstream IdP, for no longer
+// than the token, the grant's deadlines and the upstream re-check window allow. Revocations in
+// this process evict at once (RevocationBus).
+import { LRUCache } from "lru-cache";
+import type { GrantsContext, RevocationBus } from "./context.ts";
+import { grantDeathReason } from "./lifecycle.ts";
+import type { UpstreamSessions } from "./upstream-sessions.ts";
+import { CredentialRejected } from "./errors.ts";
+import { hashPresentedToken } from "./token-format.ts";
+import type { UsageRecorder } from "./usage-recorder.ts";
+
+export interface ValidatedAccess {
+  readonly tokenHash: string;
+  readonly grantId: string;
+  readonly clientId: string;
+  /** Upstream subject (`github:123`); null for client_credentials tokens. */
+  readonly subject: string | null;
+  readonly user: string | null;
+  readonly scopes: readonly string[];
+  readonly resource: string;
+  readonly upstreamSessionId: string | null;
+  readonly issuedAt: Date;
+  readonly expiresAt: Date;
+}
+
+interface CacheEntry {
+  readonly access: ValidatedAccess;
+  /** Epoch ms after which the entry must be re-validated. */
+  readonly validUntil: number;
+}
+
+export interface ValidatorStats {
+  hits: number;
+  misses: number;
+}
+
+export class AccessValidator {
+  private readonly cache: LRUCache<string, CacheEntry>;
+  private readonly byGrant = new Map<string, Set<string>>();
+  private readonly inflight = new Map<string, Promise<CacheEntry>>();
+  readonly stats: ValidatorStats = { hits: 0, misses: 0 };
+
+  constructor(
+    private readonly ctx: GrantsContext,
+    private readonly sessions: UpstreamSessions,
+    private readonly usage: UsageRecorder,
+    bus: RevocationBus,
+    maxEntries = 50_000,
+  ) {
+    this.cache = new LRUCache<string, CacheEntry>({
+      max: maxEntries,
+      dispose: (entry, key) => this.byGrant.get(entry.access.grantId)?.delete(key),
+    });
+    bus.subscribe((revocation) => {
+      for (const grantId of revocation.grantIds ?? []) {
+        for (const key of [...(this.byGrant.get(grantId) ?? [])]) this.cache.delete(key);
+        this.byGrant.delete(grantId);
+      }
+      for (const hash of revocation.tokenHashes ?? []) this.cache.delete(hash);
+    });
+  }
+
+  /**
+   * Validates a presented access token. Throws CredentialRejected (401 invalid_token) or
+   * UpstreamUnavailable (503). With `requireResource` (default) the token's audience must be
+   * this broker's protected resource.
+   */
+  async validate(token: string, options: { requireResource?: boolean } = {}): Promise<ValidatedAccess> {
+    const hash = hashPresentedToken(token);
+    const now = Date.now();
+    let entry = this.cache.get(hash);
+    if (entry && entry.validUntil > now) {
+      this.stats.hits++;
+    } else {
+      this.stats.misses++;
+      if (entry) this.cache.delete(hash);
+      entry = await this.load(hash);
+    }
+    if ((options.requireResource ?? true) && entry.access.resource !== this.ctx.config.resourceUrl) {
+      throw new CredentialRejected("this token was not issued for this resource");
+    }
+    this.usage.touch(entry.access.grantId, now);
+    return entry.access;
+  }
+
+  /** Concurrent misses for one token share one database read and one upstream check. */
+  private load(hash: string): Promise<CacheEntry> {
+    const running = this.inflight.get(hash);
+    if (running) return running;
+    const flight = this.loadFromStore(hash).finally(() => this.inflight.delete(hash));
+    this.inflight.set(hash, flight);
+    return flight;
+  }
+
+  private async loadFromStore(hash: string): Promise<CacheEntry> {
+    const row = await this.ctx.db.accessToken.findUnique({
+      where: { tokenHash: hash },
+      include: { grant: { include: { upstreamSession: { select: { login: true, subject: true } } } } },
+    });
+    if (!row) throw new CredentialRejected("the access token is not valid");
+    const now = new Date();
+    if (row.revokedAt) throw new CredentialRejected("the access token was revoked");
+    if (row.expiresAt <= now) throw new CredentialRejected("the access token expired");
+    const death = grantDeathReason(row.grant, now);
+    if (death) throw new CredentialRejected(death);
+    this.usage.seen(row.grantId, row.grant.lastUsedAt);
+
+    const { config } = this.ctx;
+    let validUntil = Math.min(row.expiresAt.getTime(), row.grant.absoluteExpiresAt.getTime(), row.grant.idleExpiresAt.getTime());
+    if (row.grant.upstreamSessionId) {
+      const checked = await this.sessions.ensureChecked(row.grant.upstreamSessionId);
+      // With UPSTREAM_RECHECK_SECONDS=0 every use checks upstream: nothing is cached.
+      validUntil = config.upstreamRecheckSeconds === 0 ? 0 : Math.min(validUntil, checked.lastCheckedAt.getTime() + config.upstreamRecheckSeconds * 1000);
+    }
+    const access: ValidatedAccess = {
+      tokenHash: hash,
+      grantId: row.grantId,
+      clientId: row.clientId,
+      subject: row.grant.subject,
+      user: row.grant.upstreamSession?.login ?? null,
+      scopes: row.scope.split(" ").filter(Boolean),
+      resource: row.resource,
+      upstreamSessionId: row.grant.upstreamSessionId,
+      issuedAt: row.createdAt,
+      expiresAt: row.expiresAt,
+    };
+    const entry: CacheEntry = { access, validUntil };
+    if (validUntil > Date.now()) {
+      this.cache.set(hash, entry);
+      let keys = this.byGrant.get(row.grantId);
+      if (!keys) this.byGrant.set(row.grantId, (keys = new Set()));
+      keys.add(hash);
+    }
+    return entry;
+  }
+}

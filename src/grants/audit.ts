@@ -1,0 +1,46 @@
+// The audit trail of security events. Never records a token, code or secret.
+import { randomUUID } from "node:crypto";
+import type { Db } from "../store/db.ts";
+
+export type AuditEventType =
+  | "client.registered"
+  | "client.removed"
+  | "consent.approved"
+  | "consent.denied"
+  | "login.completed"
+  | "login.failed"
+  | "token.issued"
+  | "token.refreshed"
+  | "token.revoked"
+  | "grant.revoked"
+  | "code.replayed"
+  | "refresh.reused"
+  | "upstream.invalid"
+  | "upstream.refreshed"
+  | "upstream.revoke_failed"
+  | "sweep.completed";
+
+export interface AuditEntry {
+  readonly type: AuditEventType;
+  readonly clientId?: string | null | undefined;
+  readonly grantId?: string | null | undefined;
+  readonly subject?: string | null | undefined;
+  readonly ip?: string | null | undefined;
+  readonly detail?: Record<string, unknown>;
+}
+
+type AuditWriter = Pick<Db, "auditEvent">;
+
+export async function audit(db: AuditWriter, entry: AuditEntry): Promise<void> {
+  await db.auditEvent.create({
+    data: {
+      id: randomUUID(),
+      type: entry.type,
+      clientId: entry.clientId ?? null,
+      grantId: entry.grantId ?? null,
+      subject: entry.subject ?? null,
+      ip: entry.ip ?? null,
+      detail: JSON.stringify(entry.detail ?? {}),
+    },
+  });
+}

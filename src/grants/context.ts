@@ -1,0 +1,43 @@
+// What the grants services share: storage, configuration, the upstream provider, and the one
+// place that decides when cached validations must go (revocation listeners).
+import type { Config } from "../config.ts";
+import type { Logger } from "../logger.ts";
+import type { Db } from "../store/db.ts";
+import type { SecretBox } from "../store/secrets.ts";
+import type { UpstreamProvider } from "../upstream/provider.ts";
+
+export interface GrantsContext {
+  readonly db: Db;
+  readonly config: Config;
+  readonly secrets: SecretBox;
+  readonly provider: UpstreamProvider;
+  readonly logger: Logger;
+  /** Key for derived (idempotent) refresh rotation; separate from the encryption key. */
+  readonly rotationKey: Uint8Array;
+}
+
+export interface Revocation {
+  /** Grants revoked with all their tokens. */
+  readonly grantIds?: readonly string[];
+  /** Single access tokens revoked (SHA-256 hashes). */
+  readonly tokenHashes?: readonly string[];
+}
+
+/**
+ * Invalidation fan-out: every cache that holds validations subscribes here. This is the one place
+ * that decides when cached validations go; a multi-instance deployment publishes here from a
+ * shared channel too.
+ */
+export class RevocationBus {
+  private readonly listeners = new Set<(revocation: Revocation) => void>();
+
+  subscribe(listener: (revocation: Revocation) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  publish(revocation: Revocation): void {
+    if (!revocation.grantIds?.length && !revocation.tokenHashes?.length) return;
+    for (const l of this.listeners) l(revocation);
+  }
+}

@@ -1,0 +1,48 @@
+// Assembles the grants services around one context. Nothing here knows about HTTP.
+import type { Config } from "../config.ts";
+import type { Logger } from "../logger.ts";
+import type { Db } from "../store/db.ts";
+import { purposeKey, type SecretBox } from "../store/secrets.ts";
+import type { UpstreamProvider } from "../upstream/provider.ts";
+import { RevocationBus, type GrantsContext } from "./context.ts";
+import { GrantLifecycle } from "./lifecycle.ts";
+import { UpstreamSessions } from "./upstream-sessions.ts";
+import { UsageRecorder } from "./usage-recorder.ts";
+import { AccessValidator } from "./access-validation.ts";
+import { TokenService } from "./token-service.ts";
+import { UpstreamLogin } from "./upstream-login.ts";
+import { sweep, type SweepOptions, type SweepResult } from "./sweep.ts";
+
+export interface Grants {
+  readonly context: GrantsContext;
+  readonly bus: RevocationBus;
+  readonly lifecycle: GrantLifecycle;
+  readonly sessions: UpstreamSessions;
+  readonly usage: UsageRecorder;
+  readonly validator: AccessValidator;
+  readonly tokens: TokenService;
+  readonly upstreamLogin: UpstreamLogin;
+  sweep(options?: SweepOptions): Promise<SweepResult>;
+}
+
+export function createGrants(input: { db: Db; config: Config; secrets: SecretBox; provider: UpstreamProvider; logger: Logger }): Grants {
+  const context: GrantsContext = { ...input, rotationKey: purposeKey(input.config.secretKey, "refresh-rotation/v1") };
+  const bus = new RevocationBus();
+  const lifecycle = new GrantLifecycle(context, bus);
+  const sessions = new UpstreamSessions(context, lifecycle);
+  const usage = new UsageRecorder(context);
+  const validator = new AccessValidator(context, sessions, usage, bus);
+  const tokens = new TokenService(context, lifecycle, sessions, validator, bus);
+  const upstreamLogin = new UpstreamLogin(context, sessions);
+  return {
+    context,
+    bus,
+    lifecycle,
+    sessions,
+    usage,
+    validator,
+    tokens,
+    upstreamLogin,
+    sweep: (options) => sweep(input.db, lifecycle, options),
+  };
+}

@@ -1,0 +1,133 @@
+// The life and death of grants: deadlines (idle and absolute timeouts), revocation with its
+// cascade to every broker token and, when no live grant still needs it, to the upstream token.
+import type { GrantsContext, RevocationBus } from "./context.ts";
+import { audit } from "./audit.ts";
+import type { Db } from "../store/db.ts";
+
+export type RevocationReason =
+  | "client_revoked"
+  | "operator"
+  | "refresh_reuse"
+  | "code_replay"
+  | "upstream_invalid"
+  | "upstream_refresh_failed"
+  | "idle_timeout"
+  | "max_age"
+  | "client_removed";
+
+export interface GrantDeadlines {
+  readonly revokedAt: Date | null;
+  readonly idleExpiresAt: Date;
+  readonly absoluteExpiresAt: Date;
+}
+
+/** Why a grant is dead, or null when it is alive at `now`. */
+export function grantDeathReason(grant: GrantDeadlines, now: Date = new Date()): string | null {
+  if (grant.revokedAt) return "the grant was revoked";
+  if (now >= grant.absoluteExpiresAt) return "the session reached its maximum age; authorize again";
+  if (now >= grant.idleExpiresAt) return "the session was idle too long; authorize again";
+  return null;
+}
+
+export function initialDeadlines(config: GrantsContext["config"], now: Date = new Date()): { lastUsedAt: Date; idleExpiresAt: Date; absoluteExpiresAt: Date } {
+  return {
+    lastUsedAt: now,
+    idleExpiresAt: new Date(now.getTime() + config.sessionIdleTimeoutSeconds * 1000),
+    absoluteExpiresAt: new Date(now.getTime() + config.sessionMaxAgeSeconds * 1000),
+  };
+}
+
+type Tx = Omit<Db, "$connect" | "$disconnect" | "$on" | "$transaction" | "$extends">;
+
+/** Marks the grants and all their tokens revoked, inside the caller's transaction. Returns the ids revoked now. */
+export async function revokeGrantsInTx(tx: Tx, grantIds: readonly string[], reason: RevocationReason, now: Date): Promise<string[]> {
+  if (grantIds.length === 0) return [];
+  const live = await tx.grant.findMany({ where: { id: { in: [...grantIds] }, revokedAt: null }, select: { id: true } });
+  const ids = live.map((g) => g.id);
+  if (ids.length === 0) return [];
+  await tx.grant.updateMany({ where: { id: { in: ids }, revokedAt: null }, data: { revokedAt: now, revokedReason: reason } });
+  await tx.accessToken.updateMany({ where: { grantId: { in: ids }, revokedAt: null }, data: { revokedAt: now } });
+  await tx.refreshToken.updateMany({ where: { grantId: { in: ids }, revokedAt: null }, data: { revokedAt: now } });
+  await tx.authorizationCode.updateMany({ where: { grantId: { in: ids }, consumedAt: null }, data: { consumedAt: now } });
+  return ids;
+}
+
+export class GrantLifecycle {
+  constructor(
+    private readonly ctx: GrantsContext,
+    private readonly bus: RevocationBus,
+  ) {}
+
+  /** Revokes grants and their tokens; then the upstream tokens no live grant needs any more. */
+  async revokeGrants(grantIds: readonly string[], reason: RevocationReason): Promise<string[]> {
+    const now = new Date();
+    const revoked = await this.ctx.db.$transaction(async (tx) => {
+      const ids = await revokeGrantsInTx(tx, grantIds, reason, now);
+      for (const id of ids) await audit(tx, { type: "grant.revoked", grantId: id, detail: { reason } });
+      return ids;
+    });
+    this.bus.publish({ grantIds: revoked });
+    await this.releaseUpstreamSessionsOf(revoked);
+    return revoked;
+  }
+
+  async revokeGrant(grantId: string, reason: RevocationReason): Promise<boolean> {
+    return (await this.revokeGrants([grantId], reason)).length > 0;
+  }
+
+  /** Every live grant of one upstream user (e.g. `github:583231`). */
+  async revokeSubject(subject: string, reason: RevocationReason): Promise<string[]> {
+    const grants = await this.ctx.db.grant.findMany({ where: { subject, revokedAt: null }, select: { id: true } });
+    return this.revokeGrants(
+      grants.map((g) => g.id),
+      reason,
+    );
+  }
+
+  /** Every live grant that stands on one upstream session (the upstream said it is dead). */
+  async revokeUpstreamSession(sessionId: string, reason: RevocationReason): Promise<string[]> {
+    const grants = await this.ctx.db.grant.findMany({ where: { upstreamSessionId: sessionId, revokedAt: null }, select: { id: true } });
+    await this.ctx.db.upstreamSession.updateMany({
+      where: { id: sessionId, status: "active" },
+      data: { status: "revoked", revokedAt: new Date(), revokedReason: reason },
+    });
+    return this.revokeGrants(
+      grants.map((g) => g.id),
+      reason,
+    );
+  }
+
+  /**
+   * Revokes the upstream token of every session behind these grants that no live grant uses any
+   * more. Best effort: the broker's own tokens are already dead; a failure is logged and audited.
+   */
+  private async releaseUpstreamSessionsOf(grantIds: readonly string[]): Promise<void> {
+    if (grantIds.length === 0) return;
+    const grants = await this.ctx.db.grant.findMany({ where: { id: { in: [...grantIds] } }, select: { upstreamSessionId: true } });
+    const sessionIds = [...new Set(grants.map((g) => g.upstreamSessionId).filter((id): id is string => id !== null))];
+    const now = new Date();
+    for (const sessionId of sessionIds) {
+      const stillUsed = await this.ctx.db.grant.count({
+        where: { upstreamSessionId: sessionId, revokedAt: null, idleExpiresAt: { gt: now }, absoluteExpiresAt: { gt: now } },
+      });
+      if (stillUsed > 0) continue;
+      // Claim the release so concurrent revocations call the upstream once; a session the
+      // upstream already declared dead is not claimed (nothing left to revoke there).
+      const claimed = await this.ctx.db.upstreamSession.updateMany({
+        where: { id: sessionId, status: "active" },
+        data: { status: "revoked", revokedAt: now, revokedReason: "no_live_grant" },
+      });
+      if (claimed.count === 0) continue;
+      const session = await this.ctx.db.upstreamSession.findUniqueOrThrow({ where: { id: sessionId } });
+      try {
+        const accessToken = await this.ctx.secrets.decrypt(session.accessTokenEnc);
+        const refreshToken = await this.ctx.secrets.decryptOptional(session.refreshTokenEnc);
+        await this.ctx.provider.revoke({ accessToken, refreshToken: refreshToken ?? undefined });
+        this.ctx.logger.info({ upstreamSession: sessionId, subject: session.subject }, "upstream token revoked");
+      } catch (err) {
+        this.ctx.logger.warn({ upstreamSession: sessionId, err: (err as Error).message }, "upstream token revocation failed (best effort)");
+        await audit(this.ctx.db, { type: "upstream.revoke_failed", subject: session.subject, detail: { upstreamSession: sessionId, message: (err as Error).message } });
+      }
+    }
+  }
+}

@@ -1,0 +1,56 @@
+// The periodic sweep: removes what can never be used again, so tables do not grow without bound.
+// Dead grants are kept a while (audit, "why was I logged out?") before they go.
+import type { Db } from "../store/db.ts";
+import { audit } from "./audit.ts";
+import type { GrantLifecycle } from "./lifecycle.ts";
+
+export interface SweepResult {
+  readonly transactions: number;
+  readonly codes: number;
+  readonly accessTokens: number;
+  readonly refreshTokens: number;
+  readonly grants: number;
+  /** Grants that had timed out and were revoked now (their upstream tokens released). */
+  readonly timedOut: number;
+  readonly upstreamSessions: number;
+  readonly consents: number;
+  readonly auditEvents: number;
+}
+
+export interface SweepOptions {
+  /** How long dead grants and their rows are kept after death (default 7 days). */
+  readonly retainDeadSeconds?: number;
+  /** How long audit events are kept (default 90 days). */
+  readonly retainAuditSeconds?: number;
+  readonly now?: Date;
+}
+
+export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOptions = {}): Promise<SweepResult> {
+  const now = options.now ?? new Date();
+  // Timed-out grants are revoked first, so the upstream tokens only they needed are released.
+  const pastMaxAge = await db.grant.findMany({ where: { revokedAt: null, absoluteExpiresAt: { lte: now } }, select: { id: true } });
+  const idle = await db.grant.findMany({ where: { revokedAt: null, idleExpiresAt: { lte: now } }, select: { id: true } });
+  const timedOut =
+    (await lifecycle.revokeGrants(pastMaxAge.map((g) => g.id), "max_age")).length +
+    (await lifecycle.revokeGrants(idle.map((g) => g.id), "idle_timeout")).length;
+  const deadBefore = new Date(now.getTime() - (options.retainDeadSeconds ?? 7 * 86400) * 1000);
+  const auditBefore = new Date(now.getTime() - (options.retainAuditSeconds ?? 90 * 86400) * 1000);
+  const result = await db.$transaction(async (tx) => {
+    const transactions = (await tx.authTransaction.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+    const codes = (await tx.authorizationCode.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+    const accessTokens = (await tx.accessToken.deleteMany({ where: { OR: [{ expiresAt: { lt: now } }, { revokedAt: { lt: deadBefore } }] } })).count;
+    const refreshTokens = (await tx.refreshToken.deleteMany({ where: { OR: [{ expiresAt: { lt: now } }, { revokedAt: { lt: deadBefore } }] } })).count;
+    // Tokens of these grants go with them (onDelete: Cascade).
+    const grants = (
+      await tx.grant.deleteMany({
+        where: { OR: [{ revokedAt: { lt: deadBefore } }, { absoluteExpiresAt: { lt: deadBefore } }, { idleExpiresAt: { lt: deadBefore } }] },
+      })
+    ).count;
+    const upstreamSessions = (await tx.upstreamSession.deleteMany({ where: { status: { not: "active" }, grants: { none: {} } } })).count;
+    const consents = (await tx.consent.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+    const auditEvents = (await tx.auditEvent.deleteMany({ where: { at: { lt: auditBefore } } })).count;
+    return { transactions, codes, accessTokens, refreshTokens, grants, upstreamSessions, consents, auditEvents };
+  });
+  await audit(db, { type: "sweep.completed", detail: { ...result, timedOut } });
+  return { ...result, timedOut };
+}

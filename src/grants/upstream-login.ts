@@ -1,0 +1,153 @@
+// The upstream leg of an authorization (spec §5.6, steps 2–6): after consent, send the user to the
+// upstream IdP; on the callback, exchange its code, read the identity, store the upstream session,
+// create the grant and the broker's own authorization code, and hand back to the client.
+import { randomUUID } from "node:crypto";
+import { PageError } from "../http/errors.ts";
+import type { GrantsContext } from "./context.ts";
+import { initialDeadlines } from "./lifecycle.ts";
+import type { UpstreamSessions } from "./upstream-sessions.ts";
+import { mintSecret } from "./token-format.ts";
+import { audit } from "./audit.ts";
+import { clientRedirectUrl } from "./client-redirect.ts";
+import type { UpstreamLoginStarter } from "./ports.ts";
+import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
+
+export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
+
+export interface CallbackInput {
+  readonly callbackUrl: URL;
+  /** The browser session presenting the callback; null when the browser has none. */
+  readonly browserSessionId: string | null;
+  readonly ip?: string | undefined;
+}
+
+const START_AGAIN = "Go back to your application and start the sign-in again.";
+
+export class UpstreamLogin implements UpstreamLoginStarter {
+  readonly providerName: string;
+
+  constructor(
+    private readonly ctx: GrantsContext,
+    private readonly sessions: UpstreamSessions,
+  ) {
+    this.providerName = ctx.provider.displayName;
+  }
+
+  get callbackUri(): string {
+    return `${this.ctx.config.publicUrl}/oauth/callback`;
+  }
+
+  async start(transactionId: string): Promise<string> {
+    const tx = await this.ctx.db.authTransaction.findUnique({ where: { id: transactionId } });
+    if (!tx || tx.status !== "approved" || tx.expiresAt <= new Date()) {
+      throw new PageError(400, "Sign-in expired", "This authorization request is no longer pending.", START_AGAIN);
+    }
+    let request;
+    try {
+      request = await this.ctx.provider.createAuthorizationRequest(this.callbackUri);
+    } catch (err) {
+      this.ctx.logger.error({ err: (err as Error).message }, "cannot start the upstream login");
+      throw new PageError(503, `${this.providerName} is not reachable`, `The sign-in service could not be reached: ${(err as Error).message}`, "Try again in a moment.");
+    }
+    await this.ctx.db.authTransaction.update({
+      where: { id: transactionId },
+      data: {
+        upstreamState: request.state,
+        upstreamNonce: request.nonce ?? null,
+        upstreamVerifierEnc: await this.ctx.secrets.encrypt(request.codeVerifier),
+      },
+    });
+    return request.url;
+  }
+
+  /**
+   * Completes the upstream login and returns where to send the browser: the client's redirect URI
+   * with the broker's code (or an OAuth error). Problems that must not reach the client (unknown,
+   * replayed or foreign callbacks) are PageErrors.
+   */
+  async complete(input: CallbackInput): Promise<string> {
+    const state = input.callbackUrl.searchParams.get("state");
+    if (!state) throw new PageError(400, "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
+    const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
+    if (!tx) throw new PageError(400, "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
+    if (!input.browserSessionId || tx.browserSessionId !== input.browserSessionId) {
+      throw new PageError(403, "Sign-in started in another browser", "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it.", "Finish the sign-in in the browser where you started it.");
+    }
+    if (tx.status !== "approved") {
+      throw new PageError(400, "Sign-in already completed", "This sign-in response was already used.", START_AGAIN);
+    }
+    if (tx.expiresAt <= new Date()) throw new PageError(400, "Sign-in expired", "This sign-in took too long.", START_AGAIN);
+    // Claim the transaction: a second callback (replay, double click) finds it taken.
+    const claim = await this.ctx.db.authTransaction.updateMany({ where: { id: tx.id, status: "approved" }, data: { status: "exchanging" } });
+    if (claim.count !== 1) throw new PageError(400, "Sign-in already completed", "This sign-in response was already used.", START_AGAIN);
+
+    const toClient = (params: Record<string, string>) =>
+      clientRedirectUrl(tx.redirectUri, { ...params, ...(tx.state ? { state: tx.state } : {}), iss: this.ctx.config.publicUrl });
+    const fail = async (error: string, description: string, logDetail: string) => {
+      await this.ctx.db.authTransaction.update({ where: { id: tx.id }, data: { status: "failed" } });
+      await audit(this.ctx.db, { type: "login.failed", clientId: tx.clientId, ip: input.ip, detail: { error, reason: logDetail } });
+      return toClient({ error, error_description: description });
+    };
+
+    const upstreamError = input.callbackUrl.searchParams.get("error");
+    if (upstreamError) {
+      if (upstreamError === "access_denied") return fail("access_denied", `The sign-in at ${this.providerName} was cancelled or refused.`, upstreamError);
+      if (upstreamError === "temporarily_unavailable") return fail("temporarily_unavailable", `${this.providerName} is temporarily unavailable; try again.`, upstreamError);
+      return fail("server_error", `${this.providerName} reported an error during sign-in.`, upstreamError);
+    }
+
+    let tokens: UpstreamTokens;
+    let identity: UpstreamIdentity;
+    try {
+      const codeVerifier = await this.ctx.secrets.decrypt(tx.upstreamVerifierEnc ?? "");
+      tokens = await this.ctx.provider.exchangeCode(
+        { callbackUrl: input.callbackUrl, expectedState: state, expectedNonce: tx.upstreamNonce ?? undefined, codeVerifier },
+        this.callbackUri,
+      );
+      identity = await this.ctx.provider.fetchIdentity(tokens);
+    } catch (err) {
+      const kind = err instanceof UpstreamError ? err.kind : "unavailable";
+      const message = err instanceof Error ? err.message : String(err);
+      if (kind === "misconfigured") this.ctx.logger.error({ err: message }, "upstream login failed: configuration problem");
+      else this.ctx.logger.warn({ err: message, kind }, "upstream login failed");
+      if (kind === "denied") return fail("access_denied", `The sign-in at ${this.providerName} was refused.`, message);
+      if (kind === "unavailable") return fail("temporarily_unavailable", `${this.providerName} could not be reached; try again.`, message);
+      return fail("server_error", `The sign-in at ${this.providerName} could not be completed.`, message);
+    }
+
+    const code = mintSecret("authorizationCode");
+    const now = new Date();
+    const grantId = randomUUID();
+    await this.ctx.db.$transaction(async (db) => {
+      const sessionId = await this.sessions.create(db, identity, tokens, now);
+      await db.grant.create({
+        data: {
+          id: grantId,
+          clientId: tx.clientId,
+          upstreamSessionId: sessionId,
+          subject: identity.subject,
+          kind: "authorization_code",
+          resource: tx.resource,
+          scope: tx.scope,
+          ...initialDeadlines(this.ctx.config, now),
+        },
+      });
+      await db.authorizationCode.create({
+        data: {
+          id: randomUUID(),
+          codeHash: code.hash,
+          grantId,
+          clientId: tx.clientId,
+          redirectUri: tx.redirectUri,
+          codeChallenge: tx.codeChallenge,
+          resource: tx.resource,
+          scope: tx.scope,
+          expiresAt: new Date(now.getTime() + AUTHORIZATION_CODE_TTL_SECONDS * 1000),
+        },
+      });
+      await db.authTransaction.update({ where: { id: tx.id }, data: { status: "completed", upstreamVerifierEnc: null } });
+      await audit(db, { type: "login.completed", clientId: tx.clientId, grantId, subject: identity.subject, ip: input.ip, detail: { provider: this.ctx.provider.kind } });
+    });
+    return toClient({ code: code.value });
+  }
+}

@@ -1,0 +1,51 @@
+// The browser session: a signed, HttpOnly cookie that holds only a random id. Everything bound to
+// "this browser" (authorization transactions, consents) is stored server-side under that id.
+import { randomBytes } from "node:crypto";
+import type Koa from "koa";
+import session from "koa-session";
+
+export interface BrowserSessionOptions {
+  readonly https: boolean;
+  /** Signing keys (newest first); see cookieKeys() in store/secrets.ts. */
+  readonly keys: readonly string[];
+}
+
+export function browserSessionCookieName(https: boolean): string {
+  // __Host- binds the cookie to this exact origin (Secure, Path=/, no Domain) whenever we can.
+  return https ? "__Host-mab_session" : "mab_session";
+}
+
+/** Installs koa-session on the app. Call once, before the routers that use browser sessions. */
+export function browserSession(app: Koa, options: BrowserSessionOptions): Koa.Middleware {
+  app.keys = [...options.keys];
+  return session(
+    {
+      key: browserSessionCookieName(options.https),
+      maxAge: 24 * 60 * 60 * 1000,
+      httpOnly: true,
+      signed: true,
+      secure: options.https,
+      sameSite: "lax",
+      overwrite: true,
+      rolling: false,
+      renew: true,
+    },
+    app,
+  );
+}
+
+interface SessionData {
+  sid?: string;
+}
+
+/** The id of this browser's session; created (and the cookie set) when `create` is true. */
+export function browserSessionId(ctx: Koa.Context, create: true): string;
+export function browserSessionId(ctx: Koa.Context, create: false): string | null;
+export function browserSessionId(ctx: Koa.Context, create: boolean): string | null {
+  const data = (ctx as unknown as { session: SessionData | null }).session;
+  if (!data) return null;
+  if (typeof data.sid === "string" && /^[A-Za-z0-9_-]{43}$/.test(data.sid)) return data.sid;
+  if (!create) return null;
+  data.sid = randomBytes(32).toString("base64url");
+  return data.sid;
+}

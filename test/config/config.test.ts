@@ -1,0 +1,150 @@
+import { describe, expect, it } from "@jest/globals";
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ConfigError, loadConfig, decodeSecretKey } from "../../src/config.ts";
+import { runToEnd, startProcess } from "../support/spawn.ts";
+
+const KEY = Buffer.alloc(32, 7).toString("base64");
+const tmp = () => mkdtempSync(path.join(tmpdir(), "mab-config-"));
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env, tmp());
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  it("defaults to demo mode on localhost with a generated key kept under ./data", () => {
+    const dir = tmp();
+    const config = loadConfig({}, dir);
+    expect(config.demoMode).toBe(true);
+    expect(config.upstream.provider).toBe("demo");
+    expect(config.port).toBe(3000);
+    expect(config.host).toBe("127.0.0.1");
+    expect(config.publicUrl).toBe("http://localhost:3000");
+    expect(config.resourceUrl).toBe("http://localhost:3000/mcp");
+    expect(config.databaseUrl).toBe("file:./data/broker.db");
+    expect(config.secretKeySource).toBe("generated");
+    expect(existsSync(path.join(dir, "data/secret.key"))).toBe(true);
+    // The key is stable across restarts.
+    const again = loadConfig({}, dir);
+    expect(again.secretKeySource).toBe("file");
+    expect(again.secretKey.equals(config.secretKey)).toBe(true);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it("parses a full production configuration", () => {
+    const config = loadConfig(
+      {
+        PORT: "8443",
+        HOST: "0.0.0.0",
+        PUBLIC_URL: "HTTPS://MCP.Example.com:443/",
+        DATABASE_URL: "postgresql://u:p@db:5432/broker",
+        MCP_SERVER_URL: "http://10.0.0.5:8080/mcp",
+        UPSTREAM_PROVIDER: "github",
+        UPSTREAM_CLIENT_ID: "Iv1.abc",
+        UPSTREAM_CLIENT_SECRET: "shh",
+        SECRET_KEY: Buffer.alloc(32, 1).toString("hex"),
+        UPSTREAM_RECHECK_SECONDS: "0",
+        DYNAMIC_REGISTRATION: "false",
+        FORWARD_UPSTREAM_TOKEN: "true",
+      },
+      tmp(),
+    );
+    expect(config.publicUrl).toBe("https://mcp.example.com");
+    expect(config.resourceUrl).toBe("https://mcp.example.com/mcp");
+    expect(config.databaseKind).toBe("postgres");
+    expect(config.demoMode).toBe(false);
+    expect(config.upstreamRecheckSeconds).toBe(0);
+    expect(config.dynamicRegistration).toBe(false);
+    expect(config.forwardUpstreamToken).toBe(true);
+    expect(config.upstream.githubUrl).toBe("https://github.com");
+    expect(config.upstream.githubApiUrl).toBe("https://api.github.com");
+    expect(config.secretKeySource).toBe("env");
+  });
+
+  it("gives google its issuer by default", () => {
+    const config = loadConfig({ UPSTREAM_PROVIDER: "google", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY }, tmp());
+    expect(config.upstream.issuer).toBe("https://accounts.google.com");
+  });
+
+  it.each([
+    [{ PORT: "abc" }, "PORT", /port number/],
+    [{ PORT: "70000" }, "PORT", /port number/],
+    [{ PUBLIC_URL: "http://mcp.example.com" }, "PUBLIC_URL", /https/],
+    [{ PUBLIC_URL: "not a url" }, "PUBLIC_URL", /absolute/],
+    [{ DATABASE_URL: "mysql://x" }, "DATABASE_URL", /SQLite|PostgreSQL/],
+    [{ UPSTREAM_PROVIDER: "facebook" }, "UPSTREAM_PROVIDER", /github, google, oidc/],
+    [{ UPSTREAM_CLIENT_ID: "x" }, "UPSTREAM_PROVIDER", /github, google, oidc/],
+    [{ UPSTREAM_PROVIDER: "github", SECRET_KEY: KEY }, "UPSTREAM_CLIENT_ID", /required/],
+    [{ UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", SECRET_KEY: KEY }, "UPSTREAM_CLIENT_SECRET", /required/],
+    [{ UPSTREAM_PROVIDER: "oidc", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY }, "UPSTREAM_ISSUER", /required/],
+    [{ UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y" }, "SECRET_KEY", /required outside demo mode/],
+    [{ UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: "tooshort" }, "SECRET_KEY", /32 bytes/],
+    [{ ACCESS_TOKEN_TTL_SECONDS: "-5" }, "ACCESS_TOKEN_TTL_SECONDS", /whole number/],
+    [{ UPSTREAM_RECHECK_SECONDS: "soon" }, "UPSTREAM_RECHECK_SECONDS", /whole number/],
+    [{ DYNAMIC_REGISTRATION: "maybe" }, "DYNAMIC_REGISTRATION", /true or false/],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL", /one of/],
+    [{ HOST: "0.0.0.0" }, "HOST", /loopback/],
+    [{ MCP_SERVER_URL: "ftp://x" }, "MCP_SERVER_URL", /http/],
+  ])("rejects %j naming %s", (env, variable, expectation) => {
+    const err = configError(env as Record<string, string>);
+    expect(err.variable).toBe(variable);
+    expect(err.message).toMatch(expectation);
+    expect(err.message).not.toContain("\n");
+  });
+
+  it("never echoes a secret key back in its error", () => {
+    const err = configError({ UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: "c2VjcmV0LXZhbHVl" });
+    expect(err.message).not.toContain("c2VjcmV0LXZhbHVl");
+  });
+
+  it("decodes hex and base64 keys and refuses short ones", () => {
+    expect(decodeSecretKey(Buffer.alloc(32, 3).toString("hex"))?.length).toBe(32);
+    expect(decodeSecretKey(Buffer.alloc(48, 3).toString("base64url"))?.length).toBe(48);
+    expect(decodeSecretKey(Buffer.alloc(16, 3).toString("base64"))).toBeNull();
+  });
+
+  it("reads .env but lets the real environment win", async () => {
+    const dir = tmp();
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(path.join(dir, ".env"), "PORT=4321\nLOG_LEVEL=debug\n");
+    const { readEnvironment } = await import("../../src/config.ts");
+    const env = readEnvironment(dir, { LOG_LEVEL: "warn" });
+    const config = loadConfig(env, dir);
+    expect(config.port).toBe(4321);
+    expect(config.logLevel).toBe("warn");
+  });
+});
+
+describe("the real process", () => {
+  it.each([
+    [{ PORT: "abc" }, /^mcp-auth-broker: configuration error: PORT: expected a port number/],
+    [{ UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y" }, /^mcp-auth-broker: configuration error: SECRET_KEY: expected at least 32 bytes/],
+    [{ PUBLIC_URL: "http://example.com" }, /^mcp-auth-broker: configuration error: PUBLIC_URL: expected an https:\/\/ URL/],
+    [{ DATABASE_URL: "mongodb://x" }, /^mcp-auth-broker: configuration error: DATABASE_URL: /],
+  ])("stops with one line for %j", async (env, expected) => {
+    const dir = tmp();
+    const result = await runToEnd(startProcess("src/main.ts", [], { cwd: dir, env: env as Record<string, string> }));
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(expected);
+    expect(result.stderr).not.toMatch(/\bat .*\.ts:\d+/);
+  });
+
+  it("reads a .env file from its working directory", async () => {
+    const dir = tmp();
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(path.join(dir, ".env"), "LOG_LEVEL=chatty\n");
+    const result = await runToEnd(startProcess("src/main.ts", [], { cwd: dir, env: {} }));
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toMatch(/^mcp-auth-broker: configuration error: LOG_LEVEL: expected one of/);
+    expect(readFileSync(path.join(dir, ".env"), "utf8")).toContain("chatty");
+  });
+});

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "@jest/globals";
+import { randomBytes } from "node:crypto";
+import { SecretBox, constantTimeEqual, randomToken, sha256Hex, DecryptionError } from "../../src/store/secrets.ts";
+
+describe("secrets at rest", () => {
+  it("encrypts with JWE dir+A256GCM and a key id, and decrypts", async () => {
+    const box = new SecretBox(randomBytes(32));
+    const jwe = await box.encrypt("gho_upstream_token");
+    expect(jwe).not.toContain("gho_upstream_token");
+    const header = JSON.parse(Buffer.from(jwe.split(".")[0]!, "base64url").toString());
+    expect(header).toEqual({ alg: "dir", enc: "A256GCM", kid: box.keyId });
+    expect(await box.decrypt(jwe)).toBe("gho_upstream_token");
+  });
+
+  it("reads rows written under a rotated-out key when it is kept as previous", async () => {
+    const oldKey = randomBytes(32);
+    const written = await new SecretBox(oldKey).encrypt("old-row");
+    const rotated = new SecretBox(randomBytes(32), [oldKey]);
+    expect(await rotated.decrypt(written)).toBe("old-row");
+    await expect(new SecretBox(randomBytes(32)).decrypt(written)).rejects.toBeInstanceOf(DecryptionError);
+  });
+
+  it("mints 256-bit tokens and compares in constant time", () => {
+    const t = randomToken("mab_at_");
+    expect(t).toMatch(/^mab_at_[A-Za-z0-9_-]{43}$/);
+    expect(sha256Hex(t)).toHaveLength(64);
+    expect(constantTimeEqual("abc", "abc")).toBe(true);
+    expect(constantTimeEqual("abc", "abd")).toBe(false);
+    expect(constantTimeEqual("abc", "abcd")).toBe(false);
+  });
+});

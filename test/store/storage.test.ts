@@ -1,0 +1,139 @@
+// Migrations from empty and a round trip of every model, on SQLite always and on PostgreSQL when
+// the suite's server is available: same code, same behaviour.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { randomUUID } from "node:crypto";
+import { migrateDatabase } from "../../src/store/migrate.ts";
+import { openDatabase, type Database } from "../../src/store/db.ts";
+import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
+
+interface Target {
+  name: string;
+  setup(): Promise<{ url: string; cleanup(): Promise<void> }>;
+}
+
+const targets: Target[] = [
+  {
+    name: "sqlite",
+    async setup() {
+      const dir = mkdtempSync(path.join(tmpdir(), "mab-store-"));
+      return { url: `file:${path.join(dir, "broker.db")}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+];
+if (postgresAvailable) {
+  targets.push({
+    name: "postgres",
+    async setup() {
+      const db = await createPostgresDatabase();
+      return { url: db.url, cleanup: db.drop };
+    },
+  });
+} else {
+  process.stdout.write("[notice] PostgreSQL not available: storage tests run on SQLite only\n");
+}
+
+describe.each(targets)("storage on $name", (target) => {
+  let database: Database;
+  let cleanup: () => Promise<void>;
+  let url: string;
+
+  beforeAll(async () => {
+    const t = await target.setup();
+    url = t.url;
+    cleanup = t.cleanup;
+  });
+
+  afterAll(async () => {
+    await database?.close();
+    await cleanup();
+  });
+
+  it("applies every migration to an empty database, and is idempotent", async () => {
+    const first = await migrateDatabase(url);
+    expect(first.applied).toContain("20261122140000_init");
+    const second = await migrateDatabase(url);
+    expect(second.applied).toEqual([]);
+    database = await openDatabase(url);
+    expect(database.kind).toBe(target.name);
+  });
+
+  it("round-trips every model", async () => {
+    const { db } = database;
+    const now = new Date();
+    const later = new Date(now.getTime() + 60_000);
+    const clientId = `c_${randomUUID()}`;
+    await db.client.create({
+      data: {
+        id: clientId,
+        secretHash: "h",
+        secretPrefix: "mab_cs_x",
+        redirectUris: JSON.stringify(["http://127.0.0.1:3333/cb"]),
+        tokenEndpointAuthMethod: "none",
+        grantTypes: JSON.stringify(["authorization_code", "refresh_token"]),
+        responseTypes: JSON.stringify(["code"]),
+        clientName: "Ünïcode client ✓",
+        registrationType: "dynamic",
+      },
+    });
+    const client = await db.client.findUniqueOrThrow({ where: { id: clientId } });
+    expect(client.clientName).toBe("Ünïcode client ✓");
+    expect(JSON.parse(client.redirectUris)).toEqual(["http://127.0.0.1:3333/cb"]);
+
+    const txId = randomUUID();
+    await db.authTransaction.create({
+      data: { id: txId, clientId, redirectUri: "http://127.0.0.1:3333/cb", codeChallenge: "c".repeat(43), codeChallengeMethod: "S256", resource: "http://x/mcp", scope: "mcp", state: "s", browserSessionId: "b", status: "pending", upstreamState: `st_${txId}`, expiresAt: later },
+    });
+    expect((await db.authTransaction.findUniqueOrThrow({ where: { upstreamState: `st_${txId}` } })).id).toBe(txId);
+
+    await db.consent.create({ data: { id: randomUUID(), browserSessionId: "b", clientId, redirectUri: "http://127.0.0.1:3333/cb", scope: "mcp", expiresAt: later } });
+    expect(await db.consent.count({ where: { clientId } })).toBe(1);
+
+    const sessionId = randomUUID();
+    await db.upstreamSession.create({ data: { id: sessionId, provider: "github", subject: "github:1", login: "octocat", profile: "{}", accessTokenEnc: "jwe", lastCheckedAt: now, status: "active" } });
+    const grantId = randomUUID();
+    await db.grant.create({ data: { id: grantId, clientId, upstreamSessionId: sessionId, subject: "github:1", kind: "authorization_code", resource: "http://x/mcp", scope: "mcp", lastUsedAt: now, idleExpiresAt: later, absoluteExpiresAt: later } });
+    await db.authorizationCode.create({ data: { id: randomUUID(), codeHash: `code_${grantId}`, grantId, clientId, redirectUri: "http://127.0.0.1:3333/cb", codeChallenge: "c", resource: "http://x/mcp", scope: "mcp", expiresAt: later } });
+    const rt1 = randomUUID();
+    const rt2 = randomUUID();
+    await db.refreshToken.create({ data: { id: rt1, tokenHash: `rt1_${grantId}`, prefix: "mab_rt_", grantId, clientId, resource: "http://x/mcp", scope: "mcp", expiresAt: later } });
+    await db.refreshToken.create({ data: { id: rt2, tokenHash: `rt2_${grantId}`, prefix: "mab_rt_", grantId, clientId, resource: "http://x/mcp", scope: "mcp", parentId: rt1, expiresAt: later } });
+    await db.refreshToken.update({ where: { id: rt1 }, data: { successorId: rt2, consumedAt: now, graceUntil: later } });
+    await db.accessToken.create({ data: { id: randomUUID(), tokenHash: `at_${grantId}`, prefix: "mab_at_", grantId, clientId, resource: "http://x/mcp", scope: "mcp", refreshTokenId: rt2, expiresAt: later } });
+    await db.auditEvent.create({ data: { id: randomUUID(), type: "grant.revoked", grantId, detail: JSON.stringify({ reason: "test" }) } });
+
+    const grant = await db.grant.findUniqueOrThrow({
+      where: { id: grantId },
+      include: { codes: true, accessTokens: true, refreshTokens: true, upstreamSession: true, client: true },
+    });
+    expect(grant.codes).toHaveLength(1);
+    expect(grant.accessTokens).toHaveLength(1);
+    expect(grant.refreshTokens).toHaveLength(2);
+    expect(grant.upstreamSession?.login).toBe("octocat");
+    expect(grant.client.id).toBe(clientId);
+    expect(grant.idleExpiresAt.getTime()).toBe(later.getTime());
+    const rotated = await db.refreshToken.findUniqueOrThrow({ where: { id: rt1 } });
+    expect(rotated.successorId).toBe(rt2);
+    expect(await db.auditEvent.count({ where: { grantId } })).toBe(1);
+
+    // Conditional claims (the basis of single-use codes) report how many rows changed.
+    const first = await db.authorizationCode.updateMany({ where: { codeHash: `code_${grantId}`, consumedAt: null }, data: { consumedAt: now } });
+    const second = await db.authorizationCode.updateMany({ where: { codeHash: `code_${grantId}`, consumedAt: null }, data: { consumedAt: now } });
+    expect([first.count, second.count]).toEqual([1, 0]);
+
+    // Removing a client removes everything that hangs on it.
+    await db.client.delete({ where: { id: clientId } });
+    expect(await db.grant.count({ where: { id: grantId } })).toBe(0);
+    expect(await db.accessToken.count({ where: { grantId } })).toBe(0);
+    expect(await db.authTransaction.count({ where: { id: txId } })).toBe(0);
+    expect(await db.upstreamSession.count({ where: { id: sessionId } })).toBe(1);
+  });
+
+  it("counts queries (the benchmark's proof that cached requests skip the database)", async () => {
+    const before = database.queryCount();
+    await database.db.client.count();
+    expect(database.queryCount()).toBe(before + 1);
+  });
+});

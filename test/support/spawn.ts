@@ -1,0 +1,66 @@
+// Runs the real broker process (`npm start`'s command) or CLI for tests.
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const tsxBin = path.join(projectRoot, "node_modules/.bin/tsx");
+
+export interface Finished {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Env for child processes: the parent's PATH etc., none of the broker's own variables. */
+export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^(PORT|HOST|PUBLIC_URL|DATABASE_URL|MCP_SERVER_URL|UPSTREAM_|GITHUB_|SECRET_KEY|ACCESS_TOKEN|REFRESH_|SESSION_|DYNAMIC_|FORWARD_|LOG_LEVEL|DEMO_|TRUST_PROXY|PROXY_)/.test(k)) continue;
+    if (k === "NODE_OPTIONS") continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+export function startProcess(script: string, args: string[], options: { cwd: string; env: Record<string, string> }): ChildProcess {
+  return spawn(tsxBin, [path.join(projectRoot, script), ...args], { cwd: options.cwd, env: cleanEnv(options.env), stdio: ["ignore", "pipe", "pipe"] });
+}
+
+export function runToEnd(child: ChildProcess, timeoutMs = 20_000): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`process did not finish in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Waits until the child prints a line matching `pattern` on stdout. */
+export function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const onData = (d: Buffer) => {
+      seen += d.toString();
+      if (pattern.test(seen)) {
+        clearTimeout(timer);
+        child.stdout?.off("data", onData);
+        resolve(seen);
+      }
+    };
+    const timer = setTimeout(() => reject(new Error(`no output matching ${pattern} within ${timeoutMs} ms; got: ${seen}`)), timeoutMs);
+    child.stdout?.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`process exited with ${code} before printing ${pattern}; got: ${seen}`));
+    });
+  });
+}

@@ -1,0 +1,61 @@
+// Starts a real broker in-process on 127.0.0.1 with an ephemeral port and a fresh SQLite file in
+// a temp folder. Tests talk to it over real HTTP.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { loadConfig } from "../../src/config.ts";
+import { createBroker, type Broker } from "../../src/broker.ts";
+import { createLogger } from "../../src/logger.ts";
+import { createServer } from "node:net";
+
+export interface TestBroker {
+  readonly broker: Broker;
+  /** PUBLIC_URL of the broker, e.g. http://127.0.0.1:41234 */
+  readonly url: string;
+  readonly dir: string;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
+    });
+  });
+}
+
+/**
+ * `env` overrides the defaults (demo provider, fresh SQLite, random SECRET_KEY). PUBLIC_URL must
+ * know the port, so a free port is chosen first.
+ */
+export async function startBroker(env: Record<string, string> = {}): Promise<TestBroker> {
+  const dir = mkdtempSync(path.join(tmpdir(), "mab-test-"));
+  const port = await freePort();
+  const config = loadConfig(
+    {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
+      SECRET_KEY: randomBytes(32).toString("base64"),
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+      ...env,
+    },
+    dir,
+  );
+  const broker = await createBroker(config, { cwd: dir, logger: createLogger(config.logLevel) });
+  await broker.listen();
+  return {
+    broker,
+    url: config.publicUrl,
+    dir,
+    async stop() {
+      await broker.stop(2000);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
