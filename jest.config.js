@@ -18,4 +18,5 @@ export default {
   globalTeardown: "<rootDir>/test/support/global-teardown.ts",
   // Tests start servers and child processes; two workers fit a 2-core machine.
   maxWorkers: 2,
+  reporters: ["default", "<rootDir>/test/support/summary-reporter.cjs"],
 };
