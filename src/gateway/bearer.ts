@@ -7,16 +7,7 @@ import type { RequestState } from "../http/request-context.ts";
 import type { AccessValidator, ValidatedAccess } from "../grants/access-validation.ts";
 import { CredentialRejected, UpstreamUnavailable } from "../grants/errors.ts";
 import { unavailableError } from "../grants/token-service.ts";
-
-/** The caller of /mcp once the token is validated: what the MCP server is told (identity headers). */
-export interface CallerIdentity {
-  readonly subject: string | null;
-  readonly user: string | null;
-  readonly clientId: string;
-  readonly scopes: readonly string[];
-  readonly grantId: string;
-  readonly upstreamSessionId: string | null;
-}
+import type { CallerIdentity } from "./identity.ts";
 
 export interface BearerOptions {
   readonly validator: AccessValidator;
@@ -49,7 +40,7 @@ function identityOf(access: ValidatedAccess): CallerIdentity {
     clientId: access.clientId,
     scopes: access.scopes,
     grantId: access.grantId,
-    upstreamSessionId: access.upstreamSessionId,
+    upstreamAccessToken: access.upstreamAccessToken,
   };
 }
 

@@ -22,6 +22,8 @@ export interface ValidatedAccess {
   readonly upstreamSessionId: string | null;
   readonly issuedAt: Date;
   readonly expiresAt: Date;
+  /** Decrypted upstream access token, only loaded with FORWARD_UPSTREAM_TOKEN (kept in memory only). */
+  readonly upstreamAccessToken?: string | undefined;
 }
 
 interface CacheEntry {
@@ -108,10 +110,13 @@ export class AccessValidator {
 
     const { config } = this.ctx;
     let validUntil = Math.min(row.expiresAt.getTime(), row.grant.absoluteExpiresAt.getTime(), row.grant.idleExpiresAt.getTime());
+    let upstreamAccessToken: string | undefined;
     if (row.grant.upstreamSessionId) {
       const checked = await this.sessions.ensureChecked(row.grant.upstreamSessionId);
       // With UPSTREAM_RECHECK_SECONDS=0 every use checks upstream: nothing is cached.
       validUntil = config.upstreamRecheckSeconds === 0 ? 0 : Math.min(validUntil, checked.lastCheckedAt.getTime() + config.upstreamRecheckSeconds * 1000);
+      // Read after the check: a refresh during the check has rotated the upstream token.
+      if (config.forwardUpstreamToken) upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
     }
     const access: ValidatedAccess = {
       tokenHash: hash,
@@ -124,6 +129,7 @@ export class AccessValidator {
       upstreamSessionId: row.grant.upstreamSessionId,
       issuedAt: row.createdAt,
       expiresAt: row.expiresAt,
+      upstreamAccessToken,
     };
     const entry: CacheEntry = { access, validUntil };
     if (validUntil > Date.now()) {

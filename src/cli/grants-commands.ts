@@ -1,0 +1,77 @@
+// `grants list|revoke`: what users and clients hold access, and taking it away (with the same
+// cascade as HTTP revocation: every broker token, then the upstream token when no grant needs it).
+import type { Command } from "commander";
+import { withContext } from "./context.ts";
+import { CliError, iso, printJson, printTable } from "./output.ts";
+import { grantDeathReason } from "../grants/lifecycle.ts";
+
+export function registerGrantCommands(program: Command): void {
+  const grants = program.command("grants").description("list and revoke grants (what a client may do for a user)");
+
+  grants
+    .command("list")
+    .description("list grants, live ones by default")
+    .option("--user <subject>", "only grants of this upstream user, e.g. github:583231")
+    .option("--client <id>", "only grants of this client")
+    .option("--all", "include revoked and expired grants")
+    .option("--json", "machine-readable output")
+    .action(async (opts: { user?: string; client?: string; all?: boolean; json?: boolean }) => {
+      await withContext(async ({ database }) => {
+        const now = new Date();
+        const rows = await database.db.grant.findMany({
+          where: {
+            ...(opts.user ? { subject: opts.user } : {}),
+            ...(opts.client ? { clientId: opts.client } : {}),
+            ...(opts.all ? {} : { revokedAt: null, idleExpiresAt: { gt: now }, absoluteExpiresAt: { gt: now } }),
+          },
+          include: { client: { select: { clientName: true } }, upstreamSession: { select: { login: true } } },
+          orderBy: { createdAt: "desc" },
+        });
+        const list = rows.map((g) => ({
+          id: g.id,
+          clientId: g.clientId,
+          clientName: g.client.clientName,
+          subject: g.subject,
+          user: g.upstreamSession?.login ?? null,
+          kind: g.kind,
+          scope: g.scope,
+          resource: g.resource,
+          createdAt: g.createdAt.toISOString(),
+          lastUsedAt: g.lastUsedAt.toISOString(),
+          idleExpiresAt: g.idleExpiresAt.toISOString(),
+          absoluteExpiresAt: g.absoluteExpiresAt.toISOString(),
+          revokedAt: g.revokedAt?.toISOString() ?? null,
+          revokedReason: g.revokedReason,
+          status: grantDeathReason(g, now) ? (g.revokedAt ? "revoked" : "expired") : "live",
+        }));
+        if (opts.json) return printJson(list);
+        printTable(
+          list.map((g) => ({ id: g.id, user: g.subject ?? "(client credentials)", client: g.clientName ?? g.clientId, status: g.status, lastUsed: iso(new Date(g.lastUsedAt)) })),
+          opts.all ? "No grants." : "No live grants.",
+        );
+      });
+    });
+
+  grants
+    .command("revoke")
+    .description("revoke one grant by id, or every grant of a user with --user")
+    .argument("[id]", "grant id (from `grants list`)")
+    .option("--user <subject>", "revoke every live grant of this upstream user, e.g. github:583231")
+    .option("--json", "machine-readable output")
+    .action(async (id: string | undefined, opts: { user?: string; json?: boolean }) => {
+      if (!id && !opts.user) throw new CliError("give a grant id or --user <subject>", 2);
+      if (id && opts.user) throw new CliError("give either a grant id or --user, not both", 2);
+      await withContext(async ({ database, services }) => {
+        let revoked: string[];
+        if (id) {
+          const grant = await database.db.grant.findUnique({ where: { id } });
+          if (!grant) throw new CliError(`no grant with id ${id}`);
+          revoked = await services.grants.lifecycle.revokeGrants([id], "operator");
+        } else {
+          revoked = await services.grants.lifecycle.revokeSubject(opts.user!, "operator");
+        }
+        if (opts.json) return printJson({ revoked });
+        process.stdout.write(revoked.length === 0 ? "Nothing to revoke: no live grant matched.\n" : `Revoked ${revoked.length} grant(s): ${revoked.join(", ")}\n`);
+      });
+    });
+}

@@ -1,0 +1,36 @@
+// Output for humans (aligned columns) or scripts (--json), and errors with exit codes.
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = "CliError";
+  }
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
+}
+
+export function printTable(rows: ReadonlyArray<Record<string, string>>, empty: string): void {
+  if (rows.length === 0) {
+    process.stdout.write(empty + "\n");
+    return;
+  }
+  const columns = Object.keys(rows[0]!);
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => (r[c] ?? "").length)));
+  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd();
+  process.stdout.write(line(columns.map((c) => c.toUpperCase())) + "\n");
+  for (const row of rows) process.stdout.write(line(columns.map((c) => row[c] ?? "")) + "\n");
+}
+
+export function printFields(fields: Record<string, string>): void {
+  const width = Math.max(...Object.keys(fields).map((k) => k.length));
+  for (const [k, v] of Object.entries(fields)) process.stdout.write(`${(k + ":").padEnd(width + 1)} ${v}\n`);
+}
+
+export function iso(date: Date | null | undefined): string {
+  return date ? date.toISOString() : "-";
+}

@@ -1,0 +1,18 @@
+// PUBLIC_URL/mcp and below: bearer authentication, then the streaming proxy (or, for library use,
+// any Koa handler that serves MCP in-process).
+import Router from "@koa/router";
+import type Koa from "koa";
+import { bearerAuth, type BearerOptions, type BearerState } from "./bearer.ts";
+import type { CallerIdentity } from "./identity.ts";
+
+export type McpHandler = (ctx: Koa.Context, identity: CallerIdentity) => Promise<void>;
+
+export function mcpRouter(options: BearerOptions & { readonly handler: McpHandler; readonly mountPath?: string }): Router {
+  const router = new Router();
+  const mount = options.mountPath ?? "/mcp";
+  const auth = bearerAuth(options);
+  const forward: Koa.Middleware = async (ctx) => options.handler(ctx, (ctx.state as BearerState).identity);
+  router.all(mount, auth, forward);
+  router.all(`${mount}/{*rest}`, auth, forward);
+  return router;
+}

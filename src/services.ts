@@ -1,0 +1,27 @@
+// The domain services of one broker, built from its configuration. Shared by the server
+// (broker.ts) and the operator CLI so both act on grants the same way.
+import type { Config } from "./config.ts";
+import type { Logger } from "./logger.ts";
+import type { Database } from "./store/db.ts";
+import { SecretBox } from "./store/secrets.ts";
+import { createGrants, type Grants } from "./grants/index.ts";
+import { createUpstreamProvider } from "./upstream/create.ts";
+import type { UpstreamProvider } from "./upstream/provider.ts";
+
+export interface Services {
+  readonly secrets: SecretBox;
+  readonly provider: UpstreamProvider;
+  readonly grants: Grants;
+}
+
+/** Where demo mode serves its embedded identity provider. */
+export function demoIssuerUrl(config: Config): string {
+  return `${config.publicUrl}/demo-idp`;
+}
+
+export function createServices(config: Config, database: Database, logger: Logger): Services {
+  const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
+  const provider = createUpstreamProvider(config.upstream, { demoIssuer: demoIssuerUrl(config) });
+  const grants = createGrants({ db: database.db, config, secrets, provider, logger });
+  return { secrets, provider, grants };
+}

@@ -1,0 +1,127 @@
+// The token machinery at the domain level, for grants without an upstream session
+// (client_credentials): issuance, validation cache, revocation, introspection, sweep.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { grantsHarness, insertClient, type GrantsHarness } from "../support/grants-harness.ts";
+import { createUpstreamProvider } from "../../src/upstream/create.ts";
+import { CredentialRejected } from "../../src/grants/errors.ts";
+import type { RegisteredClient } from "../../src/grants/types.ts";
+
+let h: GrantsHarness;
+let service: RegisteredClient;
+
+beforeAll(async () => {
+  // A GitHub provider pointed at a closed port: client_credentials grants never call upstream.
+  const env = { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", GITHUB_URL: "http://127.0.0.1:1", GITHUB_API_URL: "http://127.0.0.1:1" };
+  const { loadConfig } = await import("../../src/config.ts");
+  const provider = createUpstreamProvider(loadConfig({ ...env, SECRET_KEY: "a".repeat(64) }).upstream, {});
+  h = await grantsHarness({ ...env, ACCESS_TOKEN_TTL_SECONDS: "60" }, provider);
+  service = await insertClient(h.database);
+});
+afterAll(async () => h.close());
+
+describe("client_credentials", () => {
+  it("issues an opaque 256-bit access token bound to the resource, and no refresh token", async () => {
+    const res = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    expect(res.access_token).toMatch(/^mab_at_[A-Za-z0-9_-]{43}$/);
+    expect(res.token_type).toBe("Bearer");
+    expect(res.expires_in).toBe(60);
+    expect(res.scope).toBe("mcp");
+    expect(res).not.toHaveProperty("refresh_token");
+    const row = await h.database.db.accessToken.findFirstOrThrow({ where: { clientId: service.id } });
+    expect(row.tokenHash).not.toContain(res.access_token);
+    expect(row.resource).toBe("http://127.0.0.1:9/mcp");
+  });
+
+  it("refuses public clients and clients not registered for the grant", async () => {
+    const publicClient = await insertClient(h.database, { tokenEndpointAuthMethod: "none" });
+    await expect(h.grants.tokens.clientCredentials({ client: publicClient, scope: undefined, resource: undefined })).rejects.toMatchObject({ code: "unauthorized_client" });
+    const codeOnly = await insertClient(h.database, { grantTypes: ["authorization_code"] });
+    await expect(h.grants.tokens.clientCredentials({ client: codeOnly, scope: undefined, resource: undefined })).rejects.toMatchObject({ code: "unauthorized_client" });
+  });
+});
+
+describe("validation cache", () => {
+  it("answers repeated validations without touching the database", async () => {
+    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const first = await h.grants.validator.validate(access_token);
+    expect(first.clientId).toBe(service.id);
+    expect(first.subject).toBeNull();
+    await h.grants.usage.flush();
+    const before = h.database.queryCount();
+    for (let i = 0; i < 100; i++) await h.grants.validator.validate(access_token);
+    expect(h.database.queryCount() - before).toBe(0);
+  });
+
+  it("shares one database read between concurrent first validations", async () => {
+    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    await h.grants.usage.flush();
+    const before = h.database.queryCount();
+    await Promise.all(Array.from({ length: 50 }, () => h.grants.validator.validate(access_token)));
+    await h.grants.usage.flush();
+    // One read of the token (+ at most one coalesced last-used write).
+    expect(h.database.queryCount() - before).toBeLessThanOrEqual(2);
+  });
+
+  it("evicts at once when the token is revoked in this process", async () => {
+    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    await h.grants.validator.validate(access_token);
+    await h.grants.tokens.revoke({ token: access_token, client: service, tokenTypeHint: undefined });
+    await expect(h.grants.validator.validate(access_token)).rejects.toBeInstanceOf(CredentialRejected);
+  });
+
+  it("evicts every token of a grant revoked by the operator", async () => {
+    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const v = await h.grants.validator.validate(access_token);
+    await h.grants.lifecycle.revokeGrant(v.grantId, "operator");
+    await expect(h.grants.validator.validate(access_token)).rejects.toThrow(/revoked/);
+    const grant = await h.database.db.grant.findUniqueOrThrow({ where: { id: v.grantId } });
+    expect(grant.revokedReason).toBe("operator");
+  });
+
+  it("refuses unknown tokens and tokens for another audience", async () => {
+    await expect(h.grants.validator.validate("mab_at_unknown")).rejects.toBeInstanceOf(CredentialRejected);
+    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: "https://other.example/mcp" });
+    await expect(h.grants.validator.validate(access_token)).rejects.toThrow(/not issued for this resource/);
+  });
+});
+
+describe("revocation and introspection", () => {
+  it("ignores other clients' tokens and unknown tokens (RFC 7009)", async () => {
+    const other = await insertClient(h.database);
+    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    await h.grants.tokens.revoke({ token: access_token, client: other, tokenTypeHint: "access_token" });
+    await expect(h.grants.validator.validate(access_token)).resolves.toMatchObject({ clientId: service.id });
+    await expect(h.grants.tokens.revoke({ token: "nothing", client: service, tokenTypeHint: undefined })).resolves.toBeUndefined();
+  });
+
+  it("describes live tokens to their client and nothing to others", async () => {
+    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const live = await h.grants.tokens.introspect({ token: access_token, client: service });
+    expect(live).toMatchObject({ active: true, client_id: service.id, scope: "mcp", aud: "http://127.0.0.1:9/mcp", iss: "http://127.0.0.1:9", token_type: "Bearer" });
+    const other = await insertClient(h.database);
+    expect(await h.grants.tokens.introspect({ token: access_token, client: other })).toEqual({ active: false });
+    await h.grants.tokens.revoke({ token: access_token, client: service, tokenTypeHint: undefined });
+    expect(await h.grants.tokens.introspect({ token: access_token, client: service })).toEqual({ active: false });
+  });
+});
+
+describe("sweep", () => {
+  it("revokes timed-out grants and removes expired and long-dead rows", async () => {
+    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const v = await h.grants.validator.validate(access_token);
+    const past = new Date(Date.now() - 3600_000);
+    await h.database.db.grant.update({ where: { id: v.grantId }, data: { idleExpiresAt: past } });
+    await h.database.db.accessToken.updateMany({ where: { grantId: v.grantId }, data: { expiresAt: past } });
+    const result = await h.grants.sweep();
+    expect(result.timedOut).toBeGreaterThanOrEqual(1);
+    expect(result.accessTokens).toBeGreaterThanOrEqual(1);
+    expect(await h.database.db.accessToken.count({ where: { grantId: v.grantId } })).toBe(0);
+    const grant = await h.database.db.grant.findUniqueOrThrow({ where: { id: v.grantId } });
+    expect(grant.revokedReason).toBe("idle_timeout");
+    // Long after death the grant itself goes.
+    const later = await h.grants.sweep({ now: new Date(Date.now() + 8 * 86400_000) });
+    expect(later.grants).toBeGreaterThanOrEqual(1);
+    expect(await h.database.db.grant.count({ where: { id: v.grantId } })).toBe(0);
+  });
+
+});

@@ -1,0 +1,79 @@
+// Domain-level harness: a migrated SQLite database in a temp folder and the grants services on it,
+// for tests of the grants layer without HTTP.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { randomBytes, randomUUID } from "node:crypto";
+import { loadConfig, type Config } from "../../src/config.ts";
+import { migrateDatabase } from "../../src/store/migrate.ts";
+import { openDatabase, type Database } from "../../src/store/db.ts";
+import { SecretBox } from "../../src/store/secrets.ts";
+import { createGrants, type Grants } from "../../src/grants/index.ts";
+import { createLogger } from "../../src/logger.ts";
+import type { UpstreamProvider } from "../../src/upstream/provider.ts";
+import type { RegisteredClient } from "../../src/grants/types.ts";
+
+export interface GrantsHarness {
+  readonly config: Config;
+  readonly database: Database;
+  readonly grants: Grants;
+  readonly secrets: SecretBox;
+  close(): Promise<void>;
+}
+
+export async function grantsHarness(env: Record<string, string>, provider: UpstreamProvider): Promise<GrantsHarness> {
+  const dir = mkdtempSync(path.join(tmpdir(), "mab-grants-"));
+  const config = loadConfig(
+    { PUBLIC_URL: "http://127.0.0.1:9", PORT: "9", DATABASE_URL: `file:${path.join(dir, "broker.db")}`, SECRET_KEY: randomBytes(32).toString("base64"), ...env },
+    dir,
+  );
+  await migrateDatabase(config.databaseUrl, dir);
+  const database = await openDatabase(config.databaseUrl, dir);
+  const secrets = new SecretBox(config.secretKey);
+  const grants = createGrants({ db: database.db, config, secrets, provider, logger: createLogger("silent") });
+  return {
+    config,
+    database,
+    grants,
+    secrets,
+    async close() {
+      await grants.usage.flush();
+      await database.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Inserts a client row the way the registry stores it (the registry itself is tested over HTTP). */
+export async function insertClient(database: Database, overrides: Partial<RegisteredClient> = {}): Promise<RegisteredClient> {
+  const client: RegisteredClient = {
+    id: `mab_c_${randomUUID()}`,
+    redirectUris: ["http://127.0.0.1:7777/callback"],
+    tokenEndpointAuthMethod: "client_secret_basic",
+    grantTypes: ["client_credentials"],
+    responseTypes: [],
+    scope: null,
+    clientName: "Test service",
+    clientUri: null,
+    logoUri: null,
+    softwareId: null,
+    softwareVersion: null,
+    registrationType: "manual",
+    createdAt: new Date(),
+    lastUsedAt: null,
+    ...overrides,
+  };
+  await database.db.client.create({
+    data: {
+      id: client.id,
+      secretHash: "unused-in-domain-tests",
+      redirectUris: JSON.stringify(client.redirectUris),
+      tokenEndpointAuthMethod: client.tokenEndpointAuthMethod,
+      grantTypes: JSON.stringify(client.grantTypes),
+      responseTypes: JSON.stringify(client.responseTypes),
+      clientName: client.clientName,
+      registrationType: client.registrationType,
+    },
+  });
+  return client;
+}
