@@ -1,0 +1,208 @@
+// The demo MCP server: the real MCP TypeScript SDK over Streamable HTTP on plain node:http, with
+// stateful sessions and resumable streams. Its tools show what the broker tells a protected MCP
+// server (whoami) and exercise streaming (countdown's progress, notify's server-initiated message).
+import http, { type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
+import { InMemoryEventStore } from "./event-store.ts";
+
+export interface RecordedRequest {
+  readonly method: string;
+  /** Path and query as received. */
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  /** The connection closed before the response was complete (the caller went away). */
+  closedEarly: boolean;
+}
+
+export interface DemoMcpServerOptions {
+  readonly port?: number;
+  readonly host?: string;
+  /**
+   * Awaited before each countdown step (remaining = from … 1) and before its result
+   * (remaining = 0): lets tests prove that each event is delivered before the next is produced.
+   */
+  readonly beforeCountdownStep?: (step: { remaining: number }) => Promise<void> | void;
+}
+
+export interface DemoMcpServer {
+  /** The MCP endpoint, http://host:port/mcp. */
+  readonly url: string;
+  /** The latest requests received (bounded), for tests and for looking at what arrives. */
+  readonly requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+const MCP_PATH = "/mcp";
+const MAX_RECORDED = 1000;
+/** Above the SDK's 4 MiB default, so large tool arguments can be shown to stream through. */
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+function header(headers: Record<string, string | string[] | undefined> | undefined, name: string): string | null {
+  const value = headers?.[name];
+  if (value === undefined) return null;
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+function text(value: string) {
+  return { content: [{ type: "text" as const, text: value }] };
+}
+
+function createDemoServer(options: DemoMcpServerOptions): McpServer {
+  const server = new McpServer({ name: "mcp-auth-broker-demo", version: "1.0.0" }, { capabilities: { logging: {} } });
+
+  server.registerTool(
+    "whoami",
+    { description: "Shows the identity the broker forwarded (X-Auth-* headers) and which credentials reached this server." },
+    async (extra) => {
+      const headers = extra.requestInfo?.headers;
+      return text(
+        JSON.stringify({
+          subject: header(headers, "x-auth-subject"),
+          user: header(headers, "x-auth-user"),
+          clientId: header(headers, "x-auth-client-id"),
+          scopes: header(headers, "x-auth-scopes"),
+          upstreamAccessTokenPresent: header(headers, "x-upstream-access-token") !== null,
+          // Raw values so tests can assert the broker never lets them through.
+          authorization: header(headers, "authorization"),
+          cookie: header(headers, "cookie"),
+          forwardedFor: header(headers, "x-forwarded-for"),
+          forwardedProto: header(headers, "x-forwarded-proto"),
+          forwardedHost: header(headers, "x-forwarded-host"),
+          forwarded: header(headers, "forwarded"),
+        }),
+      );
+    },
+  );
+
+  server.registerTool(
+    "echo",
+    { description: "Returns its message.", inputSchema: { message: z.string() } },
+    async ({ message }) => text(message),
+  );
+
+  server.registerTool(
+    "countdown",
+    {
+      description: "Counts down, sending one progress notification per step, then returns 'liftoff'.",
+      inputSchema: {
+        from: z.number().int().min(0).max(1000).default(3),
+        intervalMs: z.number().int().min(0).max(60_000).default(100),
+      },
+    },
+    async ({ from, intervalMs }, extra) => {
+      const progressToken = extra._meta?.progressToken;
+      for (let remaining = from; remaining > 0; remaining--) {
+        await options.beforeCountdownStep?.({ remaining });
+        if (progressToken !== undefined) {
+          await extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken, progress: from - remaining + 1, total: from, message: String(remaining) },
+          });
+        }
+        if (remaining > 1 && intervalMs > 0) await sleep(intervalMs, undefined, { signal: extra.signal });
+      }
+      await options.beforeCountdownStep?.({ remaining: 0 });
+      return text("liftoff");
+    },
+  );
+
+  server.registerTool(
+    "notify",
+    {
+      description: "Sends a logging notification on the session's standalone (GET) stream.",
+      inputSchema: { message: z.string().default("hello from the MCP server") },
+    },
+    async ({ message }, extra) => {
+      await server.sendLoggingMessage({ level: "info", logger: "demo", data: message }, extra.sessionId);
+      return text("sent");
+    },
+  );
+
+  return server;
+}
+
+function sendJsonRpcError(res: http.ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "Content-Type": "application/json", ...headers });
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+}
+
+export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Promise<DemoMcpServer> {
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const requests: RecordedRequest[] = [];
+
+  async function openSession(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      eventStore: new InMemoryEventStore(),
+      maxRequestBodySize: MAX_BODY_BYTES,
+      onsessioninitialized: (id) => {
+        sessions.set(id, transport);
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+    };
+    const server = createDemoServer(options);
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+    // Not an initialize request (the SDK answered 400): there is no session to keep.
+    if (transport.sessionId === undefined) await server.close();
+  }
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const record: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: { ...req.headers }, closedEarly: false };
+    requests.push(record);
+    if (requests.length > MAX_RECORDED) requests.shift();
+    res.on("close", () => {
+      if (!res.writableFinished) record.closedEarly = true;
+    });
+
+    if (new URL(record.url, "http://localhost").pathname !== MCP_PATH) {
+      return sendJsonRpcError(res, 404, -32601, `No MCP endpoint at ${record.url}; use ${MCP_PATH}.`);
+    }
+    if (!["GET", "POST", "DELETE"].includes(record.method)) {
+      return sendJsonRpcError(res, 405, -32000, "Method not allowed.", { Allow: "GET, POST, DELETE" });
+    }
+    const sessionId = req.headers["mcp-session-id"];
+    if (typeof sessionId === "string") {
+      const transport = sessions.get(sessionId);
+      if (!transport) return sendJsonRpcError(res, 404, -32001, "Session not found");
+      return transport.handleRequest(req, res);
+    }
+    if (record.method !== "POST") return sendJsonRpcError(res, 400, -32000, "Bad Request: Mcp-Session-Id header is required");
+    return openSession(req, res);
+  }
+
+  const httpServer = http.createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) sendJsonRpcError(res, 500, -32603, "Internal error");
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once("error", reject);
+    httpServer.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
+      httpServer.off("error", reject);
+      resolve();
+    });
+  });
+  const address = httpServer.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+
+  return {
+    url: `http://${host}:${address.port}${MCP_PATH}`,
+    requests,
+    async close() {
+      await Promise.allSettled([...sessions.values()].map((t) => t.close()));
+      sessions.clear();
+      const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      httpServer.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,14 @@
+// The caller of /mcp as the bearer middleware hands it to the proxy: what the MCP server is told.
+
+export interface CallerIdentity {
+  /** Stable user id at the upstream IdP (`github:12345`); null for client_credentials grants. */
+  readonly subject: string | null;
+  /** Display login or e-mail; null when there is no user. */
+  readonly user: string | null;
+  /** The MCP client's id at the broker. */
+  readonly clientId: string;
+  readonly scopes: readonly string[];
+  readonly grantId: string;
+  /** The upstream IdP access token; only set when it may be forwarded (FORWARD_UPSTREAM_TOKEN). */
+  readonly upstreamAccessToken?: string | undefined;
+}

@@ -1,0 +1,205 @@
+// The streaming reverse proxy from PUBLIC_URL/mcp to the protected MCP server. Request bodies are
+// streamed up, responses (JSON or SSE) streamed down chunk by chunk with backpressure; each SSE
+// event reaches the client when the MCP server emits it.
+//
+// Koa 3 choice: the response is written to ctx.res directly (ctx.respond = false) so headers are
+// flushed the moment the MCP server sends them (an SSE GET stream may stay silent for minutes)
+// and the middleware resolves only when the stream ends, so the request log sees the real status
+// and duration. The route must not have a body parser: the raw request stream is forwarded.
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type Koa from "koa";
+import { Pool, errors as undiciErrors } from "undici";
+import type { Logger } from "../logger.ts";
+import type { CallerIdentity } from "./identity.ts";
+import { clientResponseHeaders, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
+import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
+
+export interface McpProxyOptions {
+  /** The MCP server's endpoint URL (MCP_SERVER_URL). */
+  readonly targetUrl: string;
+  /** How long the MCP server may take to send response headers (not the body: streams are long-lived). */
+  readonly timeoutMs: number;
+  /** FORWARD_UPSTREAM_TOKEN: send the identity's upstream access token as X-Upstream-Access-Token. */
+  readonly forwardUpstreamToken: boolean;
+  readonly logger: Logger;
+  readonly sessionBinding: McpSessionBinding;
+  /** The broker path the proxy is mounted on. Default `/mcp`. */
+  readonly mountPath?: string;
+}
+
+export interface McpProxy {
+  /** Forwards the request of an authenticated caller; resolves when the response has ended. */
+  middleware(ctx: Koa.Context, identity: CallerIdentity): Promise<void>;
+  /** Cuts in-flight requests (open SSE streams included) and closes the upstream connections. */
+  close(): Promise<void>;
+}
+
+const ALLOWED_METHODS = ["GET", "POST", "DELETE"];
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
+
+/** Abort reasons: why the upstream request was cut. */
+class UpstreamTimeout extends Error {}
+class ClientGone extends Error {}
+class ShuttingDown extends Error {}
+
+function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: string): void {
+  ctx.status = status;
+  ctx.set("Cache-Control", "no-store");
+  ctx.body = { jsonrpc: "2.0", error: { code, message }, id: null };
+}
+
+/** A timer that measures inactivity: progress refreshes it, disarm() stops it for good. */
+function inactivityDeadline(ms: number, onExpire: () => void): { refresh(): void; disarm(): void } {
+  let armed = true;
+  const timer = setTimeout(onExpire, ms);
+  return {
+    refresh: () => armed && timer.refresh(),
+    disarm: () => {
+      armed = false;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function errorCode(err: unknown): string | undefined {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+export function createMcpProxy(options: McpProxyOptions): McpProxy {
+  const target = new URL(options.targetUrl);
+  const mountPath = options.mountPath ?? "/mcp";
+  // Our own deadline (below) replaces undici's header/body timeouts: SSE bodies never time out,
+  // and a slow but progressing upload is not cut.
+  const pool = new Pool(target.origin, { connect: { timeout: options.timeoutMs }, headersTimeout: 0, bodyTimeout: 0 });
+  const inFlight = new Set<AbortController>();
+
+  /** Answers a failed upstream request, unless nobody is listening any more. */
+  function failed(ctx: Koa.Context, log: Logger, reason: unknown, err: unknown): void {
+    if (reason instanceof ClientGone || ctx.req.socket.destroyed) {
+      log.debug("client went away before the MCP server answered");
+      return;
+    }
+    if (reason instanceof ShuttingDown) {
+      jsonRpcError(ctx, 503, -32603, "The broker is shutting down; please retry.");
+      return;
+    }
+    if (reason instanceof UpstreamTimeout || err instanceof undiciErrors.ConnectTimeoutError) {
+      log.warn({ target: target.origin, timeoutMs: options.timeoutMs }, "MCP server timed out");
+      jsonRpcError(ctx, 504, -32603, `The MCP server did not respond within ${options.timeoutMs} ms.`);
+      return;
+    }
+    const code = errorCode(err);
+    log.warn({ target: target.origin, code, err: (err as Error)?.message }, "MCP server request failed");
+    jsonRpcError(
+      ctx,
+      502,
+      -32603,
+      code && UNREACHABLE_CODES.has(code)
+        ? "The MCP server is unreachable."
+        : "The connection to the MCP server failed before it answered.",
+    );
+  }
+
+  async function middleware(ctx: Koa.Context, identity: CallerIdentity): Promise<void> {
+    const log = (ctx.state as { log?: Logger }).log ?? options.logger;
+    if (!ALLOWED_METHODS.includes(ctx.method)) {
+      ctx.set("Allow", ALLOWED_METHODS.join(", "));
+      return jsonRpcError(ctx, 405, -32000, `Method ${ctx.method} is not allowed on the MCP endpoint; use GET, POST or DELETE.`);
+    }
+    const path = upstreamPath(target, mountPath, ctx.path, ctx.querystring);
+    if (path === null) return jsonRpcError(ctx, 400, -32000, "The request path is not valid for the MCP endpoint.");
+
+    const owner = sessionOwnerKey(identity);
+    const sessionId = ctx.get("mcp-session-id") || undefined;
+    if (sessionId !== undefined) {
+      const bound = await options.sessionBinding.ownerOf(sessionId);
+      if (bound !== undefined && bound !== owner) {
+        log.warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
+        return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
+      }
+    }
+    if (ctx.req.readableDidRead) throw new Error("The /mcp request body was already read: the MCP route must not have a body parser.");
+
+    const controller = new AbortController();
+    inFlight.add(controller);
+    const deadline = inactivityDeadline(options.timeoutMs, () => controller.abort(new UpstreamTimeout()));
+    const onClose = () => {
+      if (!ctx.res.writableFinished) controller.abort(new ClientGone());
+    };
+    ctx.res.once("close", onClose);
+    try {
+      let body: Transform | null = null;
+      if (ctx.method === "POST") {
+        // Upload progress keeps the deadline alive; the Transform passes chunks on with backpressure.
+        body = new Transform({
+          transform(chunk, _encoding, callback) {
+            deadline.refresh();
+            callback(null, chunk);
+          },
+        });
+        pipeline(ctx.req, body).catch(() => {
+          // The client aborted its upload: the upstream request fails with it, handled below.
+        });
+      }
+      let upstream: Awaited<ReturnType<Pool["request"]>>;
+      try {
+        upstream = await pool.request({
+          method: ctx.method as "GET" | "POST" | "DELETE",
+          path,
+          headers: upstreamRequestHeaders(
+            ctx.req.headers,
+            identity,
+            { ip: ctx.ip, protocol: ctx.protocol, host: ctx.host },
+            options.forwardUpstreamToken,
+          ),
+          body,
+          signal: controller.signal,
+        });
+      } catch (err) {
+        return failed(ctx, log, controller.signal.reason, err);
+      } finally {
+        deadline.disarm();
+      }
+
+      const status = upstream.statusCode;
+      if (status >= 200 && status < 300) {
+        if (ctx.method === "DELETE" && sessionId !== undefined) {
+          await options.sessionBinding.release(sessionId);
+        } else {
+          const issued = upstream.headers["mcp-session-id"];
+          if (typeof issued === "string" && (await options.sessionBinding.claim(issued, owner)) !== owner) {
+            upstream.body.destroy();
+            log.warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
+            return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
+          }
+        }
+      }
+
+      ctx.respond = false;
+      ctx.res.writeHead(status, clientResponseHeaders(upstream.headers));
+      ctx.res.flushHeaders();
+      try {
+        await pipeline(upstream.body, ctx.res);
+      } catch (err) {
+        if (!(controller.signal.reason instanceof ClientGone)) {
+          log.info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
+        }
+      }
+    } finally {
+      deadline.disarm();
+      ctx.res.off("close", onClose);
+      inFlight.delete(controller);
+    }
+  }
+
+  return {
+    middleware,
+    async close() {
+      for (const controller of inFlight) controller.abort(new ShuttingDown());
+      await pool.destroy();
+    },
+  };
+}

@@ -1,0 +1,175 @@
+// Test harness for the MCP proxy: a Koa app built with the broker's own middleware whose /mcp
+// route takes the caller from test headers (standing in for the bearer middleware) and calls
+// the proxy; plus SDK client, raw SSE and polling helpers.
+import Koa from "koa";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { createLogger } from "../../src/logger.ts";
+import { listen } from "../../src/http/server.ts";
+import { requestContext } from "../../src/http/request-context.ts";
+import { securityHeaders } from "../../src/http/security-headers.ts";
+import { errorHandler } from "../../src/http/error-handler.ts";
+import { createMcpProxy, type McpProxyOptions } from "../../src/gateway/proxy.ts";
+import { createMemorySessionBinding, type McpSessionBinding } from "../../src/gateway/session-binding.ts";
+import type { CallerIdentity } from "../../src/gateway/identity.ts";
+
+/** `x-test-user: alice` → user `test:alice`; no header → a client_credentials caller (no subject). */
+export function testIdentity(ctx: Koa.Context): CallerIdentity {
+  const user = ctx.get("x-test-user");
+  const clientId = ctx.get("x-test-client") || "test-client";
+  if (!user) return { subject: null, user: null, clientId, scopes: ["mcp"], grantId: `grant-${clientId}` };
+  return {
+    subject: `test:${user}`,
+    user,
+    clientId,
+    scopes: ["mcp", "profile"],
+    grantId: `grant-${user}`,
+    upstreamAccessToken: `upstream-token-of-${user}`,
+  };
+}
+
+export interface TestGateway {
+  /** The proxied endpoint, http://127.0.0.1:port/mcp */
+  readonly url: string;
+  readonly binding: McpSessionBinding;
+  close(): Promise<void>;
+}
+
+export async function startGateway(
+  options: Partial<Omit<McpProxyOptions, "logger" | "sessionBinding">> & { targetUrl: string },
+): Promise<TestGateway> {
+  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? "silent");
+  const binding = createMemorySessionBinding();
+  const proxy = createMcpProxy({
+    timeoutMs: 10_000,
+    forwardUpstreamToken: false,
+    ...options,
+    logger,
+    sessionBinding: binding,
+  });
+  const app = new Koa();
+  app.silent = true;
+  app.use(requestContext(logger));
+  app.use(securityHeaders({ https: false }));
+  app.use(errorHandler());
+  app.use(async (ctx, next) => {
+    if (ctx.path !== "/mcp" && !ctx.path.startsWith("/mcp/")) return next();
+    (ctx.state as { errorFormat?: string }).errorFormat = "jsonrpc";
+    await proxy.middleware(ctx, testIdentity(ctx));
+  });
+  const server = await listen(app.callback(), 0, "127.0.0.1");
+  return {
+    url: `http://127.0.0.1:${server.port}/mcp`,
+    binding,
+    async close() {
+      await proxy.close();
+      await server.close(1000);
+    },
+  };
+}
+
+export interface ConnectedClient {
+  readonly client: Client;
+  readonly transport: StreamableHTTPClientTransport;
+  /** Resolves when the SDK's standalone GET stream has its response headers. */
+  readonly standaloneStreamOpen: Promise<void>;
+}
+
+/** The real MCP SDK client through the gateway; `headers` are sent on every request. */
+export async function connectClient(
+  url: string,
+  headers: Record<string, string>,
+  options: { standaloneStream?: boolean } = {},
+): Promise<ConnectedClient> {
+  let opened!: () => void;
+  const standaloneStreamOpen = new Promise<void>((resolve) => (opened = resolve));
+  const observingFetch: FetchLike = async (input, init) => {
+    // Tests that open the GET stream themselves refuse the SDK's own one (405 = "no stream").
+    if (init?.method === "GET" && options.standaloneStream === false) return new Response(null, { status: 405 });
+    const response = await fetch(input, init);
+    if (init?.method === "GET" && response.ok) opened();
+    return response;
+  };
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers },
+    fetch: observingFetch,
+    reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+  });
+  const client = new Client({ name: "gateway-test", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport, standaloneStreamOpen };
+}
+
+export function toolText(result: unknown): string {
+  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
+  return content.map((c) => c.text ?? "").join("");
+}
+
+export interface SseEvent {
+  readonly id?: string;
+  readonly event?: string;
+  readonly data: string;
+}
+
+/** Reads an SSE body event by event (comments and keep-alives skipped). */
+export async function* sseEvents(body: ReadableStream<Uint8Array> | null): AsyncGenerator<SseEvent> {
+  if (!body) return;
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, "\n");
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const fields: { id?: string; event?: string; data: string[] } = { data: [] };
+      for (const line of block.split("\n")) {
+        const colon = line.indexOf(":");
+        if (colon === 0) continue;
+        const name = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (name === "data") fields.data.push(value);
+        else if (name === "id") fields.id = value;
+        else if (name === "event") fields.event = value;
+      }
+      if (fields.data.length === 0 && fields.id === undefined) continue;
+      yield {
+        ...(fields.id !== undefined ? { id: fields.id } : {}),
+        ...(fields.event !== undefined ? { event: fields.event } : {}),
+        data: fields.data.join("\n"),
+      };
+    }
+  }
+}
+
+/** Fails with a clear message instead of hanging until the test timeout. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls until `condition` holds (events that happen on another connection). */
+export async function waitFor(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Headers of a raw MCP request within an existing session. */
+export function sessionHeaders(transport: StreamableHTTPClientTransport, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    "mcp-session-id": transport.sessionId ?? "",
+    "mcp-protocol-version": transport.protocolVersion ?? "",
+    ...extra,
+  };
+}

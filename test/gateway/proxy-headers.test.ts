@@ -1,0 +1,119 @@
+import { describe, expect, it } from "@jest/globals";
+import { clientResponseHeaders, headerValue, upstreamPath, upstreamRequestHeaders } from "../../src/gateway/proxy-headers.ts";
+
+const connection = { ip: "10.0.0.7", protocol: "https", host: "broker.example" };
+const alice = { subject: "github:1", user: "alice", clientId: "c1", scopes: ["mcp", "read"], grantId: "g", upstreamAccessToken: "gho_x" };
+
+describe("upstream request headers", () => {
+  it("keeps only the allow-listed client headers and adds the identity", () => {
+    const headers = upstreamRequestHeaders(
+      {
+        "mcp-session-id": "s",
+        "mcp-protocol-version": "2025-11-25",
+        "last-event-id": "7",
+        accept: "text/event-stream",
+        "content-type": "application/json",
+        "content-length": "2",
+        "user-agent": "ua",
+        authorization: "Bearer t",
+        cookie: "c=1",
+        connection: "keep-alive",
+        "transfer-encoding": "chunked",
+        "x-auth-subject": "forged",
+        "x-forwarded-for": "6.6.6.6",
+        forwarded: "for=6.6.6.6",
+        "x-upstream-access-token": "forged",
+        "proxy-authorization": "Basic x",
+        origin: "https://evil.example",
+      },
+      alice,
+      connection,
+      false,
+    );
+    expect(headers).toEqual({
+      "mcp-session-id": "s",
+      "mcp-protocol-version": "2025-11-25",
+      "last-event-id": "7",
+      accept: "text/event-stream",
+      "content-type": "application/json",
+      "content-length": "2",
+      "user-agent": "ua",
+      "x-auth-subject": "github:1",
+      "x-auth-user": "alice",
+      "x-auth-client-id": "c1",
+      "x-auth-scopes": "mcp read",
+      "x-forwarded-for": "10.0.0.7",
+      "x-forwarded-proto": "https",
+      "x-forwarded-host": "broker.example",
+    });
+  });
+
+  it("adds the upstream token only when asked to and available", () => {
+    expect(upstreamRequestHeaders({}, alice, connection, true)["x-upstream-access-token"]).toBe("gho_x");
+    const { upstreamAccessToken: _, ...withoutToken } = alice;
+    expect(upstreamRequestHeaders({}, withoutToken, connection, true)).not.toHaveProperty("x-upstream-access-token");
+  });
+
+  it("omits subject and user for client_credentials callers", () => {
+    const headers = upstreamRequestHeaders({}, { subject: null, user: null, clientId: "m", scopes: [], grantId: "g" }, connection, false);
+    expect(headers).not.toHaveProperty("x-auth-subject");
+    expect(headers).not.toHaveProperty("x-auth-user");
+    expect(headers["x-auth-client-id"]).toBe("m");
+    expect(headers["x-auth-scopes"]).toBe("");
+  });
+
+  it("cannot be used to inject headers, and sends non-ASCII text as UTF-8 bytes", () => {
+    expect(headerValue("alice\r\nX-Auth-Subject: root")).toBe("aliceX-Auth-Subject: root");
+    const encoded = headerValue("zoë@example.com");
+    expect(Buffer.from(encoded, "latin1").toString("utf8")).toBe("zoë@example.com");
+  });
+});
+
+describe("client response headers", () => {
+  it("drops hop-by-hop headers, those named in Connection, and Set-Cookie", () => {
+    expect(
+      clientResponseHeaders({
+        "content-type": "text/event-stream",
+        "mcp-session-id": "s",
+        "set-cookie": ["a=1"],
+        connection: "keep-alive, x-private",
+        "x-private": "1",
+        "keep-alive": "timeout=5",
+        "transfer-encoding": "chunked",
+        "x-other": "kept",
+      }),
+    ).toEqual({
+      "content-type": "text/event-stream",
+      "mcp-session-id": "s",
+      "x-other": "kept",
+      "access-control-expose-headers": "Mcp-Session-Id",
+      "x-accel-buffering": "no",
+    });
+  });
+
+  it("adds Mcp-Session-Id to an existing expose list once", () => {
+    expect(clientResponseHeaders({ "access-control-expose-headers": "X-A" })["access-control-expose-headers"]).toBe("X-A, Mcp-Session-Id");
+    expect(clientResponseHeaders({ "access-control-expose-headers": "x-a, mcp-session-id" })["access-control-expose-headers"]).toBe(
+      "x-a, mcp-session-id",
+    );
+  });
+});
+
+describe("upstream path", () => {
+  const target = new URL("http://mcp.internal:8080/api/mcp");
+  it("maps the mount path onto the target path and keeps the query", () => {
+    expect(upstreamPath(target, "/mcp", "/mcp", "")).toBe("/api/mcp");
+    expect(upstreamPath(target, "/mcp", "/mcp/sub/path", "a=1")).toBe("/api/mcp/sub/path?a=1");
+    expect(upstreamPath(new URL("http://h/"), "/mcp", "/mcp", "")).toBe("/");
+    expect(upstreamPath(new URL("http://h/"), "/mcp", "/mcp/x", "")).toBe("/x");
+    expect(upstreamPath(new URL("http://h/base/"), "/mcp", "/mcp/x", "")).toBe("/base/x");
+    expect(upstreamPath(new URL("http://h/mcp?key=k"), "/mcp", "/mcp", "a=1")).toBe("/mcp?key=k&a=1");
+  });
+
+  it("refuses paths outside the mount path or climbing out of the target path", () => {
+    expect(upstreamPath(target, "/mcp", "/mcpx", "")).toBeNull();
+    for (const p of ["/mcp/..", "/mcp/../x", "/mcp/./x", "/mcp/%2e%2e/x", "/mcp/.%2E/x", "/mcp/a\\b", "/mcp/a%5C..%5Cb"]) {
+      expect([p, upstreamPath(target, "/mcp", p, "")]).toEqual([p, null]);
+    }
+  });
+});
