@@ -6,23 +6,27 @@ import type { Logger } from "./logger.ts";
 import { requestContext } from "./http/request-context.ts";
 import { securityHeaders } from "./http/security-headers.ts";
 import { errorHandler } from "./http/error-handler.ts";
+import { browserSession } from "./http/browser-session.ts";
+import { cookieKeys } from "./store/secrets.ts";
 
 export interface AppParts {
   readonly config: Config;
   readonly logger: Logger;
-  readonly routers: readonly Router[];
+  /** The routers, in order; built with the app because some need it (cookie keys). */
+  readonly routers: readonly Router[] | ((app: Koa) => readonly Router[]);
 }
 
 export function createApp({ config, logger, routers }: AppParts): Koa {
   const app = new Koa({ proxy: config.trustProxy });
-  app.keys = [];
   // Errors are handled (and logged with their request id) by errorHandler; Koa's own stderr
   // printing would duplicate them and could leak details.
   app.silent = true;
   app.use(requestContext(logger));
   app.use(securityHeaders({ https: config.publicUrl.startsWith("https:") }));
   app.use(errorHandler());
-  for (const router of routers) {
+  const https = config.publicUrl.startsWith("https:");
+  app.use(browserSession(app, { https, keys: cookieKeys(config.secretKey, config.previousSecretKeys) }));
+  for (const router of typeof routers === "function" ? routers(app) : routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

@@ -1,4 +1,5 @@
-// Assembles a broker from its configuration: database, domain services, routers, HTTP server.
+// Assembles a broker from its configuration: database, domain services, the demo parts when no
+// upstream or MCP server is configured, routers, HTTP server, periodic sweep.
 // main.ts runs one; tests start as many as they need on ephemeral ports.
 import type Koa from "koa";
 import type { Config } from "./config.ts";
@@ -7,25 +8,47 @@ import { openDatabase, type Database } from "./store/db.ts";
 import { migrateDatabase } from "./store/migrate.ts";
 import { createApp } from "./app.ts";
 import { healthRouter } from "./http/health.ts";
+import { metricsRouter } from "./http/metrics.ts";
 import { listen, type RunningServer } from "./http/server.ts";
+import { createServices, type Services } from "./services.ts";
+import { authorizationServerRouter } from "./oauth/router.ts";
+import { callbackRouter } from "./oauth/callback.ts";
+import { mcpRouter, type McpHandler } from "./gateway/router.ts";
+import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
+import { createMemorySessionBinding } from "./gateway/session-binding.ts";
+import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
+import { mountDemoIdentityProvider, type MountedDemoIdentityProvider } from "./demo/mount.ts";
+import { DEFAULT_SCOPE } from "./grants/types.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
   /** Apply pending migrations before opening the database (npm start does; some tests share one). */
   readonly migrate?: boolean;
   readonly cwd?: string;
+  /** Period of the sweep of expired rows; 0 disables it (default 10 minutes). */
+  readonly sweepIntervalMs?: number;
+  /**
+   * Serve /mcp in-process with this handler (called after bearer authentication) instead of
+   * proxying to MCP_SERVER_URL: the library use of the broker.
+   */
+  readonly mcpHandler?: McpHandler;
 }
 
 export interface Broker {
   readonly config: Config;
   readonly logger: Logger;
   readonly database: Database;
+  readonly services: Services;
   readonly app: Koa;
+  /** The demo MCP server's URL when the broker fronts its own demo server. */
+  readonly demoMcpUrl: string | undefined;
   /** Starts listening on config.host:config.port (0 = ephemeral). */
   listen(): Promise<RunningServer>;
-  /** Graceful stop: the server (if listening) drains within the deadline, then the database closes. */
+  /** Graceful stop: the server (if listening) drains within the deadline, then everything closes. */
   stop(deadlineMs?: number): Promise<void>;
 }
+
+const TEN_MINUTES = 10 * 60 * 1000;
 
 export async function createBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -34,23 +57,79 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     if (applied.length > 0) logger.info({ applied }, "database migrations applied");
   }
   const database = await openDatabase(config.databaseUrl, options.cwd);
-  const app = createApp({ config, logger, routers: [healthRouter(database)] });
+  const services = createServices(config, database, logger);
+  const { grants } = services;
+
+  const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await mountDemoIdentityProvider(config) : undefined;
+  const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || options.mcpHandler ? undefined : await startDemoMcpServer();
+  const proxy: McpProxy | undefined = options.mcpHandler
+    ? undefined
+    : createMcpProxy({
+        targetUrl: config.mcpServerUrl ?? demoMcp!.url,
+        timeoutMs: config.proxyTimeoutMs,
+        forwardUpstreamToken: config.forwardUpstreamToken,
+        logger,
+        sessionBinding: createMemorySessionBinding(),
+      });
+
+  const app = createApp({
+    config,
+    logger,
+    routers: (koa) => [
+      healthRouter(database),
+      metricsRouter([
+        { name: "mab_database_queries_total", help: "Database queries sent by this process.", type: "counter", value: database.queryCount },
+        { name: "mab_token_validation_cache_hits_total", help: "Access token validations answered from memory.", type: "counter", value: () => grants.validator.stats.hits },
+        { name: "mab_token_validation_cache_misses_total", help: "Access token validations that went to the database.", type: "counter", value: () => grants.validator.stats.misses },
+        { name: "mab_upstream_checks_total", help: "Checks of upstream sessions at the identity provider.", type: "counter", value: () => grants.sessions.stats.checks },
+        { name: "mab_upstream_refreshes_total", help: "Upstream token refreshes.", type: "counter", value: () => grants.sessions.stats.refreshes },
+      ]),
+      ...(demoIdp ? [demoIdp.router] : []),
+      authorizationServerRouter({ app: koa, config, logger, database, secrets: services.secrets, tokens: grants.tokens, upstreamLogin: grants.upstreamLogin }),
+      callbackRouter(grants.upstreamLogin, config.publicUrl),
+      mcpRouter({
+        validator: grants.validator,
+        resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
+        requiredScope: DEFAULT_SCOPE,
+        handler: options.mcpHandler ?? proxy!.middleware,
+      }),
+    ],
+  });
+
+  const sweepIntervalMs = options.sweepIntervalMs ?? TEN_MINUTES;
+  const sweepTimer =
+    sweepIntervalMs > 0
+      ? setInterval(() => {
+          grants.sweep().then(
+            (result) => logger.debug({ result }, "sweep completed"),
+            (err: unknown) => logger.warn({ err: (err as Error).message }, "sweep failed"),
+          );
+        }, sweepIntervalMs)
+      : undefined;
+  sweepTimer?.unref();
 
   let running: RunningServer | undefined;
   return {
     config,
     logger,
     database,
+    services,
     app,
+    demoMcpUrl: demoMcp?.url,
     async listen() {
       running = await listen(app.callback(), config.port, config.host);
       return running;
     },
     async stop(deadlineMs = 10_000) {
+      if (sweepTimer) clearInterval(sweepTimer);
       if (running) {
         const { forced } = await running.close(deadlineMs);
         if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");
       }
+      await proxy?.close();
+      await demoMcp?.close();
+      await demoIdp?.close();
+      await grants.usage.flush();
       await database.close();
     },
   };

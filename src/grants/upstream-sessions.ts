@@ -19,6 +19,7 @@ export interface CheckedSession {
 
 export class UpstreamSessions {
   private readonly inflight = new Map<string, Promise<CheckedSession>>();
+  readonly stats = { checks: 0, refreshes: 0 };
 
   constructor(
     private readonly ctx: GrantsContext,
@@ -77,6 +78,7 @@ export class UpstreamSessions {
     let accessExpiresAt = tokens.accessExpiresAt;
     if (tokens.accessExpiresAt && tokens.accessExpiresAt.getTime() <= now) status = "expired";
     else {
+      this.stats.checks++;
       const result = await this.callUpstream(() => this.ctx.provider.check(tokens));
       status = result.status;
       if (result.status === "invalid") reason = result.reason;
@@ -100,6 +102,7 @@ export class UpstreamSessions {
       throw new CredentialRejected("the upstream login expired and cannot be renewed; authorize again");
     }
     let fresh: UpstreamTokens;
+    this.stats.refreshes++;
     try {
       fresh = await this.callUpstream(() => this.ctx.provider.refresh(tokens));
     } catch (err) {

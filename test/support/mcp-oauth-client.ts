@@ -1,0 +1,140 @@
+// The real MCP TypeScript SDK client doing its real OAuth flow against the broker: discovery from
+// the 401, dynamic registration, PKCE, `resource`. The user's part (consent, upstream login) is
+// done by `authorize`, which gets the authorization URL and must lead the user agent through it;
+// the redirect lands on a loopback callback server here that captures the code.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+
+export interface AuthorizationOutcome {
+  readonly code?: string;
+  readonly error?: string;
+  readonly state?: string;
+  readonly iss?: string;
+}
+
+/** A loopback redirect URI that records what the authorization server sends back. */
+export class CallbackServer {
+  private server!: http.Server;
+  private waiter: ((o: AuthorizationOutcome) => void) | undefined;
+  private pending: AuthorizationOutcome | undefined;
+  url = "";
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      const url = new URL(req.url ?? "/", this.url);
+      const outcome: AuthorizationOutcome = Object.fromEntries(["code", "error", "state", "iss"].flatMap((k) => (url.searchParams.has(k) ? [[k, url.searchParams.get(k)!]] : [])));
+      res.writeHead(200, { "content-type": "text/html" }).end(`<!doctype html><title>Done</title><h1>${outcome.code ? "Signed in" : "Not signed in"}</h1>`);
+      if (this.waiter) this.waiter(outcome);
+      else this.pending = outcome;
+      this.waiter = undefined;
+    });
+    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/callback`;
+    return this;
+  }
+
+  next(timeoutMs = 30_000): Promise<AuthorizationOutcome> {
+    if (this.pending) {
+      const p = this.pending;
+      this.pending = undefined;
+      return Promise.resolve(p);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no authorization response reached the callback")), timeoutMs);
+      this.waiter = (o) => {
+        clearTimeout(timer);
+        resolve(o);
+      };
+    });
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+/** An in-memory OAuthClientProvider, as a real MCP client application would keep one per server. */
+export class TestOAuthProvider implements OAuthClientProvider {
+  clientInfo: OAuthClientInformationMixed | undefined;
+  savedTokens: OAuthTokens | undefined;
+  private verifier = "";
+  readonly authorizationUrls: URL[] = [];
+  redirects = 0;
+
+  constructor(
+    private readonly callbackUrl: string,
+    private readonly authorize: (url: URL) => Promise<void>,
+    private readonly name = "SDK e2e client",
+  ) {}
+
+  get redirectUrl(): string {
+    return this.callbackUrl;
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: this.name,
+      redirect_uris: [this.callbackUrl],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+  }
+
+  clientInformation() {
+    return this.clientInfo;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.clientInfo = info;
+  }
+  tokens() {
+    return this.savedTokens;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.savedTokens = tokens;
+  }
+  async redirectToAuthorization(url: URL) {
+    this.redirects++;
+    this.authorizationUrls.push(url);
+    await this.authorize(url);
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+}
+
+export interface ConnectedClient {
+  readonly client: Client;
+  readonly transport: StreamableHTTPClientTransport;
+  readonly provider: TestOAuthProvider;
+}
+
+/**
+ * Connects the SDK client to `mcpUrl`, running the OAuth flow when the server answers 401:
+ * `authorize` leads the user agent; the code that reaches `callback` finishes the flow.
+ */
+export async function connectWithOAuth(mcpUrl: string, callback: CallbackServer, authorize: (url: URL) => Promise<void>, provider?: TestOAuthProvider): Promise<ConnectedClient> {
+  const p = provider ?? new TestOAuthProvider(callback.url, authorize);
+  const first = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: p });
+  const client = new Client({ name: "mcp-auth-broker-e2e", version: "1.0.0" });
+  try {
+    await client.connect(first);
+    return { client, transport: first, provider: p };
+  } catch (err) {
+    if (!(err instanceof UnauthorizedError)) throw err;
+  }
+  const outcome = await callback.next();
+  if (!outcome.code) throw new Error(`authorization failed: ${outcome.error ?? "no code"}`);
+  await first.finishAuth(outcome.code);
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: p });
+  await client.connect(transport);
+  return { client, transport, provider: p };
+}
