@@ -3,7 +3,7 @@
 import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import type { Database } from "./store/db.ts";
-import { SecretBox } from "./store/secrets.ts";
+import { SecretBox, purposeKey } from "./store/secrets.ts";
 import { createGrants, type Grants } from "./grants/index.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
@@ -19,9 +19,14 @@ export function demoIssuerUrl(config: Config): string {
   return `${config.publicUrl}/demo-idp`;
 }
 
+/** The broker's client secret at its own embedded demo IdP: derived, so it survives restarts. */
+export function demoClientSecret(config: Config): string {
+  return Buffer.from(purposeKey(config.secretKey, "demo-idp-client/v1")).toString("base64url");
+}
+
 export function createServices(config: Config, database: Database, logger: Logger): Services {
   const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
-  const provider = createUpstreamProvider(config.upstream, { demoIssuer: demoIssuerUrl(config) });
+  const provider = createUpstreamProvider(config.upstream, { demoIssuer: demoIssuerUrl(config), demoClientSecret: demoClientSecret(config) });
   const grants = createGrants({ db: database.db, config, secrets, provider, logger });
   return { secrets, provider, grants };
 }

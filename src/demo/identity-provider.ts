@@ -1,0 +1,256 @@
+// The demo identity provider: a real OpenID Connect issuer (oidc-provider) whose login page
+// accepts any user name without a password. Demo mode mounts it under PUBLIC_URL/demo-idp; the
+// tests also run it standalone as "some OIDC issuer" (introspection, revocation, refresh tokens).
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { generateKeyPair, exportJWK } from "jose";
+import Provider, { type Adapter, type AdapterPayload, type Configuration } from "oidc-provider";
+import { html } from "../views/html.ts";
+import { page } from "../views/layout.ts";
+
+export interface DemoClient {
+  readonly client_id: string;
+  readonly client_secret: string;
+  readonly redirect_uris: readonly string[];
+}
+
+export interface DemoIdentityProviderOptions {
+  /** Full issuer URL, including the mount path when mounted (e.g. http://localhost:3000/demo-idp). */
+  readonly issuer: string;
+  readonly clients: readonly DemoClient[];
+  /** Lifetime of upstream access tokens (short values let tests exercise expiry and refresh). */
+  readonly accessTokenTtlSeconds?: number;
+  /** Keys for the IdP's own cookies. */
+  readonly cookieKeys: readonly string[];
+}
+
+export interface DemoIdentityProvider {
+  readonly provider: Provider;
+  readonly issuer: string;
+  /** Path prefix the IdP is served under ("" when standalone). */
+  readonly mountPath: string;
+  /** Handles a request whose URL is already relative to the mount path. */
+  handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void>;
+  /** Destroys every access and refresh token of an account ("the user revoked the app"). */
+  revokeSubject(accountId: string): Promise<number>;
+  /** When on, every request answers 503 (an IdP outage). */
+  setOutage(on: boolean): void;
+  /** Requests served, by path (tests count introspection calls). */
+  readonly requestCounts: Map<string, number>;
+}
+
+/** A memory adapter that can also list tokens by account, for revokeSubject. */
+class MemoryAdapter implements Adapter {
+  static readonly stores = new WeakMap<object, Map<string, Map<string, { payload: AdapterPayload; expiresAt: number | null }>>>();
+
+  constructor(
+    private readonly name: string,
+    private readonly store: Map<string, Map<string, { payload: AdapterPayload; expiresAt: number | null }>>,
+  ) {}
+
+  private get model() {
+    let m = this.store.get(this.name);
+    if (!m) this.store.set(this.name, (m = new Map()));
+    return m;
+  }
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    this.model.set(id, { payload, expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : null });
+  }
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    const entry = this.model.get(id);
+    if (!entry) return undefined;
+    if (entry.expiresAt !== null && entry.expiresAt <= Date.now()) {
+      this.model.delete(id);
+      return undefined;
+    }
+    return entry.payload;
+  }
+  async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+    for (const [id, e] of this.model) if (e.payload.userCode === userCode) return this.find(id);
+    return undefined;
+  }
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    for (const [id, e] of this.model) if (e.payload.uid === uid) return this.find(id);
+    return undefined;
+  }
+  async consume(id: string): Promise<void> {
+    const entry = this.model.get(id);
+    if (entry) entry.payload = { ...entry.payload, consumed: Math.floor(Date.now() / 1000) };
+  }
+  async destroy(id: string): Promise<void> {
+    this.model.delete(id);
+  }
+  async revokeByGrantId(grantId: string): Promise<void> {
+    for (const [id, e] of this.model) if (e.payload.grantId === grantId) this.model.delete(id);
+  }
+}
+
+function loginPage(uid: string, mountPath: string, error?: string): string {
+  return page(
+    "Sign in — demo identity provider",
+    html`<h1>Demo identity provider</h1>
+<p><span class="badge">DEMO</span> Type any user name, no password. Every name is a different user.</p>
+${error ? html`<p role="alert" class="error-text">${error}</p>` : ""}
+<form method="post" action="${mountPath}/interaction/${uid}/login">
+<p><label for="username">User name</label><br>
+<input id="username" name="username" autocomplete="username" autofocus required maxlength="64" pattern="[A-Za-z0-9._@-]+" style="width:100%;padding:10px;font:inherit;border-radius:8px;border:1px solid var(--border);background:transparent;color:inherit"></p>
+<div class="actions"><button class="primary" type="submit">Sign in</button></div>
+</form>`,
+  );
+}
+
+async function readUsername(req: http.IncomingMessage): Promise<string> {
+  let body = "";
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    body += chunk.toString();
+    if (body.length > 4096) break;
+  }
+  return (new URLSearchParams(body).get("username") ?? "").trim().toLowerCase();
+}
+
+export async function createDemoIdentityProvider(options: DemoIdentityProviderOptions): Promise<DemoIdentityProvider> {
+  const mountPath = new URL(options.issuer).pathname.replace(/\/+$/, "");
+  const { privateKey } = await generateKeyPair("RS256", { extractable: true });
+  const jwk = { ...(await exportJWK(privateKey)), kid: "demo-1", use: "sig", alg: "RS256" };
+  const store = new Map<string, Map<string, { payload: AdapterPayload; expiresAt: number | null }>>();
+  const configuration: Configuration = {
+    adapter: (name: string) => new MemoryAdapter(name, store),
+    clients: options.clients.map((c) => ({
+      client_id: c.client_id,
+      client_secret: c.client_secret,
+      redirect_uris: [...c.redirect_uris],
+      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "client_secret_basic",
+    })),
+    jwks: { keys: [jwk] },
+    cookies: { keys: [...options.cookieKeys] },
+    findAccount: async (_ctx, id) => ({
+      accountId: id,
+      claims: async () => ({ sub: id, email: `${id}@demo.invalid`, email_verified: true, name: id, preferred_username: id }),
+    }),
+    claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "preferred_username"] },
+    scopes: ["openid", "offline_access", "email", "profile"],
+    features: {
+      devInteractions: { enabled: false },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      clientCredentials: { enabled: true },
+    },
+    pkce: { required: () => true },
+    ttl: {
+      AccessToken: options.accessTokenTtlSeconds ?? 3600,
+      AuthorizationCode: 60,
+      IdToken: 3600,
+      Interaction: 600,
+      Session: 86400,
+      Grant: 86400 * 30,
+      RefreshToken: 86400 * 30,
+      ClientCredentials: 600,
+    },
+    // Opaque tokens (no resource indicators), a refresh token whenever the client may refresh.
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
+    // The broker shows its own consent page; the demo IdP grants what is asked.
+    loadExistingGrant: async (ctx) => {
+      const { oidc } = ctx;
+      if (!oidc.session?.accountId || !oidc.client) return undefined;
+      const grant = new oidc.provider.Grant({ clientId: oidc.client.clientId, accountId: oidc.session.accountId });
+      grant.addOIDCScope(oidc.params?.scope ? String(oidc.params.scope) : "openid");
+      await grant.save();
+      return grant;
+    },
+    interactions: { url: (_ctx, interaction) => `${mountPath}/interaction/${interaction.uid}` },
+    renderError: async (ctx, out) => {
+      ctx.type = "html";
+      ctx.body = page("Demo identity provider error", html`<h1>Sign-in error</h1><p>${String(out.error)}: ${String(out.error_description ?? "")}</p>`);
+    },
+  };
+  const provider = new Provider(options.issuer, configuration);
+  provider.proxy = true;
+  let outage = false;
+  const requestCounts = new Map<string, number>();
+  const callback = provider.callback();
+
+  const interaction = /^\/interaction\/([A-Za-z0-9_-]+)(\/login)?$/;
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    requestCounts.set(path, (requestCounts.get(path) ?? 0) + 1);
+    if (outage) {
+      res.writeHead(503, { "content-type": "application/json", "retry-after": "5" }).end('{"error":"temporarily_unavailable"}');
+      return;
+    }
+    const match = interaction.exec(path);
+    if (match) {
+      try {
+        const details = await provider.interactionDetails(req, res);
+        if (match[2] && req.method === "POST") {
+          const username = await readUsername(req);
+          if (!/^[a-z0-9._@-]{1,64}$/.test(username)) {
+            res.writeHead(400, { "content-type": "text/html; charset=utf-8" }).end(loginPage(details.uid, mountPath, "Use letters, digits, dots, dashes, underscores or @."));
+            return;
+          }
+          await provider.interactionFinished(req, res, { login: { accountId: username } }, { mergeWithLastSubmission: false });
+          return;
+        }
+        res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }).end(loginPage(details.uid, mountPath));
+      } catch {
+        res.writeHead(400, { "content-type": "text/html; charset=utf-8" }).end(page("Sign-in expired", html`<h1>Sign-in expired</h1><p>Start the sign-in again from your application.</p>`));
+      }
+      return;
+    }
+    await callback(req, res);
+  }
+
+  return {
+    provider,
+    issuer: options.issuer,
+    mountPath,
+    handle,
+    async revokeSubject(accountId: string) {
+      let removed = 0;
+      for (const model of ["AccessToken", "RefreshToken", "AuthorizationCode", "Grant"]) {
+        const m = store.get(model);
+        if (!m) continue;
+        for (const [id, e] of m) {
+          if (e.payload.accountId === accountId) {
+            m.delete(id);
+            removed++;
+          }
+        }
+      }
+      return removed;
+    },
+    setOutage(on: boolean) {
+      outage = on;
+    },
+    requestCounts,
+  };
+}
+
+export interface StandaloneDemoIdentityProvider extends DemoIdentityProvider {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Runs the demo IdP on its own port on 127.0.0.1 (tests: "an OIDC issuer"). */
+export async function startDemoIdentityProvider(options: Omit<DemoIdentityProviderOptions, "issuer"> & { port?: number }): Promise<StandaloneDemoIdentityProvider> {
+  let idp: DemoIdentityProvider | undefined;
+  const server = http.createServer((req, res) => {
+    if (!idp) return void res.writeHead(503).end();
+    idp.handle(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  idp = await createDemoIdentityProvider({ ...options, issuer: url });
+  return {
+    ...idp,
+    url,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// Turns whatever an upstream call threw (openid-client / oauth4webapi errors, fetch failures,
+// timeouts, HTTP statuses) into an UpstreamError whose kind decides what the broker does.
+import { UpstreamError } from "./provider.ts";
+
+interface ErrorShape {
+  name?: string;
+  code?: string;
+  error?: string;
+  status?: number;
+  cause?: unknown;
+  message?: string;
+}
+
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT"]);
+
+export function isNetworkFailure(err: unknown): boolean {
+  let e = err as ErrorShape | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (e.name === "AbortError" || e.name === "TimeoutError") return true;
+    if (e.code && NETWORK_CODES.has(e.code)) return true;
+    if (e.name === "TypeError" && /fetch failed|terminated|network/i.test(e.message ?? "")) return true;
+    e = e.cause as ErrorShape | undefined;
+  }
+  return false;
+}
+
+/** Maps an OAuth error code (RFC 6749 §5.2) or HTTP status to a failure kind. */
+export function kindOf(oauthError: string | undefined, status: number | undefined): UpstreamError["kind"] {
+  if (status !== undefined && status >= 500) return "unavailable";
+  switch (oauthError) {
+    case "invalid_grant":
+    case "invalid_token":
+      return "invalid_grant";
+    case "access_denied":
+      return "denied";
+    case "invalid_client":
+    case "unauthorized_client":
+    case "redirect_uri_mismatch":
+    case "incorrect_client_credentials":
+      return "misconfigured";
+    case "temporarily_unavailable":
+    case "server_error":
+      return "unavailable";
+  }
+  if (status === 401) return "invalid_grant";
+  return "protocol";
+}
+
+const HINTS: Partial<Record<UpstreamError["kind"], string>> = {
+  misconfigured: "check UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET and that PUBLIC_URL/oauth/callback is registered as the redirect URI at the identity provider",
+  unavailable: "the identity provider is unreachable, slow or failing",
+};
+
+export function classifyFailure(err: unknown, what: string): UpstreamError {
+  if (err instanceof UpstreamError) return err;
+  if (isNetworkFailure(err)) return new UpstreamError("unavailable", `${what}: ${HINTS.unavailable}`, { cause: err });
+  const e = err as ErrorShape;
+  const oauthError = typeof e.error === "string" ? e.error : undefined;
+  const kind = kindOf(oauthError, e.status);
+  const detail = oauthError ?? e.code ?? e.message ?? "unknown error";
+  const hint = HINTS[kind];
+  return new UpstreamError(kind, `${what}: ${detail}${hint ? ` (${hint})` : ""}`, { cause: err });
+}

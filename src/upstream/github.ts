@@ -1,0 +1,168 @@
+// GitHub (github.com or GitHub Enterprise Server) as the upstream IdP: OAuth apps and GitHub Apps
+// with expiring user tokens. Endpoints as GitHub documents them; the token check and revocation
+// use the application endpoints, authenticated with the app's client id and secret.
+import { createHash, randomBytes } from "node:crypto";
+import { z } from "zod";
+import { UpstreamError, type UpstreamAuthorizationRequest, type UpstreamCallbackInput, type UpstreamCheck, type UpstreamIdentity, type UpstreamProvider, type UpstreamTokens } from "./provider.ts";
+import { classifyFailure, kindOf } from "./errors.ts";
+
+export interface GitHubProviderOptions {
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** https://github.com or the GHES base URL */
+  readonly githubUrl: string;
+  /** https://api.github.com or https://ghe.example.com/api/v3 */
+  readonly apiUrl: string;
+  readonly scopes: string;
+  readonly timeoutMs: number;
+}
+
+const TokenResponse = z.union([
+  z.object({
+    access_token: z.string().min(1),
+    token_type: z.string().optional(),
+    scope: z.string().optional(),
+    expires_in: z.coerce.number().optional(),
+    refresh_token: z.string().optional(),
+    refresh_token_expires_in: z.coerce.number().optional(),
+  }),
+  z.object({ error: z.string(), error_description: z.string().optional() }),
+]);
+
+const User = z.object({ id: z.number(), login: z.string(), name: z.string().nullish(), email: z.string().nullish(), avatar_url: z.string().nullish(), html_url: z.string().nullish() });
+const Emails = z.array(z.object({ email: z.string(), primary: z.boolean(), verified: z.boolean() }));
+
+export class GitHubProvider implements UpstreamProvider {
+  readonly kind = "github";
+  readonly displayName = "GitHub";
+
+  constructor(private readonly options: GitHubProviderOptions) {}
+
+  private async request(url: string, init: RequestInit, what: string): Promise<Response> {
+    try {
+      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(this.options.timeoutMs), redirect: "manual" });
+      if (res.status >= 500) throw new UpstreamError("unavailable", `${what}: GitHub answered ${res.status}`);
+      return res;
+    } catch (err) {
+      throw classifyFailure(err, what);
+    }
+  }
+
+  private apiHeaders(extra: Record<string, string> = {}): Record<string, string> {
+    return { Accept: "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "mcp-auth-broker", ...extra };
+  }
+
+  private appAuth(): string {
+    return `Basic ${Buffer.from(`${this.options.clientId}:${this.options.clientSecret}`).toString("base64")}`;
+  }
+
+  async createAuthorizationRequest(redirectUri: string): Promise<UpstreamAuthorizationRequest> {
+    const codeVerifier = randomBytes(32).toString("base64url");
+    const state = randomBytes(32).toString("base64url");
+    const url = new URL(`${this.options.githubUrl}/login/oauth/authorize`);
+    url.searchParams.set("client_id", this.options.clientId);
+    url.searchParams.set("redirect_uri", redirectUri);
+    url.searchParams.set("scope", this.options.scopes);
+    url.searchParams.set("state", state);
+    url.searchParams.set("code_challenge", createHash("sha256").update(codeVerifier).digest("base64url"));
+    url.searchParams.set("code_challenge_method", "S256");
+    url.searchParams.set("allow_signup", "true");
+    return { url: url.href, state, codeVerifier };
+  }
+
+  /** POST /login/oauth/access_token: GitHub answers 200 even for errors, with an `error` field. */
+  private async tokenRequest(params: Record<string, string>, what: string, previous?: UpstreamTokens): Promise<UpstreamTokens> {
+    const res = await this.request(
+      `${this.options.githubUrl}/login/oauth/access_token`,
+      {
+        method: "POST",
+        headers: { Accept: "application/json", "Content-Type": "application/x-www-form-urlencoded", "User-Agent": "mcp-auth-broker" },
+        body: new URLSearchParams({ client_id: this.options.clientId, client_secret: this.options.clientSecret, ...params }),
+      },
+      what,
+    );
+    const parsed = TokenResponse.safeParse(await res.json().catch(() => null));
+    if (!parsed.success) throw new UpstreamError("protocol", `${what}: GitHub's answer was not a token response (status ${res.status})`);
+    const body = parsed.data;
+    if ("error" in body) {
+      const kind = body.error === "bad_verification_code" || body.error === "bad_refresh_token" ? "invalid_grant" : kindOf(body.error, res.status);
+      const hint =
+        body.error === "incorrect_client_credentials"
+          ? " (check UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET)"
+          : body.error === "redirect_uri_mismatch"
+            ? " (register PUBLIC_URL/oauth/callback as the callback URL of the GitHub app)"
+            : "";
+      throw new UpstreamError(kind, `${what}: GitHub said ${body.error}${hint}`);
+    }
+    return {
+      accessToken: body.access_token,
+      refreshToken: body.refresh_token ?? previous?.refreshToken,
+      accessExpiresAt: body.expires_in ? new Date(Date.now() + body.expires_in * 1000) : undefined,
+      scope: body.scope ?? previous?.scope,
+    };
+  }
+
+  async exchangeCode(input: UpstreamCallbackInput, redirectUri: string): Promise<UpstreamTokens> {
+    const q = input.callbackUrl.searchParams;
+    if (q.get("error") === "access_denied") throw new UpstreamError("denied", "the user refused to authorize the GitHub app");
+    if (q.get("state") !== input.expectedState) throw new UpstreamError("protocol", "state mismatch in GitHub's callback");
+    const code = q.get("code");
+    if (!code) throw new UpstreamError("protocol", "GitHub's callback carries no code");
+    return this.tokenRequest({ code, redirect_uri: redirectUri, code_verifier: input.codeVerifier }, "exchanging the GitHub code");
+  }
+
+  async fetchIdentity(tokens: UpstreamTokens): Promise<UpstreamIdentity> {
+    const res = await this.request(`${this.options.apiUrl}/user`, { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) }, "reading the GitHub user");
+    if (!res.ok) throw new UpstreamError(res.status === 401 ? "invalid_grant" : "protocol", `reading the GitHub user: status ${res.status}`);
+    const parsed = User.safeParse(await res.json().catch(() => null));
+    if (!parsed.success) throw new UpstreamError("protocol", "GitHub's /user answer is not a user");
+    const user = parsed.data;
+    let email = user.email ?? undefined;
+    const scopes = (tokens.scope ?? "").split(/[ ,]+/);
+    if (scopes.includes("user:email") || scopes.includes("user")) {
+      const emails = await this.request(`${this.options.apiUrl}/user/emails`, { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) }, "reading the GitHub e-mails");
+      if (emails.ok) {
+        const list = Emails.safeParse(await emails.json().catch(() => null));
+        if (list.success) email = list.data.find((e) => e.primary && e.verified)?.email ?? email;
+      }
+    }
+    return {
+      subject: `github:${user.id}`,
+      login: user.login,
+      email,
+      name: user.name ?? undefined,
+      profile: { id: user.id, login: user.login, name: user.name ?? null, avatar_url: user.avatar_url ?? null, html_url: user.html_url ?? null },
+    };
+  }
+
+  async check(tokens: UpstreamTokens): Promise<UpstreamCheck> {
+    if (tokens.accessExpiresAt && tokens.accessExpiresAt.getTime() <= Date.now()) return { status: "expired" };
+    const res = await this.request(
+      `${this.options.apiUrl}/applications/${encodeURIComponent(this.options.clientId)}/token`,
+      { method: "POST", headers: this.apiHeaders({ Authorization: this.appAuth(), "Content-Type": "application/json" }), body: JSON.stringify({ access_token: tokens.accessToken }) },
+      "checking the GitHub token",
+    );
+    if (res.status === 200) return { status: "active" };
+    if (res.status === 404 || res.status === 422) return { status: "invalid", reason: "GitHub no longer knows this token (revoked or expired)" };
+    if (res.status === 401 || res.status === 403) throw new UpstreamError("misconfigured", `checking the GitHub token: status ${res.status} (check UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET)`);
+    throw new UpstreamError("protocol", `checking the GitHub token: unexpected status ${res.status}`);
+  }
+
+  canRefresh(tokens: UpstreamTokens): boolean {
+    return Boolean(tokens.refreshToken);
+  }
+
+  async refresh(tokens: UpstreamTokens): Promise<UpstreamTokens> {
+    if (!tokens.refreshToken) throw new UpstreamError("invalid_grant", "no GitHub refresh token");
+    return this.tokenRequest({ grant_type: "refresh_token", refresh_token: tokens.refreshToken }, "refreshing the GitHub token", tokens);
+  }
+
+  async revoke(tokens: UpstreamTokens): Promise<void> {
+    const res = await this.request(
+      `${this.options.apiUrl}/applications/${encodeURIComponent(this.options.clientId)}/token`,
+      { method: "DELETE", headers: this.apiHeaders({ Authorization: this.appAuth(), "Content-Type": "application/json" }), body: JSON.stringify({ access_token: tokens.accessToken }) },
+      "revoking the GitHub token",
+    );
+    if (res.status !== 204 && res.status !== 404 && res.status !== 422) throw new UpstreamError("protocol", `revoking the GitHub token: status ${res.status}`);
+  }
+}
