@@ -151,15 +151,6 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
     },
     // Opaque tokens (no resource indicators), a refresh token whenever the client may refresh.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
-    // The broker shows its own consent page; the demo IdP grants what is asked.
-    loadExistingGrant: async (ctx) => {
-      const { oidc } = ctx;
-      if (!oidc.session?.accountId || !oidc.client) return undefined;
-      const grant = new oidc.provider.Grant({ clientId: oidc.client.clientId, accountId: oidc.session.accountId });
-      grant.addOIDCScope(oidc.params?.scope ? String(oidc.params.scope) : "openid");
-      await grant.save();
-      return grant;
-    },
     interactions: { url: (_ctx, interaction) => `${mountPath}/interaction/${interaction.uid}` },
     renderError: async (ctx, out) => {
       ctx.type = "html";
@@ -171,6 +162,17 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
   let outage = false;
   const requestCounts = new Map<string, number>();
   const callback = provider.callback();
+
+  async function grantEverything(details: Awaited<ReturnType<Provider["interactionDetails"]>>): Promise<string> {
+    const grant = details.grantId
+      ? ((await provider.Grant.find(details.grantId)) ?? new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) }))
+      : new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) });
+    const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(" "));
+    return grant.save();
+  }
 
   const interaction = /^\/interaction\/([A-Za-z0-9_-]+)(\/login)?$/;
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -184,6 +186,11 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
     if (match) {
       try {
         const details = await provider.interactionDetails(req, res);
+        if (details.prompt.name === "consent") {
+          // The broker shows its own consent page; the demo IdP grants what is asked.
+          await provider.interactionFinished(req, res, { consent: { grantId: await grantEverything(details) } }, { mergeWithLastSubmission: true });
+          return;
+        }
         if (match[2] && req.method === "POST") {
           const username = await readUsername(req);
           if (!/^[a-z0-9._@-]{1,64}$/.test(username)) {

@@ -56,7 +56,9 @@ export function classifyFailure(err: unknown, what: string): UpstreamError {
   if (isNetworkFailure(err)) return new UpstreamError("unavailable", `${what}: ${HINTS.unavailable}`, { cause: err });
   const e = err as ErrorShape;
   const oauthError = typeof e.error === "string" ? e.error : undefined;
-  const kind = kindOf(oauthError, e.status);
+  // oauth4webapi puts the HTTP response in `cause` when the status itself was unexpected.
+  const status = e.status ?? (e.cause as ErrorShape | undefined)?.status;
+  const kind = kindOf(oauthError, status);
   const detail = oauthError ?? e.code ?? e.message ?? "unknown error";
   const hint = HINTS[kind];
   return new UpstreamError(kind, `${what}: ${detail}${hint ? ` (${hint})` : ""}`, { cause: err });
