@@ -134,8 +134,9 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
     scopes: ["openid", "offline_access", "email", "profile"],
     features: {
       devInteractions: { enabled: false },
-      introspection: { enabled: true },
-      revocation: { enabled: true },
+      // A client may introspect and revoke only its own tokens.
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       clientCredentials: { enabled: true },
     },
     pkce: { required: () => true },

@@ -55,7 +55,9 @@ export function classifyFailure(err: unknown, what: string): UpstreamError {
   if (err instanceof UpstreamError) return err;
   if (isNetworkFailure(err)) return new UpstreamError("unavailable", `${what}: ${HINTS.unavailable}`, { cause: err });
   const e = err as ErrorShape;
-  const oauthError = typeof e.error === "string" ? e.error : undefined;
+  // A 401 with WWW-Authenticate carries the OAuth error in its parsed challenges (`cause`).
+  const challenges = Array.isArray(e.cause) ? (e.cause as Array<{ parameters?: { error?: string } }>) : [];
+  const oauthError = typeof e.error === "string" ? e.error : challenges.find((c) => c.parameters?.error)?.parameters?.error;
   // oauth4webapi puts the HTTP response in `cause` when the status itself was unexpected.
   const status = e.status ?? (e.cause as ErrorShape | undefined)?.status;
   const kind = kindOf(oauthError, status);
