@@ -21,7 +21,8 @@ export function browserSession(app: Koa, options: BrowserSessionOptions): Koa.Mi
   return session(
     {
       key: browserSessionCookieName(options.https),
-      maxAge: 24 * 60 * 60 * 1000,
+      // As long as a remembered consent lives (grants/consents.ts).
+      maxAge: 30 * 24 * 60 * 60 * 1000,
       httpOnly: true,
       signed: true,
       secure: options.https,

@@ -1,0 +1,90 @@
+// RFC 7591 client metadata, validated once for both ways a client comes to exist: /register and
+// the operator CLI's `clients add`.
+import { z } from "zod";
+import { OAuthError } from "../http/errors.ts";
+import { redirectUriProblem } from "./redirect-uri.ts";
+import { SUPPORTED_SCOPES, type GrantType, type TokenEndpointAuthMethod } from "./types.ts";
+
+export interface ClientMetadata {
+  readonly redirectUris: string[];
+  readonly tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  readonly grantTypes: GrantType[];
+  readonly responseTypes: string[];
+  readonly scope: string | null;
+  readonly clientName: string | null;
+  readonly clientUri: string | null;
+  readonly logoUri: string | null;
+  readonly softwareId: string | null;
+  readonly softwareVersion: string | null;
+}
+
+const httpsUrl = z
+  .string()
+  .max(2000)
+  .refine((v) => {
+    try {
+      return new URL(v).protocol === "https:";
+    } catch {
+      return false;
+    }
+  }, "must be an https URL");
+
+const Schema = z.object({
+  redirect_uris: z.array(z.string().max(2000)).max(20).optional(),
+  token_endpoint_auth_method: z.enum(["none", "client_secret_basic", "client_secret_post"]).optional(),
+  grant_types: z.array(z.enum(["authorization_code", "refresh_token", "client_credentials"])).max(3).optional(),
+  response_types: z.array(z.enum(["code"])).max(1).optional(),
+  scope: z.string().max(1000).optional(),
+  client_name: z.string().trim().min(1).max(200).optional(),
+  client_uri: httpsUrl.optional(),
+  logo_uri: httpsUrl.optional(),
+  software_id: z.string().max(200).optional(),
+  software_version: z.string().max(100).optional(),
+});
+
+function fail(field: string, message: string, code: "invalid_client_metadata" | "invalid_redirect_uri" = "invalid_client_metadata"): never {
+  throw new OAuthError(code, `${field} ${message}`);
+}
+
+export function parseClientMetadata(input: unknown): ClientMetadata {
+  const parsed = Schema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join(".") || "metadata";
+    fail(field, `is invalid: ${issue.message}.`, field.startsWith("redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata");
+  }
+  const m = parsed.data;
+  // RFC 7591 §2 defaults; MCP clients send "none" explicitly.
+  const tokenEndpointAuthMethod = m.token_endpoint_auth_method ?? "client_secret_basic";
+  const grantTypes: GrantType[] = [...new Set<GrantType>(m.grant_types ?? ["authorization_code"])];
+  const responseTypes = [...new Set(m.response_types ?? (grantTypes.includes("authorization_code") ? ["code"] : []))];
+  const usesCode = grantTypes.includes("authorization_code");
+  if (usesCode !== responseTypes.includes("code")) fail("grant_types", 'and response_types are inconsistent: "authorization_code" goes with "code".');
+  if (grantTypes.includes("refresh_token") && !usesCode) fail("grant_types", 'includes "refresh_token" without "authorization_code".');
+  if (grantTypes.includes("client_credentials") && tokenEndpointAuthMethod === "none") fail("grant_types", '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic or client_secret_post).');
+  const redirectUris = [...new Set(m.redirect_uris ?? [])];
+  if (usesCode && redirectUris.length === 0) fail("redirect_uris", "is required for the authorization_code grant.", "invalid_redirect_uri");
+  for (const uri of redirectUris) {
+    const problem = redirectUriProblem(uri);
+    if (problem) fail("redirect_uris", `contains ${JSON.stringify(uri)}, which ${problem}.`, "invalid_redirect_uri");
+  }
+  let scope: string | null = null;
+  if (m.scope !== undefined) {
+    const scopes = [...new Set(m.scope.split(" ").filter(Boolean))];
+    const unknown = scopes.filter((s) => !(SUPPORTED_SCOPES as readonly string[]).includes(s));
+    if (unknown.length) fail("scope", `contains unsupported scopes: ${unknown.join(" ")}.`);
+    scope = scopes.sort().join(" ") || null;
+  }
+  return {
+    redirectUris,
+    tokenEndpointAuthMethod,
+    grantTypes,
+    responseTypes,
+    scope,
+    clientName: m.client_name ?? null,
+    clientUri: m.client_uri ?? null,
+    logoUri: m.logo_uri ?? null,
+    softwareId: m.software_id ?? null,
+    softwareVersion: m.software_version ?? null,
+  };
+}

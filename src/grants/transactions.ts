@@ -1,0 +1,77 @@
+// Authorization transactions: a validated /authorize request waiting for the user's consent,
+// bound to the browser that made it. The consent form's CSRF token is derived (HMAC of the
+// transaction and the browser session), so a repeated GET shows the same valid form.
+import { createHmac, randomBytes } from "node:crypto";
+import type { Db } from "../store/db.ts";
+import { constantTimeEqual } from "../store/secrets.ts";
+import type { ValidatedAuthorizationRequest } from "./types.ts";
+import { audit } from "./audit.ts";
+
+export const TRANSACTION_TTL_SECONDS = 600;
+
+export type Transaction = NonNullable<Awaited<ReturnType<Db["authTransaction"]["findUnique"]>>>;
+
+export class AuthorizationTransactions {
+  constructor(
+    private readonly db: Db,
+    private readonly csrfKey: Uint8Array,
+  ) {}
+
+  csrfToken(transactionId: string, browserSessionId: string): string {
+    return createHmac("sha256", this.csrfKey).update(`${transactionId}.${browserSessionId}`).digest("base64url");
+  }
+
+  async create(request: ValidatedAuthorizationRequest, browserSessionId: string): Promise<Transaction> {
+    return this.db.authTransaction.create({
+      data: {
+        id: randomBytes(24).toString("base64url"),
+        clientId: request.clientId,
+        redirectUri: request.redirectUri,
+        codeChallenge: request.codeChallenge,
+        codeChallengeMethod: request.codeChallengeMethod,
+        resource: request.resource,
+        scope: request.scope,
+        state: request.state,
+        protocolVersion: request.protocolVersion,
+        browserSessionId,
+        status: "pending",
+        expiresAt: new Date(Date.now() + TRANSACTION_TTL_SECONDS * 1000),
+      },
+    });
+  }
+
+  async get(id: string): Promise<Transaction | null> {
+    return this.db.authTransaction.findUnique({ where: { id } });
+  }
+
+  /** A pending, unexpired transaction of this browser, or null. */
+  async pendingFor(id: string, browserSessionId: string | null): Promise<Transaction | null> {
+    if (!browserSessionId || id.length > 100) return null;
+    const tx = await this.db.authTransaction.findUnique({ where: { id } });
+    if (!tx || tx.browserSessionId !== browserSessionId || tx.status !== "pending" || tx.expiresAt <= new Date()) return null;
+    return tx;
+  }
+
+  /**
+   * Records the user's decision, once: only from the browser that started the transaction, with
+   * the form's CSRF token, while it is pending. Returns false when any of that does not hold.
+   */
+  async decide(id: string, browserSessionId: string, csrf: string, decision: "approved" | "denied", ip?: string): Promise<boolean> {
+    if (!constantTimeEqual(csrf, this.csrfToken(id, browserSessionId))) return false;
+    const now = new Date();
+    const claimed = await this.db.authTransaction.updateMany({
+      where: { id, browserSessionId, status: "pending", expiresAt: { gt: now } },
+      data: { status: decision, approvedAt: decision === "approved" ? now : null },
+    });
+    if (claimed.count !== 1) return false;
+    const tx = await this.db.authTransaction.findUniqueOrThrow({ where: { id } });
+    await audit(this.db, { type: decision === "approved" ? "consent.approved" : "consent.denied", clientId: tx.clientId, ip, detail: { scope: tx.scope } });
+    return true;
+  }
+
+  /** Approval without a form, for a consent this browser already gave. */
+  async approveRemembered(id: string): Promise<boolean> {
+    const claimed = await this.db.authTransaction.updateMany({ where: { id, status: "pending" }, data: { status: "approved", approvedAt: new Date() } });
+    return claimed.count === 1;
+  }
+}

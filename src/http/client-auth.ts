@@ -1,0 +1,47 @@
+// Client authentication at the token, revocation and introspection endpoints, by the method the
+// client registered (RFC 6749 §2.3, RFC 7591 token_endpoint_auth_method). Failures are
+// invalid_client, 401 with a Basic challenge.
+import type Koa from "koa";
+import { OAuthError } from "./errors.ts";
+import type { ClientRegistry } from "../grants/clients.ts";
+import type { RegisteredClient } from "../grants/types.ts";
+
+function invalidClient(description: string): OAuthError {
+  return new OAuthError("invalid_client", description, { status: 401, headers: { "WWW-Authenticate": 'Basic realm="mcp-auth-broker"' } });
+}
+
+function decodeBasic(header: string): { id: string; secret: string } | null {
+  const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header);
+  if (!match) return null;
+  const decoded = Buffer.from(match[1]!, "base64").toString("utf8");
+  const i = decoded.indexOf(":");
+  if (i < 0) return null;
+  try {
+    // RFC 6749 §2.3.1: both parts are form-urlencoded before base64.
+    return { id: decodeURIComponent(decoded.slice(0, i).replace(/\+/g, " ")), secret: decodeURIComponent(decoded.slice(i + 1).replace(/\+/g, " ")) };
+  } catch {
+    return null;
+  }
+}
+
+export async function authenticateClient(ctx: Koa.Context, params: Record<string, string>, clients: ClientRegistry): Promise<RegisteredClient> {
+  const header = ctx.get("authorization");
+  const basic = header ? decodeBasic(header) : null;
+  if (header && !basic) throw invalidClient("Malformed Authorization header: use HTTP Basic with the client id and secret.");
+  if (basic && params.client_secret !== undefined) throw invalidClient("Use one client authentication method, not both.");
+  if (basic && params.client_id !== undefined && params.client_id !== basic.id) throw invalidClient("client_id does not match the authenticated client.");
+  const clientId = basic?.id ?? params.client_id;
+  if (!clientId) throw invalidClient("Client authentication is required: client_id is missing.");
+  const client = await clients.get(clientId);
+  if (!client) throw invalidClient("Unknown client.");
+  const method = basic ? "client_secret_basic" : params.client_secret !== undefined ? "client_secret_post" : "none";
+  if (method !== client.tokenEndpointAuthMethod) {
+    throw invalidClient(`This client authenticates with ${client.tokenEndpointAuthMethod}, not ${method}.`);
+  }
+  if (method !== "none") {
+    const secret = basic?.secret ?? params.client_secret ?? "";
+    if (!(await clients.verifySecret(client.id, secret))) throw invalidClient("Client authentication failed.");
+  }
+  clients.touch(client.id);
+  return client;
+}

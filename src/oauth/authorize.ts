@@ -1,0 +1,95 @@
+// GET/POST /authorize. First the client and the exact redirect URI: when either is wrong the
+// user sees a page and is never redirected. Every later problem is sent to the validated
+// redirect URI (error, error_description, state, iss). A valid request becomes a transaction
+// bound to this browser, then goes to the consent page (or straight upstream when this browser
+// already approved the same client, redirect URI and scope).
+import type Koa from "koa";
+import { OAuthError, PageError } from "../http/errors.ts";
+import { paramsToRecord, readForm } from "../http/body.ts";
+import { browserSessionId } from "../http/browser-session.ts";
+import type { RequestState } from "../http/request-context.ts";
+import { clientRedirectUrl } from "../grants/client-redirect.ts";
+import { isValidS256Challenge } from "../grants/pkce.ts";
+import type { ClientRegistry } from "../grants/clients.ts";
+import type { AuthorizationTransactions } from "../grants/transactions.ts";
+import type { Consents } from "../grants/consents.ts";
+import type { UpstreamLoginStarter } from "../grants/ports.ts";
+import type { RegisteredClient, ValidatedAuthorizationRequest } from "../grants/types.ts";
+import { resolveResource } from "./resource.ts";
+import { resolveScope } from "./scope.ts";
+
+export interface AuthorizeDeps {
+  readonly issuer: string;
+  readonly resource: string;
+  readonly clients: ClientRegistry;
+  readonly transactions: AuthorizationTransactions;
+  readonly consents: Consents;
+  readonly upstreamLogin: UpstreamLoginStarter;
+}
+
+const START_AGAIN = "Go back to the application you came from and try to connect again. If this keeps happening, tell the application's developer.";
+
+/** The client and redirect URI checks that decide whether redirecting is safe at all. */
+async function trustedTarget(params: Record<string, string>, clients: ClientRegistry): Promise<{ client: RegisteredClient; redirectUri: string }> {
+  const clientId = params.client_id;
+  if (!clientId) throw new PageError(400, "Missing client", "The authorization request does not say which application is asking (client_id is missing).", START_AGAIN);
+  const client = await clients.get(clientId);
+  if (!client) throw new PageError(400, "Unknown application", "The application that sent you here is not registered with this server.", START_AGAIN);
+  const requested = params.redirect_uri;
+  if (requested === undefined) {
+    if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };
+    throw new PageError(400, "Missing redirect address", "The request does not say where to return to (redirect_uri is missing).", START_AGAIN);
+  }
+  // Exact string match against the registration (spec §5.3, OAuth 2.1 §4.1.1).
+  if (!client.redirectUris.includes(requested)) {
+    throw new PageError(400, "Unregistered redirect address", "The address this request wants to return to is not registered for the application, so you were not sent there.", START_AGAIN);
+  }
+  return { client, redirectUri: requested };
+}
+
+function validate(params: Record<string, string>, client: RegisteredClient, redirectUri: string, deps: AuthorizeDeps, protocolVersion: string | null): ValidatedAuthorizationRequest {
+  if (params.response_type !== "code") throw new OAuthError("unsupported_response_type", "Only response_type=code is supported.");
+  if (!client.grantTypes.includes("authorization_code")) throw new OAuthError("unauthorized_client", "This client is not registered for the authorization_code grant.");
+  if (!params.code_challenge) throw new OAuthError("invalid_request", "code_challenge is required (PKCE with S256).");
+  if (params.code_challenge_method !== "S256") throw new OAuthError("invalid_request", "code_challenge_method must be S256.");
+  if (!isValidS256Challenge(params.code_challenge)) throw new OAuthError("invalid_request", "code_challenge is not a valid S256 challenge.");
+  if (params.state !== undefined && params.state.length > 2048) throw new OAuthError("invalid_request", "state is too long.");
+  return {
+    clientId: client.id,
+    redirectUri,
+    codeChallenge: params.code_challenge,
+    codeChallengeMethod: "S256",
+    scope: resolveScope(params.scope, client.scope ?? undefined),
+    resource: resolveResource(params.resource, deps.resource),
+    state: params.state ?? null,
+    protocolVersion,
+  };
+}
+
+export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
+  return async (ctx) => {
+    (ctx.state as RequestState).errorFormat = "page";
+    const params = ctx.method === "POST" ? await readForm(ctx) : paramsToRecord(new URLSearchParams(ctx.querystring));
+    const { client, redirectUri } = await trustedTarget(params, deps.clients);
+    const protocolVersion = (ctx.get("mcp-protocol-version") || ctx.get("context-protocol-version") || "").slice(0, 40) || null;
+    let request: ValidatedAuthorizationRequest;
+    try {
+      request = validate(params, client, redirectUri, deps, protocolVersion);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      ctx.redirect(
+        clientRedirectUrl(redirectUri, { error: err.code, error_description: err.description, ...(params.state ? { state: params.state } : {}), iss: deps.issuer }),
+      );
+      return;
+    }
+    const sid = browserSessionId(ctx, true);
+    const tx = await deps.transactions.create(request, sid);
+    if (await deps.consents.given({ browserSessionId: sid, clientId: client.id, redirectUri, scope: request.scope })) {
+      await deps.transactions.approveRemembered(tx.id);
+      ctx.redirect(await deps.upstreamLogin.start(tx.id));
+      return;
+    }
+    ctx.set("Cache-Control", "no-store");
+    ctx.redirect(`${deps.issuer}/consent?transaction=${encodeURIComponent(tx.id)}`);
+  };
+}

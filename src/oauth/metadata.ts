@@ -1,0 +1,46 @@
+// Discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected resource
+// metadata. Both revisions' clients are answered alike; the protocol version they announce is logged.
+import type Koa from "koa";
+import type { Config } from "../config.ts";
+import { SUPPORTED_SCOPES } from "../grants/types.ts";
+import type { RequestState } from "../http/request-context.ts";
+
+export function authorizationServerMetadata(config: Config, dynamicRegistration: boolean): Record<string, unknown> {
+  const base = config.publicUrl;
+  return {
+    issuer: base,
+    authorization_endpoint: `${base}/authorize`,
+    token_endpoint: `${base}/token`,
+    ...(dynamicRegistration ? { registration_endpoint: `${base}/register` } : {}),
+    revocation_endpoint: `${base}/revoke`,
+    introspection_endpoint: `${base}/introspect`,
+    response_types_supported: ["code"],
+    response_modes_supported: ["query"],
+    grant_types_supported: ["authorization_code", "refresh_token", "client_credentials"],
+    code_challenge_methods_supported: ["S256"],
+    token_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
+    revocation_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
+    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+    scopes_supported: [...SUPPORTED_SCOPES],
+    authorization_response_iss_parameter_supported: true,
+  };
+}
+
+export function protectedResourceMetadata(config: Config): Record<string, unknown> {
+  return {
+    resource: config.resourceUrl,
+    authorization_servers: [config.publicUrl],
+    bearer_methods_supported: ["header"],
+    scopes_supported: ["mcp"],
+    resource_name: "MCP server behind mcp-auth-broker",
+  };
+}
+
+export function serveJson(document: () => Record<string, unknown>): Koa.Middleware {
+  return (ctx) => {
+    const version = ctx.get("mcp-protocol-version") || ctx.get("context-protocol-version");
+    if (version) (ctx.state as RequestState).log.info({ protocolVersion: version.slice(0, 40), path: ctx.path }, "discovery");
+    ctx.set("Cache-Control", "public, max-age=300");
+    ctx.body = document();
+  };
+}

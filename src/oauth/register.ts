@@ -1,0 +1,38 @@
+// POST /register: RFC 7591 dynamic client registration (JSON in and out, 201 on success).
+import type Koa from "koa";
+import { OAuthError } from "../http/errors.ts";
+import { readJsonObject } from "../http/body.ts";
+import { parseClientMetadata } from "../grants/client-metadata.ts";
+import type { ClientRegistry } from "../grants/clients.ts";
+import type { RegisteredClient } from "../grants/types.ts";
+
+export function clientMetadataResponse(client: RegisteredClient, clientSecret?: string): Record<string, unknown> {
+  return {
+    client_id: client.id,
+    ...(clientSecret ? { client_secret: clientSecret, client_secret_expires_at: 0 } : {}),
+    client_id_issued_at: Math.floor(client.createdAt.getTime() / 1000),
+    redirect_uris: client.redirectUris,
+    token_endpoint_auth_method: client.tokenEndpointAuthMethod,
+    grant_types: client.grantTypes,
+    response_types: client.responseTypes,
+    ...(client.scope ? { scope: client.scope } : {}),
+    ...(client.clientName ? { client_name: client.clientName } : {}),
+    ...(client.clientUri ? { client_uri: client.clientUri } : {}),
+    ...(client.logoUri ? { logo_uri: client.logoUri } : {}),
+    ...(client.softwareId ? { software_id: client.softwareId } : {}),
+    ...(client.softwareVersion ? { software_version: client.softwareVersion } : {}),
+  };
+}
+
+export function registerHandler(clients: ClientRegistry, enabled: boolean): Koa.Middleware {
+  return async (ctx) => {
+    if (!enabled) {
+      throw new OAuthError("access_denied", "Dynamic client registration is disabled on this server; ask its operator for a client id (npx mcp-auth-broker clients add).", { status: 403 });
+    }
+    const metadata = parseClientMetadata(await readJsonObject(ctx, 16 * 1024, "invalid_client_metadata"));
+    const { client, clientSecret } = await clients.register(metadata, "dynamic", ctx.ip);
+    ctx.status = 201;
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = clientMetadataResponse(client, clientSecret);
+  };
+}

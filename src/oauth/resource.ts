@@ -1,0 +1,31 @@
+// RFC 8707 resource indicators: canonical form (lower-case scheme and host, default port
+// dropped, no trailing slash, no fragment) and the rule that a resource must name this broker's
+// protected resource.
+import { OAuthError } from "../http/errors.ts";
+
+/** Canonical form of an absolute URI, or null when it is not one (or has a fragment). */
+export function canonicalUri(value: string): string | null {
+  if (value.includes("#")) return null;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return null;
+  }
+  if (!url.protocol || !url.host) return null;
+  // WHATWG URL already lower-cases scheme and host and drops default ports.
+  const path = url.pathname.replace(/\/+$/, "");
+  return `${url.protocol}//${url.host}${path}${url.search}`;
+}
+
+/**
+ * The canonical resource of a request: the broker's protected resource when the client sent
+ * none (2025-03-26 clients), else the canonical form of what it sent, which must be ours.
+ */
+export function resolveResource(value: string | undefined, protectedResource: string): string {
+  if (value === undefined) return protectedResource;
+  const canonical = canonicalUri(value);
+  if (!canonical) throw new OAuthError("invalid_target", "resource must be an absolute URI without a fragment.");
+  if (canonical !== protectedResource) throw new OAuthError("invalid_target", `This authorization server issues tokens only for ${protectedResource}.`);
+  return canonical;
+}

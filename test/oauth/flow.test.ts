@@ -1,0 +1,30 @@
+// The whole authorization code flow in demo mode (embedded demo IdP, demo MCP server), over HTTP.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
+
+let t: TestBroker;
+beforeAll(async () => {
+  t = await startBroker();
+});
+afterAll(async () => t.stop());
+
+describe("authorization code flow (demo mode)", () => {
+  it("issues tokens for the demo user and lets them call /mcp", async () => {
+    const { tokens, client } = await obtainTokens(t.url, { user: "alice" });
+    expect(tokens.access_token).toMatch(/^mab_at_/);
+    expect(tokens.refresh_token).toMatch(/^mab_rt_/);
+    expect(tokens.scope).toBe("mcp");
+    const res = await fetch(`${t.url}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    });
+    expect(res.status).toBe(200);
+    const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });
+    expect(grant.subject).toBe("demo:alice");
+    const refreshed = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
+    expect(refreshed.status).toBe(200);
+    expect(refreshed.body.refresh_token).not.toBe(tokens.refresh_token);
+  });
+});
