@@ -1,0 +1,114 @@
+// `clients list|add|show|remove`: the operator's registry of MCP clients. `add` is the manual
+// registration of spec §5.3 for clients that cannot register themselves (or when
+// DYNAMIC_REGISTRATION=false); it prints the client secret once.
+import type { Command } from "commander";
+import { withContext } from "./context.ts";
+import { CliError, iso, printFields, printJson, printTable } from "./output.ts";
+import { ClientRegistry } from "../grants/clients.ts";
+import { parseClientMetadata } from "../grants/client-metadata.ts";
+import { clientMetadataResponse } from "../oauth/register.ts";
+import { OAuthError } from "../http/errors.ts";
+import type { RegisteredClient } from "../grants/types.ts";
+
+function describe(client: RegisteredClient): Record<string, string> {
+  return {
+    id: client.id,
+    name: client.clientName ?? "-",
+    type: client.tokenEndpointAuthMethod === "none" ? "public" : "confidential",
+    "auth method": client.tokenEndpointAuthMethod,
+    "grant types": client.grantTypes.join(" "),
+    "redirect uris": client.redirectUris.join(" ") || "-",
+    registered: `${client.registrationType} at ${iso(client.createdAt)}`,
+    "last used": iso(client.lastUsedAt),
+  };
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+export function registerClientCommands(program: Command): void {
+  const clients = program.command("clients").description("list, add, show and remove registered MCP clients");
+
+  clients
+    .command("list")
+    .description("list registered clients")
+    .option("--json", "machine-readable output")
+    .action(async (opts: { json?: boolean }) => {
+      await withContext(async ({ database }) => {
+        const list = await new ClientRegistry(database.db).list();
+        if (opts.json) return printJson(list.map((c) => ({ ...clientMetadataResponse(c), registration_type: c.registrationType, last_used_at: c.lastUsedAt?.toISOString() ?? null })));
+        printTable(
+          list.map((c) => ({ id: c.id, name: c.clientName ?? "-", type: c.tokenEndpointAuthMethod === "none" ? "public" : "confidential", registered: c.registrationType, lastUsed: iso(c.lastUsedAt) })),
+          "No clients registered.",
+        );
+      });
+    });
+
+  clients
+    .command("add")
+    .description("register a client by hand; prints its secret once")
+    .requiredOption("--name <name>", "the name shown on the consent page")
+    .option("--redirect-uri <uri>", "an allowed redirect URI (repeat for several)", collect, [])
+    .option("--public", "a public client (no secret; PKCE only), like most MCP clients")
+    .option("--auth-method <method>", "client_secret_basic (default for confidential clients) or client_secret_post")
+    .option("--grant-type <type>", "authorization_code, refresh_token, client_credentials (repeat; default authorization_code + refresh_token)", collect, [])
+    .option("--client-uri <url>", "the application's website (https)")
+    .option("--logo-uri <url>", "the application's logo (https)")
+    .option("--json", "machine-readable output")
+    .action(async (opts: { name: string; redirectUri: string[]; public?: boolean; authMethod?: string; grantType: string[]; clientUri?: string; logoUri?: string; json?: boolean }) => {
+      const grantTypes = opts.grantType.length ? opts.grantType : ["authorization_code", "refresh_token"];
+      let metadata;
+      try {
+        metadata = parseClientMetadata({
+          client_name: opts.name,
+          redirect_uris: opts.redirectUri,
+          token_endpoint_auth_method: opts.public ? "none" : (opts.authMethod ?? "client_secret_basic"),
+          grant_types: grantTypes,
+          response_types: grantTypes.includes("authorization_code") ? ["code"] : [],
+          ...(opts.clientUri ? { client_uri: opts.clientUri } : {}),
+          ...(opts.logoUri ? { logo_uri: opts.logoUri } : {}),
+        });
+      } catch (err) {
+        if (err instanceof OAuthError) throw new CliError(`invalid client: ${err.description}`, 2);
+        throw err;
+      }
+      await withContext(async ({ database }) => {
+        const { client, clientSecret } = await new ClientRegistry(database.db).register(metadata, "manual");
+        if (opts.json) return printJson(clientMetadataResponse(client, clientSecret));
+        printFields({ ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
+        if (clientSecret) process.stdout.write("\nStore the secret now: it is shown only this once.\n");
+      });
+    });
+
+  clients
+    .command("show")
+    .description("show one client")
+    .argument("<id>", "client id")
+    .option("--json", "machine-readable output")
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withContext(async ({ database }) => {
+        const client = await new ClientRegistry(database.db).get(id);
+        if (!client) throw new CliError(`no client with id ${id}`);
+        const live = await database.db.grant.count({ where: { clientId: id, revokedAt: null, absoluteExpiresAt: { gt: new Date() }, idleExpiresAt: { gt: new Date() } } });
+        if (opts.json) return printJson({ ...clientMetadataResponse(client), registration_type: client.registrationType, live_grants: live });
+        printFields({ ...describe(client), "live grants": String(live) });
+      });
+    });
+
+  clients
+    .command("remove")
+    .description("remove a client; its grants and tokens stop working at once")
+    .argument("<id>", "client id")
+    .option("--json", "machine-readable output")
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withContext(async ({ database, services }) => {
+        const registry = new ClientRegistry(database.db);
+        if (!(await registry.get(id))) throw new CliError(`no client with id ${id}`);
+        // Revoke first so upstream tokens are released, then remove the rows.
+        const live = await database.db.grant.findMany({ where: { clientId: id, revokedAt: null }, select: { id: true } });
+        const revoked = await services.grants.lifecycle.revokeGrants(live.map((g) => g.id), "client_removed");
+        await registry.remove(id);
+        if (opts.json) return printJson({ removed: id, revokedGrants: revoked.length });
+        process.stdout.write(`Removed client ${id} (${revoked.length} grant(s) revoked).\n`);
+      });
+    });
+}
