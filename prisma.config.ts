@@ -16,9 +16,6 @@ const db = isPostgres ? "postgres" : "sqlite";
 // columns; report them as text (25). Only the migrate path goes through this pool.
 function migratePool(connectionString: string): pg.Pool {
   const pool = new pg.Pool({ connectionString });
-  // The CLI never disposes the adapter: an open connection would keep the process alive ~10 s
-  // after the work is done. Unreferenced sockets let it exit as soon as it is finished.
-  pool.on("connect", (client) => (client as unknown as { connection: { stream: { unref(): void } } }).connection.stream.unref());
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<pg.QueryResult | undefined>;
   (pool as unknown as { query: (...args: unknown[]) => unknown }).query = async (...args: unknown[]) => {
     const result = await query(...args);

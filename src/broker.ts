@@ -17,7 +17,7 @@ import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
 import { createMemorySessionBinding } from "./gateway/session-binding.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
-import { mountDemoIdentityProvider, type MountedDemoIdentityProvider } from "./demo/mount.ts";
+import type { MountedDemoIdentityProvider } from "./demo/mount.ts";
 import { DEFAULT_SCOPE } from "./grants/types.ts";
 
 export interface BrokerOptions {
@@ -50,6 +50,24 @@ export interface Broker {
 
 const TEN_MINUTES = 10 * 60 * 1000;
 
+/**
+ * oidc-provider (the demo IdP) is loaded only in demo mode. On import it warns that it prefers
+ * Node 22; the project supports Node 20.18+ and its tests run the demo IdP on it, so that one
+ * notice goes to the debug log instead of alarming every newcomer's first start.
+ */
+async function loadDemoMount(logger: Logger): Promise<typeof import("./demo/mount.ts")> {
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => {
+    if (typeof args[0] === "string" && args[0].includes("oidc-provider WARNING: Unsupported runtime")) logger.debug({ notice: args[0] }, "demo identity provider");
+    else warn(...args);
+  };
+  try {
+    return await import("./demo/mount.ts");
+  } finally {
+    console.warn = warn;
+  }
+}
+
 export async function createBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
   const logger = options.logger ?? createLogger(config.logLevel);
   if (options.migrate ?? true) {
@@ -60,7 +78,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const services = createServices(config, database, logger);
   const { grants } = services;
 
-  const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await mountDemoIdentityProvider(config) : undefined;
+  const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
   const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || options.mcpHandler ? undefined : await startDemoMcpServer();
   const proxy: McpProxy | undefined = options.mcpHandler
     ? undefined

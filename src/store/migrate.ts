@@ -27,11 +27,20 @@ export async function migrateDatabase(databaseUrl: string, cwd: string = process
       stdio: ["ignore", "pipe", "pipe"],
     });
     let text = "";
-    child.stdout.on("data", (d: Buffer) => (text += d.toString()));
+    let finished = false;
+    // On PostgreSQL the CLI keeps its pool open ~10 s after it is done (the adapter is never
+    // disposed); once it has said the migrations are applied, stop waiting for it.
+    child.stdout.on("data", (d: Buffer) => {
+      text += d.toString();
+      if (!finished && /All migrations have been successfully applied|No pending migrations to apply/.test(text)) {
+        finished = true;
+        setTimeout(() => child.kill("SIGTERM"), 100).unref();
+      }
+    });
     child.stderr.on("data", (d: Buffer) => (text += d.toString()));
     child.on("error", reject);
     child.on("close", (code) => {
-      if (code === 0) resolve(text);
+      if (code === 0 || finished) resolve(text);
       else {
         const reason = text.split("\n").find((l) => /^Error|P\d{4}|Can't reach/i.test(l.trim())) ?? text.trim().split("\n").pop();
         reject(new MigrationError(`database migration failed: ${reason?.trim() ?? "unknown error"}`));
