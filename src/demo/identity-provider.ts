@@ -33,6 +33,8 @@ export interface DemoIdentityProvider {
   handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void>;
   /** Destroys every access and refresh token of an account ("the user revoked the app"). */
   revokeSubject(accountId: string): Promise<number>;
+  /** Registers one more client (stored like a dynamically registered one). */
+  addClient(client: DemoClient): Promise<void>;
   /** When on, every request answers 503 (an IdP outage). */
   setOutage(on: boolean): void;
   /** Requests served, by path (tests count introspection calls). */
@@ -86,6 +88,17 @@ class MemoryAdapter implements Adapter {
   }
 }
 
+function clientMetadata(c: DemoClient) {
+  return {
+    client_id: c.client_id,
+    client_secret: c.client_secret,
+    redirect_uris: [...c.redirect_uris],
+    grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+    response_types: ["code"] as ["code"],
+    token_endpoint_auth_method: "client_secret_basic" as const,
+  };
+}
+
 function loginPage(uid: string, mountPath: string, error?: string): string {
   return page(
     "Sign in — demo identity provider",
@@ -116,14 +129,7 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
   const store = new Map<string, Map<string, { payload: AdapterPayload; expiresAt: number | null }>>();
   const configuration: Configuration = {
     adapter: (name: string) => new MemoryAdapter(name, store),
-    clients: options.clients.map((c) => ({
-      client_id: c.client_id,
-      client_secret: c.client_secret,
-      redirect_uris: [...c.redirect_uris],
-      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "client_secret_basic",
-    })),
+    clients: options.clients.map(clientMetadata),
     jwks: { keys: [jwk] },
     cookies: { keys: [...options.cookieKeys] },
     findAccount: async (_ctx, id) => ({
@@ -228,6 +234,9 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
         }
       }
       return removed;
+    },
+    async addClient(client: DemoClient) {
+      await new MemoryAdapter("Client", store).upsert(client.client_id, clientMetadata(client) as unknown as AdapterPayload);
     },
     setOutage(on: boolean) {
       outage = on;

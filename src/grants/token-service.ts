@@ -176,9 +176,10 @@ export class TokenService implements TokenIssuer {
     const row = await this.db.refreshToken.findUnique({ where: { tokenHash: presentedHash }, include: { grant: true } });
     if (!row || row.clientId !== input.client.id) throw new OAuthError("invalid_grant", INVALID_REFRESH);
     const now = new Date();
-    if (row.revokedAt || row.expiresAt <= now) throw new OAuthError("invalid_grant", INVALID_REFRESH);
+    // The grant's death says more (idle, maximum age) than the token's own expiry.
     const death = grantDeathReason(row.grant, now);
     if (death) throw new OAuthError("invalid_grant", death);
+    if (row.revokedAt || row.expiresAt <= now) throw new OAuthError("invalid_grant", INVALID_REFRESH);
     if (input.resource !== undefined && input.resource !== row.resource) {
       throw new OAuthError("invalid_target", "resource does not match the resource this refresh token was issued for.");
     }

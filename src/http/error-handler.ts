@@ -12,12 +12,12 @@ interface HttpLikeError {
   message?: string;
 }
 
-function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: string, description: string, hint?: string): void {
+function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: string, description: string, hint?: string, title?: string): void {
   const state = ctx.state as RequestState;
   ctx.status = status;
   if (format === "page") {
     ctx.type = "text/html; charset=utf-8";
-    ctx.body = renderErrorPage({ title: pageTitle(status), detail: description, hint, requestId: state.requestId });
+    ctx.body = renderErrorPage({ title: title ?? pageTitle(status), detail: description, hint, requestId: state.requestId });
   } else if (format === "jsonrpc") {
     ctx.body = { jsonrpc: "2.0", error: { code: -32000, message: description }, id: null };
   } else {
@@ -50,7 +50,7 @@ export function errorHandler(): Koa.Middleware {
         return;
       }
       if (err instanceof PageError) {
-        send(ctx, format === "oauth" ? "page" : format, err.status, "invalid_request", err.detail, err.hint);
+        send(ctx, format === "oauth" ? "page" : format, err.status, "invalid_request", err.detail, err.hint, err.title);
         return;
       }
       const e = err as HttpLikeError;

@@ -74,10 +74,10 @@ function formAction(html: string): string {
 }
 
 /** Answers the broker's consent page (allow or deny) and the upstream login forms as `user`. */
-export function answerAs(user: string, decision: "allow" | "deny" = "allow") {
+export function answerAs(user: string, decision: "allow" | "deny" = "allow", upstreamDecision: "authorize" | "cancel" = "authorize") {
   return (_url: string, html: string) => {
     if (html.includes('name="csrf"')) return { action: formAction(html), form: { ...hidden(html), decision } };
-    if (html.includes('name="username"')) return { action: formAction(html), form: { ...hidden(html), username: user, decision: "authorize" } };
+    if (html.includes('name="username"')) return { action: formAction(html), form: { ...hidden(html), username: user, decision: upstreamDecision } };
     return null;
   };
 }

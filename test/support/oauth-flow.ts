@@ -31,7 +31,7 @@ export interface AuthorizationResult {
 export async function authorize(
   brokerUrl: string,
   client: RegisteredTestClient,
-  options: { user?: string; decision?: "allow" | "deny"; browser?: HttpBrowser; scope?: string; resource?: string | null; extra?: Record<string, string> } = {},
+  options: { user?: string; decision?: "allow" | "deny"; upstreamDecision?: "authorize" | "cancel"; stopAt?: string; browser?: HttpBrowser; scope?: string; resource?: string | null; extra?: Record<string, string> } = {},
 ): Promise<AuthorizationResult> {
   const verifier = randomBytes(32).toString("base64url");
   const state = randomBytes(8).toString("hex");
@@ -49,7 +49,7 @@ export async function authorize(
   };
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
   const browser = options.browser ?? new HttpBrowser();
-  const callback = await browser.walk(url.href, client.redirect_uri, answerAs(options.user ?? "alice", options.decision ?? "allow"));
+  const callback = await browser.walk(url.href, options.stopAt ?? client.redirect_uri, answerAs(options.user ?? "alice", options.decision ?? "allow", options.upstreamDecision));
   return { callback, verifier, state, browser };
 }
 
@@ -72,7 +72,12 @@ export async function obtainTokens(brokerUrl: string, options: { user?: string; 
   const { callback, verifier } = await authorize(brokerUrl, client, { user: options.user });
   const code = callback.searchParams.get("code");
   if (!code) throw new Error(`no code: ${callback.href}`);
-  const token = await tokenRequest(brokerUrl, { grant_type: "authorization_code", code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id, resource: `${brokerUrl}/mcp` });
+  const confidential = client.client_secret ? { id: client.client_id, secret: client.client_secret } : undefined;
+  const token = await tokenRequest(
+    brokerUrl,
+    { grant_type: "authorization_code", code, redirect_uri: client.redirect_uri, code_verifier: verifier, ...(confidential ? {} : { client_id: client.client_id }), resource: `${brokerUrl}/mcp` },
+    confidential,
+  );
   if (token.status !== 200) throw new Error(`token request failed: ${JSON.stringify(token.body)}`);
   return { client, tokens: token.body as { access_token: string; refresh_token: string; expires_in: number; scope: string } };
 }

@@ -1,0 +1,238 @@
+// Delegation to the upstream IdP (spec §5.6), end to end over HTTP with real upstreams on
+// 127.0.0.1: the GitHub emulator and an OpenID Connect issuer (oidc-provider).
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
+import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
+import { HttpBrowser } from "../support/http-browser.ts";
+import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
+
+const mcp = (t: TestBroker, token: string) =>
+  fetch(`${t.url}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+  });
+
+function githubEnv(gh: GitHubEmulator, extra: Record<string, string> = {}): Record<string, string> {
+  return { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "Iv1.broker", UPSTREAM_CLIENT_SECRET: "emulator-secret", GITHUB_URL: gh.url, GITHUB_API_URL: gh.apiUrl, UPSTREAM_TIMEOUT_SECONDS: "1", ...extra };
+}
+
+describe("GitHub upstream", () => {
+  let gh: GitHubEmulator;
+  let t: TestBroker;
+  beforeAll(async () => {
+    gh = await startGitHubEmulator({ clientId: "Iv1.broker", clientSecret: "emulator-secret" });
+    t = await startBroker(githubEnv(gh, { UPSTREAM_RECHECK_SECONDS: "1" }));
+  });
+  afterAll(async () => {
+    await t.stop();
+    await gh.close();
+  });
+  afterEach(() => {
+    gh.outage = null;
+    gh.expiringTokensSeconds = undefined;
+  });
+
+  it("logs in through GitHub and maps the broker's tokens to github:<id>", async () => {
+    const { tokens, client } = await obtainTokens(t.url, { user: "octocat" });
+    expect((await mcp(t, tokens.access_token)).status).toBe(200);
+    const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id }, include: { upstreamSession: true } });
+    expect(grant.subject).toBe("github:583231");
+    expect(grant.upstreamSession).toMatchObject({ provider: "github", login: "octocat", email: "octocat@users.noreply.example", status: "active" });
+  });
+
+  it("sends a GitHub denial back to the client as access_denied", async () => {
+    const client = await registerClient(t.url);
+    const { callback, state } = await authorize(t.url, client, { user: "octocat", upstreamDecision: "cancel" });
+    expect(callback.searchParams.get("error")).toBe("access_denied");
+    expect(callback.searchParams.get("state")).toBe(state);
+    expect(callback.searchParams.get("iss")).toBe(t.url);
+    expect(callback.searchParams.get("code")).toBeNull();
+  });
+
+  it("refuses callbacks with an unknown state, replayed, or opened in another browser", async () => {
+    const client = await registerClient(t.url);
+    const browser = new HttpBrowser();
+    gh.autoApprove = "octocat";
+    try {
+      // Stop at the broker's callback to hold the upstream answer in hand.
+      const { callback: callbackAtBroker } = await authorize(t.url, client, { browser, stopAt: `${t.url}/oauth/callback` });
+
+      const forged = await new HttpBrowser().request(`${t.url}/oauth/callback?code=x&state=forged`);
+      expect(forged.status).toBe(400);
+      expect(await forged.text()).toContain("does not belong to any pending authorization");
+
+      const otherBrowser = await new HttpBrowser().request(callbackAtBroker.href);
+      expect(otherBrowser.status).toBe(403);
+      expect(await otherBrowser.text()).toContain("another browser");
+
+      const first = await browser.request(callbackAtBroker.href);
+      expect(first.status).toBe(302);
+      expect(new URL(first.headers.get("location")!).searchParams.get("code")).toMatch(/^mab_ac_/);
+      const replay = await browser.request(callbackAtBroker.href);
+      expect(replay.status).toBe(400);
+      expect(await replay.text()).toContain("already used");
+    } finally {
+      gh.autoApprove = null;
+    }
+  });
+
+  it("revokes the grant when GitHub revokes the token, within the recheck window", async () => {
+    const { tokens, client } = await obtainTokens(t.url, { user: "hubot" });
+    expect((await mcp(t, tokens.access_token)).status).toBe(200);
+    gh.revokeUser("hubot");
+    await new Promise((r) => setTimeout(r, 1100));
+    const res = await mcp(t, tokens.access_token);
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });
+    expect(grant.revokedReason).toBe("upstream_invalid");
+    const refresh = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
+    expect(refresh.body.error).toBe("invalid_grant");
+  });
+
+  it("refreshes an expired GitHub token transparently", async () => {
+    gh.expiringTokensSeconds = 3600;
+    const { tokens } = await obtainTokens(t.url, { user: "monalisa" });
+    gh.expireUser("monalisa");
+    // The broker learns of the expiry at its next check; make the stored expiry pass too.
+    await t.broker.database.db.upstreamSession.updateMany({ where: { login: "monalisa" }, data: { accessExpiresAt: new Date(Date.now() - 1000), lastCheckedAt: new Date(0) } });
+    const refreshesBefore = gh.count("POST /login/oauth/access_token");
+    const res = await mcp(t, tokens.access_token);
+    expect(res.status).toBe(200);
+    expect(gh.count("POST /login/oauth/access_token")).toBe(refreshesBefore + 1);
+    const session = await t.broker.database.db.upstreamSession.findFirstOrThrow({ where: { login: "monalisa" } });
+    expect(session.accessExpiresAt!.getTime()).toBeGreaterThan(Date.now());
+  });
+
+  it("answers 503 with Retry-After during an outage and recovers by itself", async () => {
+    const { tokens } = await obtainTokens(t.url, { user: "outage-user" });
+    gh.outage = "503";
+    await new Promise((r) => setTimeout(r, 1100));
+    const during = await mcp(t, tokens.access_token);
+    expect(during.status).toBe(503);
+    expect(during.headers.get("retry-after")).toMatch(/^\d+$/);
+    gh.outage = "hang";
+    const hung = await mcp(t, tokens.access_token);
+    expect(hung.status).toBe(503);
+    gh.outage = null;
+    expect((await mcp(t, tokens.access_token)).status).toBe(200);
+  });
+
+  it("shares one upstream check between 50 concurrent requests on a stale session", async () => {
+    const { tokens } = await obtainTokens(t.url, { user: "single-flight" });
+    await new Promise((r) => setTimeout(r, 1100));
+    const before = gh.count("POST /api/v3/applications/:id/token");
+    const responses = await Promise.all(Array.from({ length: 50 }, () => mcp(t, tokens.access_token)));
+    expect(responses.map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(gh.count("POST /api/v3/applications/:id/token") - before).toBe(1);
+  });
+
+  it("cascades a client's revocation to every token and to GitHub", async () => {
+    const { tokens, client } = await obtainTokens(t.url, { user: "cascade" });
+    expect((await mcp(t, tokens.access_token)).status).toBe(200);
+    const deletes = gh.count("DELETE /api/v3/applications/:id/token");
+    const res = await fetch(`${t.url}/revoke`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ token: tokens.refresh_token, client_id: client.client_id }) });
+    expect(res.status).toBe(200);
+    expect((await mcp(t, tokens.access_token)).status).toBe(401);
+    expect(gh.count("DELETE /api/v3/applications/:id/token")).toBe(deletes + 1);
+    expect(gh.liveTokenCount("cascade")).toBe(0);
+    const session = await t.broker.database.db.upstreamSession.findFirstOrThrow({ where: { login: "cascade" } });
+    expect(session.status).toBe("revoked");
+  });
+
+  it("keeps no upstream token, broker token or client secret in plaintext in the database file", async () => {
+    const confidential = await registerClient(t.url, { token_endpoint_auth_method: "client_secret_basic" });
+    const { tokens } = await obtainTokens(t.url, { user: "plaintext", client: confidential as never });
+    expect((await mcp(t, tokens.access_token)).status).toBe(200);
+    const upstreamTokens = [...(gh as unknown as { tokens: Map<string, unknown> }).tokens.keys()];
+    expect(upstreamTokens.length).toBeGreaterThan(0);
+    await t.broker.database.db.$queryRawUnsafe("PRAGMA wal_checkpoint(TRUNCATE)");
+    const files = ["broker.db", "broker.db-wal"].map((f) => path.join(t.dir, f));
+    const bytes = files.map((f) => {
+      try {
+        return readFileSync(f).toString("latin1");
+      } catch {
+        return "";
+      }
+    }).join("");
+    for (const secret of [...upstreamTokens, tokens.access_token, tokens.refresh_token, String(confidential.client_secret)]) {
+      expect(bytes.includes(secret)).toBe(false);
+    }
+  });
+});
+
+describe("timeouts", () => {
+  let gh: GitHubEmulator;
+  let t: TestBroker;
+  beforeAll(async () => {
+    gh = await startGitHubEmulator({ clientId: "Iv1.broker", clientSecret: "emulator-secret" });
+    t = await startBroker(githubEnv(gh, { SESSION_IDLE_TIMEOUT_SECONDS: "2", SESSION_MAX_AGE_SECONDS: "4" }));
+  });
+  afterAll(async () => {
+    await t.stop();
+    await gh.close();
+  });
+
+  it("kills a grant unused for the idle timeout: access (401) and refresh (invalid_grant)", async () => {
+    const { tokens, client } = await obtainTokens(t.url, { user: "idle" });
+    expect((await mcp(t, tokens.access_token)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2300));
+    const res = await mcp(t, tokens.access_token);
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain("idle");
+    const refresh = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
+    expect(refresh.body).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("ends a grant at its maximum age however active", async () => {
+    const { tokens, client } = await obtainTokens(t.url, { user: "busy" });
+    let current = tokens;
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 900));
+      const refreshed = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: current.refresh_token, client_id: client.client_id });
+      if (refreshed.status !== 200) {
+        expect(refreshed.body.error).toBe("invalid_grant");
+        expect(String(refreshed.body.error_description)).toContain("maximum age");
+        return;
+      }
+      current = refreshed.body as typeof tokens;
+      expect((await mcp(t, current.access_token)).status).toBe(200);
+    }
+    throw new Error("the grant outlived SESSION_MAX_AGE_SECONDS");
+  });
+});
+
+describe("OpenID Connect and Google upstreams", () => {
+  let idp: StandaloneDemoIdentityProvider;
+  const brokers: TestBroker[] = [];
+  beforeAll(async () => {
+    idp = await startDemoIdentityProvider({ clients: [], cookieKeys: ["k"], accessTokenTtlSeconds: 60 });
+  });
+  afterAll(async () => {
+    for (const b of brokers) await b.stop();
+    await idp.close();
+  });
+
+  it.each([
+    ["oidc", "oidc:alice"],
+    ["google", "google:alice"],
+  ])("logs in through %s and maps to %s", async (kind, subject) => {
+    // The issuer learns the broker's callback once the broker has a port.
+    const t = await startBroker({ UPSTREAM_PROVIDER: kind, UPSTREAM_ISSUER: idp.url, UPSTREAM_CLIENT_ID: `broker-${kind}`, UPSTREAM_CLIENT_SECRET: "issuer-secret" });
+    brokers.push(t);
+    await registerAtIssuer(idp, `broker-${kind}`, `${t.url}/oauth/callback`);
+    const { tokens, client } = await obtainTokens(t.url, { user: "alice" });
+    expect((await mcp(t, tokens.access_token)).status).toBe(200);
+    const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });
+    expect(grant.subject).toBe(subject);
+  });
+});
+
+/** Registers the broker at the issuer, as an operator does in the IdP's console. */
+async function registerAtIssuer(idp: StandaloneDemoIdentityProvider, clientId: string, redirectUri: string): Promise<void> {
+  await idp.addClient({ client_id: clientId, client_secret: "issuer-secret", redirect_uris: [redirectUri] });
+}
