@@ -1,16 +1,10 @@
-// ESM + TypeScript through SWC (fast, no type-check: `npm test` runs tsc --noEmit first).
+// ESM + TypeScript through ts-jest, transpiling only (`npm test` runs tsc --noEmit first).
 /** @type {import('jest').Config} */
 export default {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
   transform: {
-    "^.+\\.ts$": [
-      "@swc/jest",
-      {
-        jsc: { parser: { syntax: "typescript" }, target: "es2022" },
-        module: { type: "es6" },
-      },
-    ],
+    "^.+\\.ts$": ["ts-jest", { useESM: true, isolatedModules: true, diagnostics: false }],
   },
   testMatch: ["<rootDir>/test/**/*.test.ts"],
   testTimeout: 30000,

@@ -1,5 +1,76 @@
-// Jest global setup: one PostgreSQL server for the whole run (when installed).
-import { startPostgres, type PostgresServer } from "./postgres.ts";
+// A real PostgreSQL server for the storage tests, started by the test suite itself when the server
+// binaries are installed (Debian's `postgresql` package, which .ci/run installs). Nothing to start
+// by hand; when the binaries are missing the PostgreSQL tests are skipped with a notice.
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import net from "node:net";
+
+export interface PostgresServer {
+  /** Base URL without database name, e.g. postgresql://postgres@127.0.0.1:5555 */
+  readonly baseUrl: string;
+  readonly dataDir: string;
+  stop(): void;
+}
+
+export function findPostgresBin(): string | null {
+  const candidates: string[] = [];
+  if (existsSync("/usr/lib/postgresql")) {
+    for (const v of readdirSync("/usr/lib/postgresql").sort().reverse()) candidates.push(path.join("/usr/lib/postgresql", v, "bin"));
+  }
+  for (const dir of candidates) if (existsSync(path.join(dir, "initdb")) && existsSync(path.join(dir, "pg_ctl"))) return dir;
+  const which = spawnSync("sh", ["-c", "command -v initdb"], { encoding: "utf8" });
+  const found = which.stdout.trim();
+  return found ? path.dirname(found) : null;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
+    });
+  });
+}
+
+export async function startPostgres(): Promise<PostgresServer | null> {
+  const bin = findPostgresBin();
+  if (!bin) return null;
+  const root = mkdtempSync(path.join(tmpdir(), "mab-pg-"));
+  const dataDir = path.join(root, "data");
+  const isRoot = process.getuid?.() === 0;
+  // initdb refuses to run as root: run the server as the postgres system user.
+  const run = (cmd: string, args: string[]) => {
+    if (isRoot) execFileSync("runuser", ["-u", "postgres", "--", path.join(bin, cmd), ...args], { stdio: "pipe" });
+    else execFileSync(path.join(bin, cmd), args, { stdio: "pipe" });
+  };
+  if (isRoot) {
+    const uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
+    const gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim());
+    chownSync(root, uid, gid);
+  }
+  chmodSync(root, 0o700);
+  const port = await freePort();
+  run("initdb", ["-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
+  run("pg_ctl", ["-D", dataDir, "-w", "-t", "30", "-l", path.join(root, "server.log"), "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, "start"]);
+  return {
+    baseUrl: `postgresql://postgres@127.0.0.1:${port}`,
+    dataDir,
+    stop() {
+      try {
+        run("pg_ctl", ["-D", dataDir, "-m", "immediate", "-w", "stop"]);
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+// Jest global setup: one PostgreSQL server for the whole run (when installed). It lives in this
+// one file because Jest loads global setup outside its module transform: no .ts imports here.
 
 declare global {
   var __mabPostgres: PostgresServer | null | undefined;
