@@ -3,6 +3,7 @@
 import Router from "@koa/router";
 import type Koa from "koa";
 import { bearerAuth, type BearerOptions, type BearerState } from "./bearer.ts";
+import { cors } from "../http/cors.ts";
 import type { CallerIdentity } from "./identity.ts";
 
 export type McpHandler = (ctx: Koa.Context, identity: CallerIdentity) => Promise<void>;
@@ -11,8 +12,10 @@ export function mcpRouter(options: BearerOptions & { readonly handler: McpHandle
   const router = new Router();
   const mount = options.mountPath ?? "/mcp";
   const auth = bearerAuth(options);
+  // Browser-based clients (the MCP Inspector) preflight without a token.
+  const allowBrowsers = cors({ methods: "GET, POST, DELETE, OPTIONS" });
   const forward: Koa.Middleware = async (ctx) => options.handler(ctx, (ctx.state as BearerState).identity);
-  router.all(mount, auth, forward);
-  router.all(`${mount}/{*rest}`, auth, forward);
+  router.all(mount, allowBrowsers, auth, forward);
+  router.all(`${mount}/{*rest}`, allowBrowsers, auth, forward);
   return router;
 }
