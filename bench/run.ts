@@ -1,0 +1,160 @@
+// `npm run bench`: the broker's per-request cost on the /mcp path and the refresh throughput.
+// Starts an MCP server and the broker as separate processes (GitHub emulator as the upstream),
+// drives them from this process, and prints one table. A benchmark, not a test: it asserts nothing.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { runLoad, type LoadResult } from "./load.ts";
+import { startGitHubEmulator } from "../test/support/github-emulator.ts";
+import { obtainTokens, registerClient, tokenRequest } from "../test/support/oauth-flow.ts";
+import { freePort } from "../test/support/start-broker.ts";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const tsx = path.join(root, "node_modules/.bin/tsx");
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
+const CONCURRENCY = 50;
+
+function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(tsx, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const match = ready.exec(out);
+      if (match) resolve({ child, match });
+    });
+    child.once("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}: ${out}`)));
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+async function metric(brokerUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(`${brokerUrl}/metrics`)).text();
+  return Number(new RegExp(`^${name} (\\d+)`, "m").exec(text)?.[1] ?? NaN);
+}
+
+/** Opens an MCP session (initialize + initialized) and returns its id. */
+async function mcpSession(url: string, headers: Record<string, string>): Promise<string> {
+  const base = { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers };
+  const res = await fetch(url, { method: "POST", headers: base, body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } } }) });
+  const id = res.headers.get("mcp-session-id");
+  await res.text();
+  if (!id) throw new Error(`no MCP session from ${url}: ${res.status}`);
+  const note = await fetch(url, { method: "POST", headers: { ...base, "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) });
+  await note.text();
+  return id;
+}
+
+function toolCalls(url: string, headers: Record<string, string>, session: string) {
+  return runLoad({
+    url,
+    concurrency: CONCURRENCY,
+    requests: REQUESTS,
+    headers: () => ({ "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18", ...headers }),
+    body: (w, i) => JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: `w${w}` } } }),
+  });
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), "mab-bench-"));
+  const gh = await startGitHubEmulator({ clientId: "Iv1.bench", clientSecret: "bench-secret" });
+  gh.autoApprove = "bench";
+  const { child: mcpChild, match } = await startProcess(["bench/serve-mcp.ts"], {}, /MCP_URL (\S+)/);
+  const mcpUrl = match[1]!;
+  const secret = randomBytes(32).toString("base64");
+
+  async function startBrokerProcess(recheck: string, db: string) {
+    const port = await freePort();
+    const { child } = await startProcess(
+      ["src/main.ts"],
+      {
+        PORT: String(port),
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        DATABASE_URL: `file:${path.join(dir, db)}`,
+        SECRET_KEY: secret,
+        UPSTREAM_PROVIDER: "github",
+        UPSTREAM_CLIENT_ID: "Iv1.bench",
+        UPSTREAM_CLIENT_SECRET: "bench-secret",
+        GITHUB_URL: gh.url,
+        GITHUB_API_URL: gh.apiUrl,
+        MCP_SERVER_URL: mcpUrl,
+        UPSTREAM_RECHECK_SECONDS: recheck,
+        LOG_LEVEL: "warn",
+      },
+      /MCP endpoint/,
+    );
+    return { child, url: `http://127.0.0.1:${port}` };
+  }
+
+  const rows: Array<[string, string]> = [];
+  const fmt = (r: LoadResult) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms${r.errors ? `, ${r.errors} errors` : ""}`;
+  try {
+    // Direct to the MCP server: the baseline.
+    const directSession = await mcpSession(mcpUrl, {});
+    await toolCalls(mcpUrl, {}, directSession); // warm-up
+    const direct = await toolCalls(mcpUrl, {}, directSession);
+    rows.push(["(a) direct to MCP server", fmt(direct)]);
+
+    for (const recheck of ["30", "0"]) {
+      const broker = await startBrokerProcess(recheck, `broker-${recheck}.db`);
+      try {
+        const { tokens } = await obtainTokens(broker.url, { user: "bench" });
+        const auth = { authorization: `Bearer ${tokens.access_token}` };
+        const session = await mcpSession(`${broker.url}/mcp`, auth);
+        await toolCalls(`${broker.url}/mcp`, auth, session); // warm-up: fills the validation cache
+        const checksBefore = gh.count("POST /api/v3/applications/:id/token");
+        const queriesBefore = await metric(broker.url, "mab_database_queries_total");
+        const through = await toolCalls(`${broker.url}/mcp`, auth, session);
+        const queries = (await metric(broker.url, "mab_database_queries_total")) - queriesBefore;
+        const checks = gh.count("POST /api/v3/applications/:id/token") - checksBefore;
+        const label = recheck === "0" ? "(b) through broker, UPSTREAM_RECHECK_SECONDS=0" : "(a) through broker, warm cache";
+        rows.push([label, fmt(through)]);
+        rows.push([`    ratio to direct (req/s)`, (through.rps / direct.rps).toFixed(2)]);
+        rows.push([`    added latency p50 / p99`, `${(through.p50Ms - direct.p50Ms).toFixed(2)} ms / ${(through.p99Ms - direct.p99Ms).toFixed(2)} ms`]);
+        rows.push([`(c) per 1,000 requests at ${CONCURRENCY} clients (recheck ${recheck}s)`, `${((checks / through.requests) * 1000).toFixed(1)} upstream checks, ${((queries / through.requests) * 1000).toFixed(1)} database queries`]);
+
+        if (recheck === "30") {
+          // (d) refresh grants: 10 clients each rotating their own chain.
+          const chains = await Promise.all(Array.from({ length: 10 }, async (_, i) => obtainTokens(broker.url, { user: `refresher${i}`, client: await registerClient(broker.url) })));
+          const perChain = 50;
+          const started = performance.now();
+          await Promise.all(
+            chains.map(async ({ client, tokens: first }) => {
+              let refresh = first.refresh_token;
+              for (let i = 0; i < perChain; i++) {
+                const res = await tokenRequest(broker.url, { grant_type: "refresh_token", refresh_token: refresh, client_id: client.client_id });
+                if (res.status !== 200) throw new Error(`refresh failed: ${JSON.stringify(res.body)}`);
+                refresh = String(res.body.refresh_token);
+              }
+            }),
+          );
+          const seconds = (performance.now() - started) / 1000;
+          rows.push(["(d) /token refresh_token grant, 10 concurrent chains", `${((chains.length * perChain) / seconds).toFixed(0)} refreshes/s`]);
+        }
+      } finally {
+        await stop(broker.child);
+      }
+    }
+  } finally {
+    await stop(mcpChild);
+    await gh.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const width = Math.max(...rows.map(([k]) => k.length));
+  process.stdout.write(`\nmcp-auth-broker benchmark: ${REQUESTS} tools/call requests per run, ${CONCURRENCY} concurrent clients, ${process.version}\n\n`);
+  for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);
+  process.stdout.write("\n");
+}
+
+await main();
