@@ -27,6 +27,8 @@ export interface BrokerOptions {
   readonly cwd?: string;
   /** Period of the sweep of expired rows; 0 disables it (default 10 minutes). */
   readonly sweepIntervalMs?: number;
+  /** How often revocations made by other processes (CLI, other instances) are picked up (default 1 s). */
+  readonly revocationPollMs?: number;
   /**
    * Serve /mcp in-process with this handler (called after bearer authentication) instead of
    * proxying to MCP_SERVER_URL: the library use of the broker.
@@ -125,6 +127,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         }, sweepIntervalMs)
       : undefined;
   sweepTimer?.unref();
+  grants.revocationFeed.start(options.revocationPollMs ?? 1000);
 
   let running: RunningServer | undefined;
   return {
@@ -140,6 +143,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     },
     async stop(deadlineMs = 10_000) {
       if (sweepTimer) clearInterval(sweepTimer);
+      await grants.revocationFeed.stop();
       if (running) {
         const { forced } = await running.close(deadlineMs);
         if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");

@@ -12,6 +12,7 @@ import { AccessValidator } from "./access-validation.ts";
 import { TokenService } from "./token-service.ts";
 import { UpstreamLogin } from "./upstream-login.ts";
 import { sweep, type SweepOptions, type SweepResult } from "./sweep.ts";
+import { RevocationFeed } from "./revocation-feed.ts";
 
 export interface Grants {
   readonly context: GrantsContext;
@@ -22,6 +23,7 @@ export interface Grants {
   readonly validator: AccessValidator;
   readonly tokens: TokenService;
   readonly upstreamLogin: UpstreamLogin;
+  readonly revocationFeed: RevocationFeed;
   sweep(options?: SweepOptions): Promise<SweepResult>;
 }
 
@@ -34,6 +36,7 @@ export function createGrants(input: { db: Db; config: Config; secrets: SecretBox
   const validator = new AccessValidator(context, sessions, usage, bus);
   const tokens = new TokenService(context, lifecycle, sessions, validator, bus);
   const upstreamLogin = new UpstreamLogin(context, sessions);
+  const revocationFeed = new RevocationFeed(context, bus);
   return {
     context,
     bus,
@@ -43,6 +46,7 @@ export function createGrants(input: { db: Db; config: Config; secrets: SecretBox
     validator,
     tokens,
     upstreamLogin,
+    revocationFeed,
     sweep: (options) => sweep(input.db, lifecycle, options),
   };
 }

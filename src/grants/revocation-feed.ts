@@ -1,0 +1,51 @@
+// Carries revocations made elsewhere (the operator CLI, other broker instances sharing the
+// database) to this process's caches: a background poll of recently revoked grants and access
+// tokens, published on the same RevocationBus as local revocations. Never on the request path.
+import type { GrantsContext, RevocationBus } from "./context.ts";
+
+/** Rows revoked up to this long before the newest one seen are read again (clock skew between instances). */
+const OVERLAP_MS = 2000;
+
+export class RevocationFeed {
+  private cursor: Date;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly ctx: GrantsContext,
+    private readonly bus: RevocationBus,
+  ) {
+    this.cursor = new Date(Date.now() - OVERLAP_MS);
+  }
+
+  start(intervalMs: number): void {
+    this.timer = setInterval(() => void this.poll(), intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One poll; concurrent calls share it. */
+  poll(): Promise<void> {
+    this.running ??= this.pollOnce().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async pollOnce(): Promise<void> {
+    const since = new Date(this.cursor.getTime() - OVERLAP_MS);
+    try {
+      const [grants, tokens] = await Promise.all([
+        this.ctx.db.grant.findMany({ where: { revokedAt: { gt: since } }, select: { id: true, revokedAt: true } }),
+        this.ctx.db.accessToken.findMany({ where: { revokedAt: { gt: since }, grant: { revokedAt: null } }, select: { tokenHash: true, revokedAt: true } }),
+      ]);
+      const newest = Math.max(this.cursor.getTime(), ...grants.map((g) => g.revokedAt!.getTime()), ...tokens.map((t) => t.revokedAt!.getTime()));
+      this.cursor = new Date(newest);
+      this.bus.publish({ grantIds: grants.map((g) => g.id), tokenHashes: tokens.map((t) => t.tokenHash) });
+    } catch (err) {
+      this.ctx.logger.warn({ err: (err as Error).message }, "revocation feed poll failed; retrying");
+    }
+  }
+}

@@ -1,0 +1,154 @@
+// The operator CLI, run as the real binary against the database of a running broker.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { obtainTokens } from "../support/oauth-flow.ts";
+import { cleanEnv, projectRoot, type Finished } from "../support/spawn.ts";
+
+let t: TestBroker;
+let env: Record<string, string>;
+
+function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(projectRoot, "bin/mcp-auth-broker.js"), ...args], {
+      cwd: options.cwd ?? t.dir,
+      env: cleanEnv(options.env ?? env),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const mcpStatus = async (token: string) =>
+  (
+    await fetch(`${t.url}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    })
+  ).status;
+
+beforeAll(async () => {
+  t = await startBroker();
+  env = { DATABASE_URL: t.broker.config.databaseUrl, SECRET_KEY: t.broker.config.secretKey.toString("base64"), PUBLIC_URL: t.url, PORT: String(t.broker.config.port) };
+});
+afterAll(async () => t.stop());
+
+describe("mcp-auth-broker CLI", () => {
+  it("lists its commands with --help, and exits 2 on usage errors", async () => {
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    for (const command of ["clients", "grants", "migrate", "purge"]) expect(help.stdout).toContain(command);
+    const sub = await cli(["clients", "--help"]);
+    expect(sub.stdout).toMatch(/list[\s\S]*add[\s\S]*show[\s\S]*remove/);
+    const wrong = await cli(["frobnicate"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("unknown command");
+  });
+
+  it("migrate applies pending migrations to a new database, then reports it up to date", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "mab-cli-"));
+    const fresh = { ...env, DATABASE_URL: `file:${path.join(dir, "new.db")}` };
+    const first = await cli(["migrate", "--json"], { cwd: dir, env: fresh });
+    expect(first.code).toBe(0);
+    expect((JSON.parse(first.stdout) as { applied: string[] }).applied).toEqual(expect.arrayContaining(["20261122140000_init", "20261122160000_revocation_feed"]));
+    const second = await cli(["migrate"], { cwd: dir, env: fresh });
+    expect(second.stdout).toContain("up to date");
+  });
+
+  it("clients add registers a confidential client and prints its secret once; list and show find it", async () => {
+    const added = await cli(["clients", "add", "--name", "Ops bot", "--redirect-uri", "https://bot.example/callback", "--json"]);
+    expect(added.code).toBe(0);
+    const client = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+    expect(client.client_secret).toMatch(/^mab_cs_/);
+    const row = await t.broker.database.db.client.findUniqueOrThrow({ where: { id: client.client_id } });
+    expect(row.registrationType).toBe("manual");
+    expect(row.secretHash).not.toContain(client.client_secret);
+    const list = await cli(["clients", "list", "--json"]);
+    expect((JSON.parse(list.stdout) as Array<{ client_id: string; client_secret?: string }>).find((c) => c.client_id === client.client_id)).toMatchObject({ client_name: "Ops bot" });
+    expect(list.stdout).not.toContain(client.client_secret);
+    const human = await cli(["clients", "list"]);
+    expect(human.stdout).toMatch(/^ID +NAME +TYPE/m);
+    const show = await cli(["clients", "show", client.client_id]);
+    expect(show.stdout).toContain("Ops bot");
+    expect(show.stdout).toContain("confidential");
+    const missing = await cli(["clients", "show", "nope"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("no client with id nope");
+  });
+
+  it("clients add refuses invalid metadata with a clear message", async () => {
+    const bad = await cli(["clients", "add", "--name", "Bad", "--redirect-uri", "http://evil.example/cb"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/invalid client: redirect_uris .*https/);
+  });
+
+  it("grants list shows live grants; grants revoke (by id and by --user) cuts access at once", async () => {
+    const alice = await obtainTokens(t.url, { user: "alice" });
+    const bob = await obtainTokens(t.url, { user: "bob" });
+    expect(await mcpStatus(alice.tokens.access_token)).toBe(200);
+    const list = JSON.parse((await cli(["grants", "list", "--json"])).stdout) as Array<{ id: string; subject: string; status: string }>;
+    const aliceGrant = list.find((g) => g.subject === "demo:alice")!;
+    expect(aliceGrant.status).toBe("live");
+    const onlyBob = JSON.parse((await cli(["grants", "list", "--user", "demo:bob", "--json"])).stdout) as Array<{ subject: string }>;
+    expect(onlyBob.map((g) => g.subject)).toEqual(["demo:bob"]);
+
+    const byId = await cli(["grants", "revoke", aliceGrant.id]);
+    expect(byId.code).toBe(0);
+    expect(byId.stdout).toContain("Revoked 1 grant(s)");
+    // The running broker learns of revocations made by another process from its revocation feed.
+    await t.broker.services.grants.revocationFeed.poll();
+    expect(await mcpStatus(alice.tokens.access_token)).toBe(401);
+
+    const byUser = await cli(["grants", "revoke", "--user", "demo:bob", "--json"]);
+    expect(JSON.parse(byUser.stdout).revoked).toHaveLength(1);
+    // Without a manual poll: the feed's own period (1 s) is enough.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await mcpStatus(bob.tokens.access_token)).toBe(401);
+    const refresh = await fetch(`${t.url}/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: bob.tokens.refresh_token, client_id: bob.client.client_id }) });
+    expect(((await refresh.json()) as { error: string }).error).toBe("invalid_grant");
+
+    const none = await cli(["grants", "revoke"]);
+    expect(none.code).toBe(2);
+    const unknown = await cli(["grants", "revoke", "no-such-grant"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("no grant with id");
+  });
+
+  it("clients remove revokes the client's grants and removes it", async () => {
+    const carol = await obtainTokens(t.url, { user: "carol" });
+    const removed = await cli(["clients", "remove", carol.client.client_id]);
+    expect(removed.code).toBe(0);
+    expect(removed.stdout).toContain("1 grant(s) revoked");
+    await t.broker.services.grants.revocationFeed.poll();
+    expect(await mcpStatus(carol.tokens.access_token)).toBe(401);
+    expect(await t.broker.database.db.client.count({ where: { id: carol.client.client_id } })).toBe(0);
+  });
+
+  it("purge sweeps expired rows on demand", async () => {
+    const { tokens } = await obtainTokens(t.url, { user: "dave" });
+    void tokens;
+    await t.broker.database.db.accessToken.updateMany({ data: { expiresAt: new Date(Date.now() - 1000) } });
+    const purge = await cli(["purge", "--json"]);
+    expect(purge.code).toBe(0);
+    const result = JSON.parse(purge.stdout) as Record<string, number>;
+    expect(result.accessTokens).toBeGreaterThanOrEqual(1);
+    expect(await t.broker.database.db.accessToken.count()).toBe(0);
+    const human = await cli(["purge"]);
+    expect(human.stdout).toMatch(/accessTokens: +0/);
+  });
+
+  it("says what is wrong with the configuration", async () => {
+    const res = await cli(["clients", "list"], { env: { ...env, DATABASE_URL: "mysql://x" } });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toMatch(/^mcp-auth-broker: configuration error: DATABASE_URL/);
+  });
+});
