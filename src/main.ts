@@ -1,6 +1,6 @@
 // Process entry: configuration → migrations → broker → listen; graceful shutdown on signals.
 // Start-up problems are one clear line and exit code 1, never a stack trace.
-import { ConfigError, loadConfig, readEnvironment } from "./config.ts";
+import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.ts";
 import { createBroker } from "./broker.ts";
 import { MigrationError } from "./store/migrate.ts";
 
@@ -38,9 +38,7 @@ async function main(): Promise<void> {
     { url: config.publicUrl, port: running.port, database: config.databaseKind, upstream: config.upstream.provider },
     "mcp-auth-broker listening",
   );
-  process.stdout.write(
-    `\nmcp-auth-broker is running (listening on ${config.host}:${running.port}).\n  MCP endpoint: ${config.resourceUrl}\n  Health:       ${config.publicUrl}/healthz\n\n`,
-  );
+  process.stdout.write(startBanner(config, running.port));
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -57,6 +55,27 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+function startBanner(config: Config, port: number): string {
+  const lines = [
+    "",
+    `mcp-auth-broker is running (listening on ${config.host}:${port}).`,
+    `  MCP endpoint: ${config.resourceUrl}      <- paste this URL into your MCP client`,
+    `  Health:       ${config.publicUrl}/healthz`,
+  ];
+  if (config.demoMode) {
+    lines.push(
+      "",
+      "DEMO MODE: no upstream identity provider is configured, so the built-in demo IdP lets anyone",
+      "sign in with any user name (no password), in front of a demo MCP server (whoami, echo, countdown).",
+      "Try it with the MCP Inspector:",
+      "  npx @modelcontextprotocol/inspector",
+      `  then choose transport "Streamable HTTP", URL ${config.resourceUrl}, and Connect.`,
+      "For a real login, set UPSTREAM_PROVIDER and its credentials in .env (see README.md).",
+    );
+  }
+  return lines.join("\n") + "\n\n";
 }
 
 function redactDbUrl(url: string): string {
