@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { loadConfig } from "../../src/config.ts";
-import { createBroker, type Broker } from "../../src/broker.ts";
+import { createBroker, type Broker, type BrokerOptions } from "../../src/broker.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createServer } from "node:net";
 
@@ -32,7 +32,7 @@ export async function freePort(): Promise<number> {
  * `env` overrides the defaults (demo provider, fresh SQLite, random SECRET_KEY). PUBLIC_URL must
  * know the port, so a free port is chosen first.
  */
-export async function startBroker(env: Record<string, string> = {}): Promise<TestBroker> {
+export async function startBroker(env: Record<string, string> = {}, options: Omit<BrokerOptions, "cwd" | "logger"> = {}): Promise<TestBroker> {
   const dir = mkdtempSync(path.join(tmpdir(), "mab-test-"));
   const port = await freePort();
   const config = loadConfig(
@@ -47,7 +47,7 @@ export async function startBroker(env: Record<string, string> = {}): Promise<Tes
     },
     dir,
   );
-  const broker = await createBroker(config, { cwd: dir, logger: createLogger(config.logLevel) });
+  const broker = await createBroker(config, { ...options, cwd: dir, logger: createLogger(config.logLevel) });
   await broker.listen();
   return {
     broker,
