@@ -3,7 +3,7 @@
 // DYNAMIC_REGISTRATION=false); it prints the client secret once.
 import type { Command } from "commander";
 import { withContext } from "./context.ts";
-import { CliError, iso, printFields, printJson, printTable } from "./output.ts";
+import { CliError, jsonCommand, iso, printFields, printJson, printTable } from "./output.ts";
 import { ClientRegistry } from "../grants/clients.ts";
 import { parseClientMetadata } from "../grants/client-metadata.ts";
 import { clientMetadataResponse } from "../oauth/register.ts";
@@ -28,10 +28,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 export function registerClientCommands(program: Command): void {
   const clients = program.command("clients").description("list, add, show and remove registered MCP clients");
 
-  clients
-    .command("list")
-    .description("list registered clients")
-    .option("--json", "machine-readable output")
+  jsonCommand(clients, "list", "list registered clients")
     .action(async (opts: { json?: boolean }) => {
       await withContext(async ({ database }) => {
         const list = await new ClientRegistry(database.db).list();
@@ -43,9 +40,7 @@ export function registerClientCommands(program: Command): void {
       });
     });
 
-  clients
-    .command("add")
-    .description("register a client by hand; prints its secret once")
+  jsonCommand(clients, "add", "register a client by hand; prints its secret once")
     .requiredOption("--name <name>", "the name shown on the consent page")
     .option("--redirect-uri <uri>", "an allowed redirect URI (repeat for several)", collect, [])
     .option("--public", "a public client (no secret; PKCE only), like most MCP clients")
@@ -53,7 +48,6 @@ export function registerClientCommands(program: Command): void {
     .option("--grant-type <type>", "authorization_code, refresh_token, client_credentials (repeat; default authorization_code + refresh_token)", collect, [])
     .option("--client-uri <url>", "the application's website (https)")
     .option("--logo-uri <url>", "the application's logo (https)")
-    .option("--json", "machine-readable output")
     .action(async (opts: { name: string; redirectUri: string[]; public?: boolean; authMethod?: string; grantType: string[]; clientUri?: string; logoUri?: string; json?: boolean }) => {
       const grantTypes = opts.grantType.length ? opts.grantType : ["authorization_code", "refresh_token"];
       let metadata;
@@ -79,11 +73,8 @@ export function registerClientCommands(program: Command): void {
       });
     });
 
-  clients
-    .command("show")
-    .description("show one client")
+  jsonCommand(clients, "show", "show one client")
     .argument("<id>", "client id")
-    .option("--json", "machine-readable output")
     .action(async (id: string, opts: { json?: boolean }) => {
       await withContext(async ({ database }) => {
         const client = await new ClientRegistry(database.db).get(id);
@@ -94,11 +85,8 @@ export function registerClientCommands(program: Command): void {
       });
     });
 
-  clients
-    .command("remove")
-    .description("remove a client; its grants and tokens stop working at once")
+  jsonCommand(clients, "remove", "remove a client; its grants and tokens stop working at once")
     .argument("<id>", "client id")
-    .option("--json", "machine-readable output")
     .action(async (id: string, opts: { json?: boolean }) => {
       await withContext(async ({ database, services }) => {
         const registry = new ClientRegistry(database.db);

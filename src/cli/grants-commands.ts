@@ -2,19 +2,16 @@
 // cascade as HTTP revocation: every broker token, then the upstream token when no grant needs it).
 import type { Command } from "commander";
 import { withContext } from "./context.ts";
-import { CliError, iso, printJson, printTable } from "./output.ts";
+import { CliError, jsonCommand, iso, printJson, printTable } from "./output.ts";
 import { grantDeathReason } from "../grants/lifecycle.ts";
 
 export function registerGrantCommands(program: Command): void {
   const grants = program.command("grants").description("list and revoke grants (what a client may do for a user)");
 
-  grants
-    .command("list")
-    .description("list grants, live ones by default")
+  jsonCommand(grants, "list", "list grants, live ones by default")
     .option("--user <subject>", "only grants of this upstream user, e.g. github:583231")
     .option("--client <id>", "only grants of this client")
     .option("--all", "include revoked and expired grants")
-    .option("--json", "machine-readable output")
     .action(async (opts: { user?: string; client?: string; all?: boolean; json?: boolean }) => {
       await withContext(async ({ database }) => {
         const now = new Date();
@@ -52,12 +49,9 @@ export function registerGrantCommands(program: Command): void {
       });
     });
 
-  grants
-    .command("revoke")
-    .description("revoke one grant by id, or every grant of a user with --user")
+  jsonCommand(grants, "revoke", "revoke one grant by id, or every grant of a user with --user")
     .argument("[id]", "grant id (from `grants list`)")
     .option("--user <subject>", "revoke every live grant of this upstream user, e.g. github:583231")
-    .option("--json", "machine-readable output")
     .action(async (id: string | undefined, opts: { user?: string; json?: boolean }) => {
       if (!id && !opts.user) throw new CliError("give a grant id or --user <subject>", 2);
       if (id && opts.user) throw new CliError("give either a grant id or --user, not both", 2);

@@ -1,14 +1,11 @@
 // `migrate` and `purge`: database upkeep an operator runs by hand or from cron.
 import type { Command } from "commander";
 import { cliConfig, withContext } from "./context.ts";
-import { CliError, printFields, printJson } from "./output.ts";
+import { CliError, jsonCommand, printFields, printJson } from "./output.ts";
 import { migrateDatabase, MigrationError } from "../store/migrate.ts";
 
 export function registerMaintenanceCommands(program: Command): void {
-  program
-    .command("migrate")
-    .description("apply pending database migrations (npm start does this too)")
-    .option("--json", "machine-readable output")
+  jsonCommand(program, "migrate", "apply pending database migrations (npm start does this too)")
     .action(async (opts: { json?: boolean }) => {
       const config = cliConfig();
       try {
@@ -21,10 +18,7 @@ export function registerMaintenanceCommands(program: Command): void {
       }
     });
 
-  program
-    .command("purge")
-    .description("remove expired codes, transactions, tokens and long-dead grants now (the periodic sweep, on demand)")
-    .option("--json", "machine-readable output")
+  jsonCommand(program, "purge", "remove expired codes, transactions, tokens and long-dead grants now (the periodic sweep, on demand)")
     .action(async (opts: { json?: boolean }) => {
       await withContext(async ({ services }) => {
         const result = await services.grants.sweep();

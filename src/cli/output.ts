@@ -1,5 +1,12 @@
 // Output for humans (aligned columns) or scripts (--json), and errors with exit codes.
 
+import type { Command } from "commander";
+
+/** A subcommand with the --json switch every command offers to scripts. */
+export function jsonCommand(parent: Command, name: string, description: string): Command {
+  return parent.command(name).description(description).option("--json", "machine-readable output");
+}
+
 export class CliError extends Error {
   constructor(
     message: string,

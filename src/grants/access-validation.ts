@@ -9,6 +9,7 @@ import type { UpstreamSessions } from "./upstream-sessions.ts";
 import { CredentialRejected } from "./errors.ts";
 import { hashPresentedToken } from "./token-format.ts";
 import type { UsageRecorder } from "./usage-recorder.ts";
+import { SingleFlight } from "./single-flight.ts";
 
 export interface ValidatedAccess {
   readonly tokenHash: string;
@@ -40,7 +41,7 @@ export interface ValidatorStats {
 export class AccessValidator {
   private readonly cache: LRUCache<string, CacheEntry>;
   private readonly byGrant = new Map<string, Set<string>>();
-  private readonly inflight = new Map<string, Promise<CacheEntry>>();
+  private readonly loads = new SingleFlight<CacheEntry>();
   readonly stats: ValidatorStats = { hits: 0, misses: 0 };
 
   constructor(
@@ -88,11 +89,7 @@ export class AccessValidator {
 
   /** Concurrent misses for one token share one database read and one upstream check. */
   private load(hash: string): Promise<CacheEntry> {
-    const running = this.inflight.get(hash);
-    if (running) return running;
-    const flight = this.loadFromStore(hash).finally(() => this.inflight.delete(hash));
-    this.inflight.set(hash, flight);
-    return flight;
+    return this.loads.run(hash, () => this.loadFromStore(hash));
   }
 
   private async loadFromStore(hash: string): Promise<CacheEntry> {

@@ -3,20 +3,10 @@
 import { z } from "zod";
 import { OAuthError } from "../http/errors.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";
-import { SUPPORTED_SCOPES, type GrantType, type TokenEndpointAuthMethod } from "./types.ts";
+import { SUPPORTED_SCOPES, type GrantType, type RegisteredClient } from "./types.ts";
 
-export interface ClientMetadata {
-  readonly redirectUris: string[];
-  readonly tokenEndpointAuthMethod: TokenEndpointAuthMethod;
-  readonly grantTypes: GrantType[];
-  readonly responseTypes: string[];
-  readonly scope: string | null;
-  readonly clientName: string | null;
-  readonly clientUri: string | null;
-  readonly logoUri: string | null;
-  readonly softwareId: string | null;
-  readonly softwareVersion: string | null;
-}
+/** What a registration says about a client: a RegisteredClient before the registry gives it an id. */
+export type ClientMetadata = Omit<RegisteredClient, "id" | "registrationType" | "createdAt" | "lastUsedAt">;
 
 const httpsUrl = z
   .string()

@@ -5,6 +5,7 @@ import type { GrantsContext } from "./context.ts";
 import type { GrantLifecycle } from "./lifecycle.ts";
 import { CredentialRejected, UpstreamUnavailable } from "./errors.ts";
 import { audit } from "./audit.ts";
+import { SingleFlight } from "./single-flight.ts";
 import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
 import type { Db } from "../store/db.ts";
 
@@ -18,7 +19,7 @@ export interface CheckedSession {
 }
 
 export class UpstreamSessions {
-  private readonly inflight = new Map<string, Promise<CheckedSession>>();
+  private readonly checks = new SingleFlight<CheckedSession>();
   readonly stats = { checks: 0, refreshes: 0 };
 
   constructor(
@@ -57,11 +58,7 @@ export class UpstreamSessions {
    * upstream cannot answer (fail closed).
    */
   ensureChecked(sessionId: string): Promise<CheckedSession> {
-    const running = this.inflight.get(sessionId);
-    if (running) return running;
-    const flight = this.check(sessionId).finally(() => this.inflight.delete(sessionId));
-    this.inflight.set(sessionId, flight);
-    return flight;
+    return this.checks.run(sessionId, () => this.check(sessionId));
   }
 
   private async check(sessionId: string): Promise<CheckedSession> {
