@@ -79,6 +79,11 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const database = await openDatabase(config.databaseUrl, options.cwd);
   const services = createServices(config, database, logger);
   const { grants } = services;
+  // An unreachable issuer is reported at start with what to check; the broker still starts and
+  // retries discovery on first use (the IdP may just be late).
+  if (!config.demoMode) {
+    services.provider.prepare?.().catch((err: unknown) => logger.error({ err: (err as Error).message }, "upstream identity provider check failed at start"));
+  }
 
   const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
   const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || options.mcpHandler ? undefined : await startDemoMcpServer();

@@ -61,6 +61,10 @@ export class OidcProvider implements UpstreamProvider {
     return this.configuration;
   }
 
+  async prepare(): Promise<void> {
+    await this.config();
+  }
+
   private async scopes(config: client.Configuration): Promise<string> {
     const scopes = new Set(this.options.scopes.split(" ").filter(Boolean));
     const supported = config.serverMetadata().scopes_supported;

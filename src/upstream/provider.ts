@@ -87,4 +87,6 @@ export interface UpstreamProvider {
   refresh(tokens: UpstreamTokens): Promise<UpstreamTokens>;
   /** Best-effort revocation of the upstream token. */
   revoke(tokens: UpstreamTokens): Promise<void>;
+  /** Optional start-up check (OIDC discovery), so configuration problems show at once. */
+  prepare?(): Promise<void>;
 }
