@@ -18,7 +18,7 @@ export function browserSessionCookieName(https: boolean): string {
 /** Installs koa-session on the app. Call once, before the routers that use browser sessions. */
 export function browserSession(app: Koa, options: BrowserSessionOptions): Koa.Middleware {
   app.keys = [...options.keys];
-  return session(
+  const sessions = session(
     {
       key: browserSessionCookieName(options.https),
       // As long as a remembered consent lives (grants/consents.ts).
@@ -33,6 +33,13 @@ export function browserSession(app: Koa, options: BrowserSessionOptions): Koa.Mi
     },
     app,
   );
+  if (!options.https) return sessions;
+  return async (ctx, next) => {
+    // PUBLIC_URL is https, so browsers reach us over TLS even when a proxy in front terminates it
+    // (without TRUST_PROXY Koa would refuse to set a Secure cookie on the plain hop).
+    (ctx.cookies as unknown as { secure: boolean }).secure = true;
+    await sessions(ctx, next);
+  };
 }
 
 interface SessionData {
