@@ -25,8 +25,8 @@ beforeAll(async () => {
   banner = await waitForOutput(child, /Connect\./);
 });
 afterAll(async () => {
-  child.kill("SIGTERM");
-  await finished;
+  if (child.exitCode === null) child.kill("SIGKILL");
+  await finished.catch(() => undefined);
 });
 
 describe("npm start with nothing configured", () => {
@@ -55,5 +55,15 @@ describe("npm start with nothing configured", () => {
     } finally {
       await callback.close();
     }
+  });
+
+  it("stops promptly and cleanly on SIGTERM, even after keep-alive connections", async () => {
+    const started = Date.now();
+    child.kill("SIGTERM");
+    const result = await finished;
+    expect(result.code).toBe(0);
+    expect(result.stdout + result.stderr).not.toContain("shutdown deadline reached");
+    // Well under the keep-alive timeout (65 s) and the drain deadline (10 s).
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });
