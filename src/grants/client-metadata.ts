@@ -22,8 +22,8 @@ const httpsUrl = z
 const Schema = z.object({
   redirect_uris: z.array(z.string().max(2000)).max(20).optional(),
   token_endpoint_auth_method: z.enum(["none", "client_secret_basic", "client_secret_post"]).optional(),
-  grant_types: z.array(z.enum(["authorization_code", "refresh_token", "client_credentials"])).max(3).optional(),
-  response_types: z.array(z.enum(["code"])).max(1).optional(),
+  grant_types: z.array(z.enum(["authorization_code", "refresh_token", "client_credentials"])).max(10).optional(),
+  response_types: z.array(z.enum(["code"])).max(10).optional(),
   scope: z.string().max(1000).optional(),
   client_name: z.string().trim().min(1).max(200).optional(),
   client_uri: httpsUrl.optional(),

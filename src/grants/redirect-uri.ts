@@ -4,6 +4,9 @@ import { isLoopbackHost } from "../config.ts";
 
 export function redirectUriProblem(value: string): string | null {
   if (value.includes("#")) return "must not contain a fragment";
+  // URL parsing strips surrounding whitespace and control characters, but the stored string is
+  // what authorization requests must match exactly: refuse them rather than store a look-alike.
+  if (/[\s\x00-\x1f\x7f]/.test(value)) return "must not contain whitespace or control characters";
   let url: URL;
   try {
     url = new URL(value);

@@ -48,6 +48,7 @@ async function trustedTarget(params: Record<string, string>, clients: ClientRegi
 }
 
 function validate(params: Record<string, string>, client: RegisteredClient, redirectUri: string, deps: AuthorizeDeps, protocolVersion: string | null): ValidatedAuthorizationRequest {
+  if (!params.response_type) throw new OAuthError("invalid_request", "response_type is required (response_type=code).");
   if (params.response_type !== "code") throw new OAuthError("unsupported_response_type", "Only response_type=code is supported.");
   if (!client.grantTypes.includes("authorization_code")) throw new OAuthError("unauthorized_client", "This client is not registered for the authorization_code grant.");
   if (!params.code_challenge) throw new OAuthError("invalid_request", "code_challenge is required (PKCE with S256).");
@@ -59,7 +60,7 @@ function validate(params: Record<string, string>, client: RegisteredClient, redi
     redirectUri,
     codeChallenge: params.code_challenge,
     codeChallengeMethod: "S256",
-    scope: resolveScope(params.scope, client.scope ?? undefined),
+    scope: resolveScope(params.scope, client.scope),
     resource: resolveResource(params.resource, deps.resource),
     state: params.state ?? null,
     protocolVersion,
@@ -69,6 +70,7 @@ function validate(params: Record<string, string>, client: RegisteredClient, redi
 export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
   return async (ctx) => {
     (ctx.state as RequestState).errorFormat = "page";
+    ctx.set("Cache-Control", "no-store");
     const params = ctx.method === "POST" ? await readForm(ctx) : paramsToRecord(new URLSearchParams(ctx.querystring));
     const { client, redirectUri } = await trustedTarget(params, deps.clients);
     const protocolVersion = (ctx.get("mcp-protocol-version") || ctx.get("context-protocol-version") || "").slice(0, 40) || null;
@@ -89,7 +91,6 @@ export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
       ctx.redirect(await deps.upstreamLogin.start(tx.id));
       return;
     }
-    ctx.set("Cache-Control", "no-store");
     ctx.redirect(`${deps.issuer}/consent?transaction=${encodeURIComponent(tx.id)}`);
   };
 }

@@ -61,14 +61,13 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
     const tx = await deps.transactions.get(form.transaction);
     if (!tx) throw NOT_PENDING;
     ctx.set("Cache-Control", "no-store");
+    // 303: the browser follows with a GET, whatever the form's method was.
     ctx.status = 303;
     if (decision === "denied") {
       ctx.redirect(clientRedirectUrl(tx.redirectUri, { error: "access_denied", error_description: "The user denied the request.", ...(tx.state ? { state: tx.state } : {}), iss: deps.issuer }));
-      ctx.status = 303;
       return;
     }
     await deps.consents.remember({ browserSessionId: sid, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });
     ctx.redirect(await deps.upstreamLogin.start(tx.id));
-    ctx.status = 303;
   };
 }

@@ -12,7 +12,8 @@ export function canonicalUri(value: string): string | null {
   } catch {
     return null;
   }
-  if (!url.protocol || !url.host) return null;
+  // Userinfo is dropped by the canonical form below, so it must not slip through unnoticed.
+  if (!url.host || url.username || url.password) return null;
   // WHATWG URL already lower-cases scheme and host and drops default ports.
   const path = url.pathname.replace(/\/+$/, "");
   return `${url.protocol}//${url.host}${path}${url.search}`;

@@ -29,6 +29,9 @@ export interface AuthorizationServerDeps {
   readonly upstreamLogin: UpstreamLoginStarter;
 }
 
+/** Dynamic registrations per client IP and minute. */
+export const REGISTRATION_RATE_LIMIT = { limit: 20, windowMs: 60_000 } as const;
+
 export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
   const { config } = deps;
   const db = deps.database.db;
@@ -44,21 +47,33 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   const metadataCors = cors({ methods: "GET, OPTIONS" });
   const postCors = cors({ methods: "POST, OPTIONS" });
   const issuerPath = new URL(issuer).pathname.replace(/\/$/, "");
+  // With a path in PUBLIC_URL (https://host/broker) the advertised endpoints live under it; the
+  // 2025-03-26 default paths (/authorize, /token, /register) are relative to the origin. Serve both.
+  const at = (path: string): string[] => (issuerPath ? [path, `${issuerPath}${path}`] : [path]);
 
-  // RFC 8414 §3: with a path in the issuer, the well-known segment goes before it.
-  for (const path of ["/.well-known/oauth-authorization-server", ...(issuerPath ? [`/.well-known/oauth-authorization-server${issuerPath}`] : [])]) {
-    router.all(path, metadataCors).get(path, asMetadata);
-  }
-  for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"]) {
-    router.all(path, metadataCors).get(path, prMetadata);
-  }
-  router.all("/register", postCors, rateLimit({ limit: 20, windowMs: 60_000, what: "registrations" })).post("/register", registerHandler(clients, config.dynamicRegistration));
-  router.get("/authorize", authorizeHandler({ ...flow, resource: config.resourceUrl }));
-  router.post("/authorize", authorizeHandler({ ...flow, resource: config.resourceUrl }));
-  router.get("/consent", consentPageHandler(flow));
-  router.post("/consent", consentDecisionHandler(flow));
-  router.all("/token", postCors).post("/token", tokenHandler({ resource: config.resourceUrl, clients, tokens: deps.tokens }));
-  router.all("/revoke", postCors).post("/revoke", revokeHandler(clients, deps.tokens));
-  router.post("/introspect", introspectHandler(clients, deps.tokens));
+  const asPaths = [
+    ...at("/.well-known/oauth-authorization-server"),
+    // RFC 8414 §3.1: for an issuer with a path, the well-known segment goes before the path.
+    ...(issuerPath ? [`/.well-known/oauth-authorization-server${issuerPath}`] : []),
+  ];
+  const prPaths = [
+    ...at("/.well-known/oauth-protected-resource"),
+    ...at("/.well-known/oauth-protected-resource/mcp"),
+    // RFC 9728 §3.1: the same insertion rule for the resource PUBLIC_URL/mcp.
+    ...(issuerPath ? [`/.well-known/oauth-protected-resource${issuerPath}/mcp`] : []),
+  ];
+  // CORS per method (not router.all) so that other methods still get 405 from allowedMethods().
+  router.options(asPaths, metadataCors).get(asPaths, metadataCors, asMetadata);
+  router.options(prPaths, metadataCors).get(prPaths, metadataCors, prMetadata);
+
+  const registerLimit = rateLimit({ ...REGISTRATION_RATE_LIMIT, what: "registrations" });
+  router.options(at("/register"), postCors).post(at("/register"), postCors, registerLimit, registerHandler(clients, config.dynamicRegistration));
+  const authorize = authorizeHandler({ ...flow, resource: config.resourceUrl });
+  router.get(at("/authorize"), authorize).post(at("/authorize"), authorize);
+  router.get(at("/consent"), consentPageHandler(flow)).post(at("/consent"), consentDecisionHandler(flow));
+  router.options(at("/token"), postCors).post(at("/token"), postCors, tokenHandler({ resource: config.resourceUrl, clients, tokens: deps.tokens }));
+  router.options(at("/revoke"), postCors).post(at("/revoke"), postCors, revokeHandler(clients, deps.tokens));
+  // Server-to-server only (confidential clients): no CORS.
+  router.post(at("/introspect"), introspectHandler(clients, deps.tokens));
   return router;
 }

@@ -8,7 +8,7 @@ import type { ClientRegistry } from "../grants/clients.ts";
 import type { TokenIssuer } from "../grants/ports.ts";
 import type { GrantType } from "../grants/types.ts";
 import { resolveResource } from "./resource.ts";
-import { resolveScope } from "./scope.ts";
+import { parseScope, resolveScope } from "./scope.ts";
 
 export interface TokenDeps {
   readonly resource: string;
@@ -29,7 +29,6 @@ export function tokenHandler(deps: TokenDeps): Koa.Middleware {
     if (!(GRANT_TYPES as readonly string[]).includes(grantType)) throw new OAuthError("unsupported_grant_type", `grant_type ${grantType.slice(0, 60)} is not supported.`);
     if (!client.grantTypes.includes(grantType as GrantType)) throw new OAuthError("unauthorized_client", `This client is not registered for the ${grantType} grant.`);
     const resource = params.resource === undefined ? undefined : resolveResource(params.resource, deps.resource);
-    const scope = params.scope === undefined ? undefined : resolveScope(params.scope);
     switch (grantType as GrantType) {
       case "authorization_code":
         if (!params.code) throw new OAuthError("invalid_request", "code is required.");
@@ -37,10 +36,11 @@ export function tokenHandler(deps: TokenDeps): Koa.Middleware {
         return;
       case "refresh_token":
         if (!params.refresh_token) throw new OAuthError("invalid_request", "refresh_token is required.");
-        ctx.body = await deps.tokens.refresh({ refreshToken: params.refresh_token, client, scope: params.scope === undefined ? undefined : params.scope.trim().split(" ").filter(Boolean).sort().join(" "), resource });
+        // Refresh may only narrow what was granted: the requested set is passed as asked.
+        ctx.body = await deps.tokens.refresh({ refreshToken: params.refresh_token, client, scope: parseScope(params.scope, client.scope)?.join(" "), resource });
         return;
       case "client_credentials":
-        ctx.body = await deps.tokens.clientCredentials({ client, scope, resource });
+        ctx.body = await deps.tokens.clientCredentials({ client, scope: resolveScope(params.scope, client.scope), resource });
         return;
     }
   };

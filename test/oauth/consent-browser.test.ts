@@ -1,0 +1,193 @@
+// Issue 4 (4) in a real browser: the consent page in headless Chromium. Allow, Deny, the CSRF
+// rule, the once-only rule, the browser binding and the framing headers; screenshots are kept
+// under test-output/screenshots/. Nothing leaves 127.0.0.1: the client's redirect URI, its logo
+// and a foreign framing site are answered by request interception.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { launchChromium, screenshot } from "../support/browser.ts";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { authorizeUrl, registerTestClient, send, type TestClient } from "../support/oauth-client.ts";
+
+const REDIRECT = "http://127.0.0.1:7777/callback";
+const LOGO = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 48 48"><rect width="48" height="48" rx="10" fill="#6d4aff"/><text x="24" y="32" font-size="24" text-anchor="middle" fill="#fff" font-family="sans-serif">A</text></svg>';
+
+let t: TestBroker;
+let browser: Browser;
+let client: TestClient;
+let idpPrefix: string;
+beforeAll(async () => {
+  [t, browser] = await Promise.all([startBroker({ TRUST_PROXY: "true" }), launchChromium()]);
+  client = await registerTestClient(t.url, {
+    client_name: "Acme Assistant",
+    client_uri: "https://acme.example.com",
+    logo_uri: "https://acme.example.com/logo.svg",
+    redirect_uris: [REDIRECT],
+    scope: "mcp offline_access",
+  });
+  const idp = await send(`${t.url}/demo-idp/.well-known/openid-configuration`);
+  idpPrefix = `${t.url}/demo-idp/`;
+  expect((idp.json!.authorization_endpoint as string).startsWith(idpPrefix)).toBe(true);
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await t?.stop();
+});
+
+/** A fresh browser profile (own cookies) where the client's redirect URI and logo are served locally. */
+async function newBrowserContext(options: { mobile?: boolean } = {}): Promise<{ context: BrowserContext; callbacks: URL[] }> {
+  const context = await browser.newContext(options.mobile ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true } : { viewport: { width: 1000, height: 900 } });
+  const callbacks: URL[] = [];
+  await context.route(`${REDIRECT}**`, async (route) => {
+    callbacks.push(new URL(route.request().url()));
+    await route.fulfill({ status: 200, contentType: "text/html", body: "<h1>client callback</h1>" });
+  });
+  await context.route("https://acme.example.com/**", (route) => route.fulfill({ status: 200, contentType: "image/svg+xml", body: LOGO }));
+  return { context, callbacks };
+}
+
+async function openConsentPage(context: BrowserContext, state = "browser-state"): Promise<Page> {
+  const page = await context.newPage();
+  const res = await page.goto(authorizeUrl(t.url, client, { state, scope: "mcp offline_access" }).href);
+  expect(res?.status()).toBe(200);
+  expect(page.url()).toMatch(/\/consent\?transaction=/);
+  return page;
+}
+
+const allow = (page: Page) => page.getByRole("button", { name: "Allow", exact: true });
+const deny = (page: Page) => page.getByRole("button", { name: "Deny", exact: true });
+
+describe("consent page in Chromium", () => {
+  it("shows the client, the upstream provider and exactly Allow and Deny (screenshots kept)", async () => {
+    const { context } = await newBrowserContext();
+    const page = await openConsentPage(context);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Allow Acme Assistant to connect?");
+    await expect(page.locator("#redirect-host").textContent()).resolves.toBe("127.0.0.1:7777");
+    await expect(page.locator("#provider-name").textContent()).resolves.toBe("Demo identity provider");
+    await expect(page.locator("#unverified").isVisible()).resolves.toBe(true);
+    await expect(page.getByText(client.client_id).isVisible()).resolves.toBe(true);
+    expect(await page.getByRole("button").allTextContents()).toEqual(["Deny", "Allow"]);
+    // The logo (https) was loaded, through the interception above.
+    await expect(page.locator("img").evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth > 0)).resolves.toBe(true);
+    await screenshot(page, "consent-page");
+
+    const mobile = await newBrowserContext({ mobile: true });
+    const small = await openConsentPage(mobile.context);
+    // Readable on a phone: nothing wider than the screen, both buttons on screen.
+    expect(await small.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+    await expect(allow(small).isVisible()).resolves.toBe(true);
+    await screenshot(small, "consent-page-mobile");
+    await mobile.context.close();
+    await context.close();
+  });
+
+  it("Allow: goes to the upstream login, and back to the client with a code, state and iss", async () => {
+    const { context, callbacks } = await newBrowserContext();
+    const page = await openConsentPage(context, "allow-state");
+    await allow(page).click();
+    await page.waitForURL((url) => url.href.startsWith(idpPrefix));
+    await page.getByLabel("User name").fill("alice");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL((url) => url.href.startsWith(REDIRECT));
+    expect(callbacks).toHaveLength(1);
+    const params = Object.fromEntries(callbacks[0]!.searchParams);
+    expect(params).toMatchObject({ state: "allow-state", iss: t.url });
+    expect(params.code).toEqual(expect.any(String));
+    await context.close();
+  });
+
+  it("Deny: back to the client with error=access_denied, state and iss", async () => {
+    const { context, callbacks } = await newBrowserContext();
+    const page = await openConsentPage(context, "deny-state");
+    await deny(page).click();
+    await page.waitForURL((url) => url.href.startsWith(REDIRECT));
+    expect(Object.fromEntries(callbacks[0]!.searchParams)).toEqual({ error: "access_denied", error_description: expect.any(String), state: "deny-state", iss: t.url });
+    await context.close();
+  });
+
+  it("CSRF: a tampered token is refused with an error page, and the request stays answerable", async () => {
+    const { context, callbacks } = await newBrowserContext();
+    const page = await openConsentPage(context);
+    await page.locator('input[name="csrf"]').evaluate((el: { value: string }) => {
+      el.value = "forged-token";
+    });
+    const [refused] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), allow(page).click()]);
+    expect(refused.status()).toBe(400);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toMatch(/no longer waiting/);
+    await screenshot(page, "consent-csrf-refused");
+    expect(callbacks).toHaveLength(0);
+    // The genuine form (loaded again) still works.
+    await page.goBack();
+    await page.reload();
+    await allow(page).click();
+    await page.waitForURL((url) => url.href.startsWith(idpPrefix));
+    await context.close();
+  });
+
+  it("once only: of two tabs showing the same request, only the first answer counts", async () => {
+    const { context, callbacks } = await newBrowserContext();
+    const first = await openConsentPage(context);
+    const second = await context.newPage();
+    // Loading the page again (another tab) does not invalidate the first form.
+    await second.goto(first.url());
+    await allow(first).click();
+    await first.waitForURL((url) => url.href.startsWith(idpPrefix));
+    const [refused] = await Promise.all([second.waitForResponse((r) => r.request().method() === "POST"), deny(second).click()]);
+    expect(refused.status()).toBe(400);
+    await expect(second.getByRole("heading", { level: 1 }).textContent()).resolves.toMatch(/no longer waiting/);
+    expect(callbacks).toHaveLength(0);
+    await context.close();
+  });
+
+  it("only the browser that started the request can see it", async () => {
+    const owner = await newBrowserContext();
+    const page = await openConsentPage(owner.context);
+    const stranger = await newBrowserContext();
+    const other = await stranger.context.newPage();
+    const res = await other.goto(page.url());
+    expect(res?.status()).toBe(400);
+    await expect(other.getByRole("button").count()).resolves.toBe(0);
+    await stranger.context.close();
+    await owner.context.close();
+  });
+
+  it("cannot be framed: CSP frame-ancestors 'none' and X-Frame-Options DENY", async () => {
+    const { context } = await newBrowserContext();
+    const page = await openConsentPage(context);
+    const consentUrl = page.url();
+    const headers = (await page.reload())!.headers();
+    expect(headers["content-security-policy"]).toMatch(/frame-ancestors 'none'/);
+    expect(headers["x-frame-options"]).toBe("DENY");
+
+    // Another origin on this machine (another port: cross-origin, same site, so the session
+    // cookie even goes along) frames the consent page, a broker error page, and a control page.
+    const framerServer = createServer((req, res) => {
+      res.setHeader("content-type", "text/html");
+      res.end(req.url === "/control" ? "<p>control frame</p>" : `<h1>framer</h1><iframe src="${consentUrl}"></iframe><iframe src="${t.url}/consent?transaction=x"></iframe><iframe src="/control"></iframe>`);
+    });
+    await new Promise<void>((resolve) => framerServer.listen(0, "127.0.0.1", resolve));
+    const framer = await context.newPage();
+    const brokerResponses: string[] = [];
+    framer.on("response", (r) => {
+      if (r.url().startsWith(t.url)) brokerResponses.push(`${r.status()} ${r.headers()["x-frame-options"] ?? "-"}`);
+    });
+    try {
+      await framer.goto(`http://127.0.0.1:${(framerServer.address() as AddressInfo).port}/`);
+      await framer.waitForLoadState("load");
+    } finally {
+      framerServer.close();
+    }
+    // The broker answered both frames (the consent page itself, then an error page), with DENY...
+    expect(brokerResponses.sort()).toEqual(["200 DENY", "400 DENY"]);
+    // ...and Chromium refused to show them, while the control frame rendered.
+    const children = framer.frames().filter((f) => f !== framer.mainFrame());
+    expect(children).toHaveLength(3);
+    const contents = await Promise.all(children.map((f) => f.content().catch(() => "")));
+    expect(contents.filter((c) => c.includes("control frame"))).toHaveLength(1);
+    for (const c of contents) expect(c).not.toMatch(/MCP Auth Broker|name="csrf"/);
+    expect(children.filter((f) => f.url().startsWith("chrome-error:"))).toHaveLength(2);
+    await screenshot(framer, "consent-framing-blocked");
+    await context.close();
+  });
+});

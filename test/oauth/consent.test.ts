@@ -1,0 +1,292 @@
+// Issue 4 (4): the consent page over HTTP: what it shows, its hardening (CSRF bound to the browser
+// session, once only, only the starting browser, framing, cookies), Allow, Deny and the
+// remembered-consent rule. consent-browser.test.ts drives the same page in Chromium.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { ClientRegistry } from "../../src/grants/clients.ts";
+import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
+import { HttpBrowser } from "../support/http-browser.ts";
+import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
+import { authorizeUrl, countRows, decide, openConsent, readConsent, redirectParams, registerTestClient, send, type ConsentForm, type TestClient, tamper } from "../support/oauth-client.ts";
+
+let t: TestBroker;
+let client: TestClient;
+let upstreamAuthorize: string;
+beforeAll(async () => {
+  t = await startBroker({ TRUST_PROXY: "true" });
+  client = await registerTestClient(t.url, {
+    client_name: "Acme Assistant",
+    client_uri: "https://acme.example.com",
+    logo_uri: "https://acme.example.com/logo.png",
+    redirect_uris: ["http://127.0.0.1:7777/callback", "http://localhost:7778/other"],
+  });
+  const idp = await send(`${t.url}/demo-idp/.well-known/openid-configuration`);
+  upstreamAuthorize = idp.json!.authorization_endpoint as string;
+});
+afterAll(async () => t.stop());
+
+const db = () => t.broker.database.db;
+const txStatus = async (id: string) => (await db().authTransaction.findUniqueOrThrow({ where: { id } })).status;
+const consentFor = (overrides: Record<string, string | undefined> = {}, browser = new HttpBrowser()) => openConsent(authorizeUrl(t.url, client, overrides), browser);
+
+describe("what the page shows", () => {
+  let form: ConsentForm;
+  beforeAll(async () => {
+    form = await consentFor({ scope: "mcp offline_access" });
+  });
+
+  it("names the client prominently, with its logo, id, website and the host it returns to", () => {
+    expect(form.html).toMatch(/<h1>Allow <span id="client-name">Acme Assistant<\/span> to connect\?<\/h1>/);
+    expect(form.html).toContain('<img src="https://acme.example.com/logo.png"');
+    expect(form.html).toContain(client.client_id);
+    expect(form.html).toContain("https://acme.example.com");
+    expect(form.html).toMatch(/<strong id="redirect-host">127\.0\.0\.1:7777<\/strong>/);
+  });
+
+  it("says plainly that a dynamically registered client is unverified", () => {
+    expect(form.html).toMatch(/Unverified/);
+    expect(form.html).toMatch(/registered itself/);
+  });
+
+  it("lists the scopes and names the identity provider", () => {
+    expect(form.html).toMatch(/<ul class="scopes"><li>[^<]+<\/li><li>[^<]+<\/li><\/ul>/);
+    expect(form.html).toContain('<strong id="provider-name">Demo identity provider</strong>');
+  });
+
+  it("has exactly two buttons, Deny and Allow, posting the form with the transaction and CSRF token", () => {
+    expect([...form.html.matchAll(/<button[^>]*>([^<]*)<\/button>/g)].map((m) => m[1])).toEqual(["Deny", "Allow"]);
+    expect(form.html).toMatch(/<form method="post" action="consent">/);
+    expect(form.transaction).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    expect(form.csrf).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+  });
+
+  it("is hardened against framing and caching", () => {
+    expect(form.headers.get("content-security-policy")).toMatch(/frame-ancestors 'none'/);
+    expect(form.headers.get("x-frame-options")).toBe("DENY");
+    expect(form.headers.get("cache-control")).toBe("no-store");
+    expect(form.headers.get("content-type")).toMatch(/^text\/html/);
+  });
+
+  it("does not call an operator-registered client unverified", async () => {
+    const { client: manual } = await new ClientRegistry(db()).register(parseClientMetadata({ redirect_uris: ["https://ops.example.com/cb"], token_endpoint_auth_method: "none", client_name: "Ops tool" }), "manual");
+    const page = await openConsent(authorizeUrl(t.url, { client_id: manual.id, redirect_uri: "https://ops.example.com/cb" }));
+    expect(page.html).toContain("Ops tool");
+    expect(page.html).not.toMatch(/Unverified/);
+    expect(page.html).toMatch(/id="redirect-host">ops\.example\.com</);
+  });
+
+  it("escapes what the client registered", async () => {
+    const evil = await registerTestClient(t.url, { client_name: '<script>alert("x")</script><img src=x onerror=alert(1)>' });
+    const page = await openConsent(authorizeUrl(t.url, evil));
+    expect(page.html).not.toContain("<script>alert");
+    expect(page.html).not.toContain("<img src=x");
+    expect(page.html).toContain("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;");
+  });
+
+  it("shows no image for a client without a logo", async () => {
+    const plain = await registerTestClient(t.url, { client_name: undefined });
+    const page = await openConsent(authorizeUrl(t.url, plain));
+    expect(page.html).not.toContain("<img");
+    expect(page.html).toContain("An unnamed application");
+  });
+});
+
+describe("the browser session cookie", () => {
+  it("is HttpOnly and SameSite=Lax (plain http on loopback: no Secure)", async () => {
+    const res = await send(authorizeUrl(t.url, client).href);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith("mab_session="));
+    expect(cookie).toBeDefined();
+    expect(cookie).toMatch(/; httponly/i);
+    expect(cookie).toMatch(/; samesite=lax/i);
+    expect(cookie).not.toMatch(/; secure/i);
+  });
+
+  it("is Secure with the __Host- prefix when PUBLIC_URL is https", async () => {
+    const port = await freePort();
+    const b = await startBroker({ PORT: String(port), PUBLIC_URL: `https://127.0.0.1:${port}`, TRUST_PROXY: "true" });
+    try {
+      const listen = `http://127.0.0.1:${port}`;
+      const c = await registerTestClient(listen);
+      const res = await send(authorizeUrl(listen, c, { resource: `https://127.0.0.1:${port}/mcp` }).href);
+      expect(res.status).toBe(302);
+      const cookies = res.headers.getSetCookie().filter((v) => v.startsWith("__Host-mab_session"));
+      expect(cookies.length).toBeGreaterThan(0);
+      for (const cookie of cookies) {
+        expect(cookie).toMatch(/; secure/i);
+        expect(cookie).toMatch(/; httponly/i);
+        expect(cookie).toMatch(/; samesite=lax/i);
+        expect(cookie).toMatch(/; path=\//i);
+        expect(cookie).not.toMatch(/; domain=/i);
+      }
+    } finally {
+      await b.stop();
+    }
+  });
+});
+
+describe("Deny", () => {
+  it("sends the browser back to the client with access_denied, state and iss, and creates no grant", async () => {
+    const form = await consentFor({ state: "deny-state" });
+    const before = await countRows(db());
+    const res = await decide(form, "deny", form.browser);
+    expect(res.status).toBe(303);
+    const { url, params } = redirectParams(res);
+    expect(url.origin + url.pathname).toBe(client.redirect_uri);
+    expect(params).toEqual({ error: "access_denied", error_description: expect.any(String), state: "deny-state", iss: t.url });
+    expect(await txStatus(form.transaction)).toBe("denied");
+    const after = await countRows(db());
+    expect({ ...after, auditEvent: before.auditEvent }).toEqual(before);
+    expect(await db().consent.count({ where: { clientId: client.client_id } })).toBe(0);
+  });
+});
+
+describe("Allow", () => {
+  it("approves the transaction and sends the browser to the upstream identity provider", async () => {
+    const form = await consentFor({ state: "allow-state" });
+    const res = await decide(form, "allow", form.browser);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")!.startsWith(`${upstreamAuthorize}?`)).toBe(true);
+    const tx = await db().authTransaction.findUniqueOrThrow({ where: { id: form.transaction } });
+    expect(tx.status).toBe("approved");
+    expect(tx.upstreamState).toBe(new URL(res.headers.get("location")!).searchParams.get("state"));
+  });
+});
+
+describe("hardening", () => {
+  it("accepts a decision once only", async () => {
+    const form = await consentFor();
+    expect((await decide(form, "allow", form.browser)).status).toBe(303);
+    for (const decision of ["allow", "deny"]) {
+      const again = await decide(form, decision, form.browser);
+      expect(again.status).toBe(400);
+      expect(again.headers.get("location")).toBeNull();
+    }
+    expect(await txStatus(form.transaction)).toBe("approved");
+    // The page itself is gone too.
+    expect((await form.browser.request(form.pageUrl)).status).toBe(400);
+  });
+
+  it("accepts exactly one of several simultaneous decisions", async () => {
+    const form = await consentFor();
+    const answers = await Promise.all(["allow", "deny", "allow", "deny", "allow", "allow"].map((d) => decide(form, d, form.browser)));
+    expect(answers.filter((r) => r.status === 303)).toHaveLength(1);
+    expect(answers.filter((r) => r.status === 400)).toHaveLength(5);
+    expect(["approved", "denied"]).toContain(await txStatus(form.transaction));
+  });
+
+  it("refuses a wrong, missing or borrowed CSRF token, and the transaction stays pending", async () => {
+    const form = await consentFor();
+    const other = await consentFor({}, form.browser);
+    const forged = [tamper(form.csrf), "", other.csrf];
+    for (const csrf of forged) {
+      const res = await decide({ ...form, csrf }, "allow", form.browser);
+      expect(res.status).toBe(400);
+      expect(res.headers.get("location")).toBeNull();
+    }
+    expect(await txStatus(form.transaction)).toBe("pending");
+    expect((await decide(form, "allow", form.browser)).status).toBe(303);
+  });
+
+  it("lets only the browser that started the request see and answer it", async () => {
+    const form = await consentFor();
+    const stranger = new HttpBrowser();
+    expect((await stranger.request(form.pageUrl)).status).toBe(400);
+    // Without a session, and with a session of its own (from an /authorize of its own).
+    expect((await decide(form, "allow", stranger)).status).toBe(400);
+    await consentFor({}, stranger);
+    expect((await decide(form, "allow", stranger)).status).toBe(400);
+    expect(await txStatus(form.transaction)).toBe("pending");
+    expect((await decide(form, "allow", form.browser)).status).toBe(303);
+  });
+
+  it("keeps a pending form valid when the page is loaded again", async () => {
+    const form = await consentFor();
+    const reloaded = await readConsent(form.pageUrl, form.browser);
+    expect(reloaded.csrf).toBe(form.csrf);
+    expect((await decide(form, "allow", form.browser)).status).toBe(303);
+  });
+
+  it("refuses an expired transaction", async () => {
+    const form = await consentFor();
+    await db().authTransaction.update({ where: { id: form.transaction }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    expect((await form.browser.request(form.pageUrl)).status).toBe(400);
+    expect((await decide(form, "allow", form.browser)).status).toBe(400);
+    expect(await txStatus(form.transaction)).toBe("pending");
+  });
+
+  it("refuses a decision other than allow or deny, and a form that is not form-encoded", async () => {
+    const form = await consentFor();
+    expect((await decide(form, "maybe", form.browser)).status).toBe(400);
+    const json = await form.browser.request(new URL("consent", form.pageUrl).href, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+    });
+    expect(json.status).toBe(400);
+    expect(await txStatus(form.transaction)).toBe("pending");
+  });
+
+  it("shows an error page for an unknown transaction", async () => {
+    const res = await new HttpBrowser().request(`${t.url}/consent?transaction=nope`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+  });
+});
+
+describe("remembered consent", () => {
+  /** Where /authorize sends this browser: the consent page or straight upstream. */
+  const firstHop = async (browser: HttpBrowser, overrides: Record<string, string | undefined> = {}) => {
+    const res = await browser.request(authorizeUrl(t.url, client, overrides).href);
+    expect(res.status).toBe(302);
+    const location = res.headers.get("location")!;
+    return location.startsWith(upstreamAuthorize) ? "upstream" : location.includes("/consent?") ? "consent" : location;
+  };
+
+  it("skips the page only for the same browser, client, redirect URI and scope", async () => {
+    const form = await consentFor({ scope: "mcp" });
+    expect((await decide(form, "allow", form.browser)).status).toBe(303);
+    const sid = (await db().authTransaction.findUniqueOrThrow({ where: { id: form.transaction } })).browserSessionId;
+    const record = await db().consent.findFirstOrThrow({ where: { clientId: client.client_id, browserSessionId: sid } });
+    expect(record).toMatchObject({ redirectUri: client.redirect_uri, scope: "mcp" });
+    expect(record.expiresAt.getTime()).toBeGreaterThan(Date.now() + 29 * 86400_000);
+
+    const skipped = await form.browser.request(authorizeUrl(t.url, client, { scope: "mcp" }).href);
+    const location = skipped.headers.get("location")!;
+    expect(location.startsWith(`${upstreamAuthorize}?`)).toBe(true);
+    // The skipped request is a transaction of its own, approved without a form.
+    const tx = await db().authTransaction.findUniqueOrThrow({ where: { upstreamState: new URL(location).searchParams.get("state")! } });
+    expect(tx).toMatchObject({ status: "approved", browserSessionId: record.browserSessionId, clientId: client.client_id });
+    expect(tx.id).not.toBe(form.transaction);
+
+    expect(await firstHop(form.browser, { scope: "mcp offline_access" })).toBe("consent");
+    expect(await firstHop(form.browser, { redirect_uri: "http://localhost:7778/other" })).toBe("consent");
+    expect(await firstHop(new HttpBrowser(), { scope: "mcp" })).toBe("consent");
+  });
+
+  it("is not given by Deny", async () => {
+    const browser = new HttpBrowser();
+    const form = await consentFor({}, browser);
+    await decide(form, "deny", browser);
+    expect(await firstHop(browser)).toBe("consent");
+  });
+
+  it("ends when the record expires", async () => {
+    const browser = new HttpBrowser();
+    const form = await consentFor({}, browser);
+    await decide(form, "allow", browser);
+    expect(await firstHop(browser)).toBe("upstream");
+    const sid = (await db().authTransaction.findUniqueOrThrow({ where: { id: form.transaction } })).browserSessionId;
+    await db().consent.updateMany({ where: { browserSessionId: sid }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    expect(await firstHop(browser)).toBe("consent");
+  });
+
+  it("is kept on the server, so an altered session cookie does not skip the page", async () => {
+    const browser = new HttpBrowser();
+    const form = await consentFor({}, browser);
+    await decide(form, "allow", browser);
+    const cookie = browser.cookieHeader(t.url);
+    const value = /mab_session=([^;]+)/.exec(cookie)![1]!;
+    const data = JSON.parse(Buffer.from(value, "base64").toString("utf8")) as Record<string, unknown>;
+    const forged = Buffer.from(JSON.stringify({ ...data, consents: [client.client_id] })).toString("base64");
+    const res = await send(authorizeUrl(t.url, client).href, { headers: { cookie: cookie.replace(value, forged) } });
+    expect(res.headers.get("location")).toContain("/consent?");
+  });
+});

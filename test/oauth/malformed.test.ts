@@ -1,0 +1,229 @@
+// Issue 4, "done when": a table of malformed requests to /register, /authorize, /token, /revoke and
+// /introspect. None may cause a 5xx; the protocol endpoints answer OAuth error JSON, /authorize a
+// page or an error redirect to the registered URI; and the database stays exactly as it was.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { authorizeUrl, basicAuth, countRows, freshIp, registerTestClient, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
+
+let t: TestBroker;
+let pub: TestClient;
+let basic: TestClient;
+let post: TestClient;
+beforeAll(async () => {
+  t = await startBroker({ TRUST_PROXY: "true" });
+  [pub, basic, post] = await Promise.all([
+    registerTestClient(t.url),
+    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token", "client_credentials"] }),
+    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
+  ]);
+});
+afterAll(async () => t.stop());
+
+/** json: OAuth error JSON; page: an HTML error page, no redirect; redirect: an error sent to the registered URI; any: no 5xx. */
+type Expect = "json" | "page" | "redirect" | "any";
+interface Case {
+  readonly name: string;
+  readonly expect: Expect;
+  readonly request: () => { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer };
+}
+
+const FORM = "application/x-www-form-urlencoded";
+const JSON_TYPE = "application/json";
+const big = (n: number) => "a".repeat(n);
+const goodUri = "https://app.example.com/cb";
+const cases: Case[] = [];
+const add = (endpoint: string, expect: Expect, rows: [string, () => { method?: string; headers?: Record<string, string>; body?: string | Buffer; path?: string }][]) => {
+  for (const [name, make] of rows) cases.push({ name: `${endpoint}: ${name}`, expect, request: () => ({ method: "POST", path: endpoint, ...make() }) });
+};
+
+// ---------- /register (RFC 7591: JSON in, JSON errors out) ----------
+const ct = (type: string): Record<string, string> => (type ? { "content-type": type } : {});
+const reg = (body: unknown, type = JSON_TYPE) => ({ headers: { ...ct(type), "x-forwarded-for": freshIp() }, body: typeof body === "string" ? body : JSON.stringify(body) });
+add("/register", "json", [
+  ["text/plain with a valid document", () => reg({ redirect_uris: [goodUri] }, "text/plain")],
+  ["form-encoded", () => reg("redirect_uris=https%3A%2F%2Fapp.example.com%2Fcb", FORM)],
+  ["no content type", () => reg({ redirect_uris: [goodUri] }, "")],
+  ["multipart", () => reg("--x\r\nContent-Disposition: form-data; name=a\r\n\r\nb\r\n--x--", "multipart/form-data; boundary=x")],
+  ["truncated JSON", () => reg('{"redirect_uris": [')],
+  ["an empty body", () => reg("")],
+  ["null", () => reg("null")],
+  ["an array", () => reg("[]")],
+  ["a string", () => reg('"hello"')],
+  ["a number", () => reg("123")],
+  ["redirect_uris as a string", () => reg({ redirect_uris: goodUri })],
+  ["redirect_uris with a number", () => reg({ redirect_uris: [123] })],
+  ["a plain-http redirect URI", () => reg({ redirect_uris: ["http://evil.example/cb"] })],
+  ["a redirect URI with a fragment", () => reg({ redirect_uris: [`${goodUri}#f`] })],
+  ["no redirect URIs for a code client", () => reg({ redirect_uris: [], token_endpoint_auth_method: "none" })],
+  ["grant type password", () => reg({ redirect_uris: [goodUri], grant_types: ["password"] })],
+  ["client_credentials for a public client", () => reg({ token_endpoint_auth_method: "none", grant_types: ["client_credentials"] })],
+  ["response type token", () => reg({ redirect_uris: [goodUri], response_types: ["token"] })],
+  ["auth method tls_client_auth", () => reg({ redirect_uris: [goodUri], token_endpoint_auth_method: "tls_client_auth" })],
+  ["a 201-character client_name", () => reg({ redirect_uris: [goodUri], client_name: big(201) })],
+  ["an http logo_uri", () => reg({ redirect_uris: [goodUri], logo_uri: "http://cdn.example.com/l.png" })],
+  ["a client_uri that is not a URL", () => reg({ redirect_uris: [goodUri], client_uri: "not a url" })],
+  ["an unsupported scope", () => reg({ redirect_uris: [goodUri], scope: "admin" })],
+  ["a body over the size limit", () => reg({ redirect_uris: [goodUri], client_name: big(20_000) })],
+  ["21 redirect URIs", () => reg({ redirect_uris: Array.from({ length: 21 }, (_, i) => `${goodUri}${i}`) })],
+  ["a 3000-character redirect URI", () => reg({ redirect_uris: [`${goodUri}?${big(3000)}`] })],
+  ["duplicate keys, the last one bad", () => reg(`{"redirect_uris":["${goodUri}"],"redirect_uris":["http://evil.example/cb"]}`)],
+  ["deeply nested arrays", () => reg(`${"[".repeat(5000)}${"]".repeat(5000)}`)],
+  ["invalid UTF-8", () => ({ headers: { "content-type": JSON_TYPE, "x-forwarded-for": freshIp() }, body: Buffer.from([0x7b, 0xff, 0xfe, 0x7d]) })],
+  ["__proto__ with a bad redirect URI", () => reg('{"__proto__":{"token_endpoint_auth_method":"none"},"redirect_uris":["javascript:alert(1)"]}')],
+]);
+
+// ---------- /authorize: client and redirect problems are pages ----------
+const authz = (overrides: Record<string, string | undefined> = {}, suffix = "") => {
+  const url = authorizeUrl(t.url, pub, overrides);
+  return { method: "GET", path: `${url.pathname}${url.search}${suffix}` };
+};
+const authzPost = (body: string | Buffer, type = FORM) => ({ path: "/authorize", headers: ct(type), body });
+const validForm = () => authorizeUrl(t.url, pub).searchParams.toString();
+add("/authorize", "page", [
+  ["no parameters at all", () => ({ method: "GET", path: "/authorize" })],
+  ["an unknown client", () => authz({ client_id: "mab_c_nobody" })],
+  ["a 500-character client_id", () => authz({ client_id: big(500) })],
+  ["a client_id with a NUL byte", () => authz({ client_id: "mab_c_\u0000x" })],
+  ["a broken percent-encoding in client_id", () => ({ method: "GET", path: "/authorize?client_id=%ZZ&response_type=code" })],
+  ["a duplicated client_id", () => authz({}, "&client_id=other")],
+  ["a duplicated redirect_uri", () => authz({}, `&redirect_uri=${encodeURIComponent("https://evil.example/cb")}`)],
+  ["a duplicated response_type", () => authz({}, "&response_type=token")],
+  ["a duplicated code_challenge_method", () => authz({}, "&code_challenge_method=plain")],
+  ["an unregistered redirect URI", () => authz({ redirect_uri: "https://evil.example/cb" })],
+  ["the registered redirect URI plus a fragment", () => authz({ redirect_uri: `${"http://127.0.0.1:7777/callback"}#x` })],
+  ["an unregistered redirect URI and every other error too", () => authz({ redirect_uri: "https://evil.example/cb", response_type: "token", code_challenge: undefined, scope: "admin" })],
+  ["POST as JSON", () => authzPost(JSON.stringify({ client_id: "x" }), JSON_TYPE)],
+  ["POST as text/plain", () => authzPost("client_id=x", "text/plain")],
+  ["POST without a content type", () => authzPost("client_id=x", "")],
+  ["POST over the size limit", () => authzPost(`client_id=${big(70_000)}`)],
+  ["POST with a duplicated client_id", () => ({ path: "/authorize", headers: { "content-type": FORM }, body: `${validForm()}&client_id=${pub.client_id}` })],
+]);
+// ---------- /authorize: later problems are redirected to the validated URI ----------
+add("/authorize", "redirect", [
+  ["response_type missing", () => authz({ response_type: undefined })],
+  ["response_type=token", () => authz({ response_type: "token" })],
+  ["code_challenge missing", () => authz({ code_challenge: undefined })],
+  ["code_challenge_method=plain", () => authz({ code_challenge_method: "plain" })],
+  ["a code_challenge of the wrong length", () => authz({ code_challenge: big(44) })],
+  ["an unsupported scope", () => authz({ scope: "admin" })],
+  ["a resource elsewhere", () => authz({ resource: "https://elsewhere.example/mcp" })],
+  ["a resource with a fragment", () => authz({ resource: `${t.url}/mcp#f` })],
+  ["a state of 8000 characters", () => authz({ state: big(8000) })],
+]);
+add("/authorize", "any", [["a 20 kB query string (over the header limit)", () => authz({ state: big(20_000) })]]);
+
+// ---------- /token (RFC 6749 §5.2: JSON errors) ----------
+const tok = (form: string | Record<string, string>, headers: Record<string, string> = {}, type: string = FORM) => ({
+  path: "/token",
+  headers: { ...ct(type), ...headers },
+  body: typeof form === "string" ? form : new URLSearchParams(form).toString(),
+});
+const asBasic = () => ({ authorization: basicAuth(basic.client_id, basic.client_secret!) });
+const pubCode = (extra: Record<string, string> = {}) => ({ grant_type: "authorization_code", client_id: pub.client_id, code: "mab_ac_nope", code_verifier: big(43), redirect_uri: "http://127.0.0.1:7777/callback", ...extra });
+add("/token", "json", [
+  ["a JSON body", () => tok(JSON.stringify(pubCode()), {}, JSON_TYPE)],
+  ["text/plain", () => tok(pubCode(), {}, "text/plain")],
+  ["no content type", () => tok(pubCode(), {}, "")],
+  ["multipart", () => tok("--x\r\nContent-Disposition: form-data; name=grant_type\r\n\r\npassword\r\n--x--", {}, "multipart/form-data; boundary=x")],
+  ["an empty body", () => tok("")],
+  ["grant_type missing", () => tok({ client_id: pub.client_id, code: "x" })],
+  ["grant_type twice", () => tok(`grant_type=authorization_code&grant_type=refresh_token&client_id=${pub.client_id}`)],
+  ["client_id twice", () => tok(`grant_type=authorization_code&client_id=${pub.client_id}&client_id=${post.client_id}`)],
+  ["code twice", () => tok(`${new URLSearchParams(pubCode())}&code=other`)],
+  ["a body over the size limit", () => tok(pubCode({ code: big(70_000) }))],
+  ["grant_type=password", () => tok({ grant_type: "password", client_id: pub.client_id, username: "a", password: "b" })],
+  ["grant_type=implicit", () => tok({ grant_type: "implicit", client_id: pub.client_id })],
+  ["the device code grant", () => tok({ grant_type: "urn:ietf:params:oauth:grant-type:device_code", client_id: pub.client_id, device_code: "x" })],
+  ["the JWT bearer grant", () => tok({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion: "x.y.z" }, asBasic())],
+  ["an empty grant_type", () => tok({ grant_type: "", client_id: pub.client_id })],
+  ["grant_type in upper case", () => tok({ grant_type: "AUTHORIZATION_CODE", client_id: pub.client_id })],
+  ["an unknown client", () => tok(pubCode({ client_id: "mab_c_nobody" }))],
+  ["a wrong Basic secret", () => tok({ grant_type: "client_credentials" }, { authorization: basicAuth(basic.client_id, "wrong") })],
+  ["a wrong post secret", () => tok({ grant_type: "refresh_token", refresh_token: "x", client_id: post.client_id, client_secret: "wrong" })],
+  ["Basic and post at once", () => tok({ grant_type: "client_credentials", client_secret: basic.client_secret! }, asBasic())],
+  ["Basic that is not base64", () => tok({ grant_type: "client_credentials" }, { authorization: "Basic %%%" })],
+  ["a Bearer Authorization header", () => tok({ grant_type: "client_credentials" }, { authorization: "Bearer xyz" })],
+  ["a public client with a secret", () => tok(pubCode({ client_secret: "s" }))],
+  ["a confidential client without a secret", () => tok({ grant_type: "client_credentials", client_id: basic.client_id })],
+  ["an unknown code", () => tok(pubCode())],
+  ["code missing", () => tok({ grant_type: "authorization_code", client_id: pub.client_id, code_verifier: big(43) })],
+  ["code_verifier missing", () => tok({ grant_type: "authorization_code", client_id: pub.client_id, code: "x", redirect_uri: "http://127.0.0.1:7777/callback" })],
+  ["a code_verifier of 129 characters", () => tok(pubCode({ code_verifier: big(129) }))],
+  ["refresh_token missing", () => tok({ grant_type: "refresh_token", client_id: pub.client_id })],
+  ["an unknown refresh token", () => tok({ grant_type: "refresh_token", client_id: pub.client_id, refresh_token: "mab_rt_nope" })],
+  ["a refresh with an unsupported scope", () => tok({ grant_type: "refresh_token", client_id: pub.client_id, refresh_token: "mab_rt_nope", scope: "admin" })],
+  ["client_credentials with an unsupported scope", () => tok({ grant_type: "client_credentials", scope: "admin" }, asBasic())],
+  ["client_credentials for a public client", () => tok({ grant_type: "client_credentials", client_id: pub.client_id })],
+  ["a resource with a fragment", () => tok({ grant_type: "client_credentials", resource: `${t.url}/mcp#x` }, asBasic())],
+  ["a resource elsewhere", () => tok({ grant_type: "client_credentials", resource: "https://elsewhere.example/mcp" }, asBasic())],
+  ["a 50 kB code", () => tok(pubCode({ code: big(50_000) }))],
+  ["a 10 kB client_id", () => tok(pubCode({ client_id: big(10_000) }))],
+  ["a 5 kB Basic user name", () => tok({ grant_type: "client_credentials" }, { authorization: basicAuth(big(5000), "x") })],
+  ["a broken percent-encoding", () => tok(`grant_type=%E0%A4%A&client_id=${pub.client_id}`)],
+]);
+add("/token", "any", [["GET instead of POST", () => ({ method: "GET", path: `/token?grant_type=client_credentials&client_id=${pub.client_id}` })]]);
+
+// ---------- /revoke (RFC 7009) ----------
+const rev = (form: string | Record<string, string>, headers: Record<string, string> = {}, type: string = FORM) => ({ ...tok(form, headers, type), path: "/revoke" });
+add("/revoke", "json", [
+  ["no client authentication", () => rev({ token: "x" })],
+  ["an unknown client", () => rev({ token: "x", client_id: "mab_c_nobody" })],
+  ["token missing", () => rev({ client_id: pub.client_id })],
+  ["token twice", () => rev(`token=a&token=b&client_id=${pub.client_id}`)],
+  ["a JSON body", () => rev(JSON.stringify({ token: "x", client_id: pub.client_id }), {}, JSON_TYPE)],
+  ["text/plain", () => rev({ token: "x", client_id: pub.client_id }, {}, "text/plain")],
+  ["a wrong secret", () => rev({ token: "x" }, { authorization: basicAuth(basic.client_id, "wrong") })],
+  ["Basic and post at once", () => rev({ token: "x", client_id: post.client_id, client_secret: post.client_secret! }, asBasic())],
+  ["a body over the size limit", () => rev({ token: big(70_000), client_id: pub.client_id })],
+  ["a confidential client without its secret", () => rev({ token: "x", client_id: post.client_id })],
+]);
+
+// ---------- /introspect (RFC 7662) ----------
+const intro = (form: string | Record<string, string>, headers: Record<string, string> = {}, type: string = FORM) => ({ ...tok(form, headers, type), path: "/introspect" });
+add("/introspect", "json", [
+  ["a public client", () => intro({ token: "x", client_id: pub.client_id })],
+  ["no client authentication", () => intro({ token: "x" })],
+  ["token missing", () => intro({}, asBasic())],
+  ["a JSON body", () => intro(JSON.stringify({ token: "x" }), asBasic(), JSON_TYPE)],
+  ["a wrong secret", () => intro({ token: "x" }, { authorization: basicAuth(basic.client_id, "wrong") })],
+  ["token twice", () => intro("token=a&token=b", asBasic())],
+  ["a body over the size limit", () => intro({ token: big(70_000) }, asBasic())],
+  ["a Bearer Authorization header", () => intro({ token: "x" }, { authorization: "Bearer x" })],
+  ["only a token_type_hint", () => intro({ token_type_hint: "access_token" }, asBasic())],
+  ["a post client using Basic", () => intro({ token: "x" }, { authorization: basicAuth(post.client_id, post.client_secret!) })],
+]);
+
+function check(kind: Expect, res: HttpResult): void {
+  expect(res.status).toBeLessThan(500);
+  expect(res.status).toBeGreaterThanOrEqual(300);
+  if (kind === "json") {
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(res.json).toEqual(expect.objectContaining({ error: expect.stringMatching(/^[a-z_]+$/), error_description: expect.any(String) }));
+  } else if (kind === "page") {
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.headers.get("location")).toBeNull();
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+  } else if (kind === "redirect") {
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get("location")!);
+    expect(`${location.origin}${location.pathname}`).toBe(pub.redirect_uri);
+    expect(location.searchParams.get("error")).toMatch(/^[a-z_]+$/);
+    expect(location.searchParams.get("iss")).toBe(t.url);
+  }
+}
+
+describe("malformed requests", () => {
+  it("has at least 100 of them", () => {
+    expect(cases.length).toBeGreaterThanOrEqual(100);
+  });
+
+  it.each(cases.map((c) => [c.name, c] as const))("%s", async (_name, c) => {
+    const db = t.broker.database.db;
+    const before = await countRows(db);
+    const { method = "POST", path, headers, body } = c.request();
+    const res = await send(`${t.url}${path}`, { method, ...(headers ? { headers } : {}), ...(body !== undefined ? { body } : {}) });
+    check(c.expect, res);
+    expect(await countRows(db)).toEqual(before);
+  });
+});

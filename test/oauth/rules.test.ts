@@ -1,0 +1,132 @@
+// The pure rules behind the endpoints, checked directly (the HTTP tests check them at the edge):
+// PKCE S256, resource canonicalization, redirect URI validation, scopes, client metadata.
+import { describe, expect, it } from "@jest/globals";
+import { OAuthError } from "../../src/http/errors.ts";
+import { isValidS256Challenge, s256Challenge, verifyPkceS256 } from "../../src/grants/pkce.ts";
+import { redirectUriProblem } from "../../src/grants/redirect-uri.ts";
+import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
+import { canonicalUri, resolveResource } from "../../src/oauth/resource.ts";
+import { parseScope, resolveScope } from "../../src/oauth/scope.ts";
+
+const codeOf = (fn: () => unknown): string | null => {
+  try {
+    fn();
+    return null;
+  } catch (err) {
+    return err instanceof OAuthError ? err.code : `not an OAuthError: ${String(err)}`;
+  }
+};
+
+describe("PKCE S256 (RFC 7636)", () => {
+  it("matches the RFC 7636 appendix B example", () => {
+    const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+    const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+    expect(s256Challenge(verifier)).toBe(challenge);
+    expect(verifyPkceS256(verifier, challenge)).toBe(true);
+    expect(verifyPkceS256(verifier.replace("d", "e"), challenge)).toBe(false);
+  });
+
+  it("accepts verifiers of 43 to 128 unreserved characters only", () => {
+    for (const verifier of ["a".repeat(43), "A-._~".repeat(20).slice(0, 128)]) expect(verifyPkceS256(verifier, s256Challenge(verifier))).toBe(true);
+    for (const verifier of ["a".repeat(42), "a".repeat(129), `${"a".repeat(42)}+`, `${"a".repeat(42)} `, `${"a".repeat(42)}/`]) {
+      expect(verifyPkceS256(verifier, s256Challenge(verifier))).toBe(false);
+    }
+  });
+
+  it("recognises the shape of an S256 challenge", () => {
+    expect(isValidS256Challenge(s256Challenge("a".repeat(43)))).toBe(true);
+    for (const bad of ["", "a".repeat(42), "a".repeat(44), `${"a".repeat(42)}=`, `${"a".repeat(42)}+`]) expect(isValidS256Challenge(bad)).toBe(false);
+  });
+});
+
+describe("resource canonicalization (RFC 8707)", () => {
+  it.each([
+    ["https://MCP.Example.COM/mcp", "https://mcp.example.com/mcp"],
+    ["HTTPS://mcp.example.com/mcp", "https://mcp.example.com/mcp"],
+    ["https://mcp.example.com:443/mcp", "https://mcp.example.com/mcp"],
+    ["http://localhost:80/mcp", "http://localhost/mcp"],
+    ["https://mcp.example.com:8443/mcp", "https://mcp.example.com:8443/mcp"],
+    ["https://mcp.example.com/mcp/", "https://mcp.example.com/mcp"],
+    ["https://mcp.example.com/", "https://mcp.example.com"],
+    ["https://mcp.example.com/broker/mcp", "https://mcp.example.com/broker/mcp"],
+  ])("%s → %s", (input, canonical) => {
+    expect(canonicalUri(input)).toBe(canonical);
+  });
+
+  it.each(["https://mcp.example.com/mcp#f", "https://mcp.example.com/mcp#", "/mcp", "mcp", "", "urn:example:mcp", "https://user:pw@mcp.example.com/mcp", "https://user@mcp.example.com/mcp"])(
+    "refuses %j",
+    (input) => {
+      expect(canonicalUri(input)).toBeNull();
+    },
+  );
+
+  it("binds a request without resource to the protected resource, and refuses any other", () => {
+    const ours = "https://mcp.example.com/mcp";
+    expect(resolveResource(undefined, ours)).toBe(ours);
+    expect(resolveResource("https://MCP.example.com:443/mcp/", ours)).toBe(ours);
+    expect(codeOf(() => resolveResource("https://mcp.example.com/other", ours))).toBe("invalid_target");
+    expect(codeOf(() => resolveResource("https://mcp.example.com/mcp#x", ours))).toBe("invalid_target");
+    expect(codeOf(() => resolveResource("", ours))).toBe("invalid_target");
+  });
+});
+
+describe("redirect URIs", () => {
+  it.each(["https://app.example.com/cb", "http://localhost/cb", "http://localhost:1234/cb", "http://127.0.0.1:5/cb", "http://[::1]:7/cb", "https://app.example.com/cb?x=1"])("accepts %s", (uri) => {
+    expect(redirectUriProblem(uri)).toBeNull();
+  });
+
+  it.each(["http://app.example.com/cb", "https://app.example.com/cb#x", "/cb", "app://cb", "javascript:alert(1)", "http://localhost.example.com/cb", " https://app.example.com/cb", "https://app.example.com/c\tb"])(
+    "refuses %j",
+    (uri) => {
+      expect(redirectUriProblem(uri)).toEqual(expect.any(String));
+    },
+  );
+});
+
+describe("scopes", () => {
+  it("normalizes and always includes the default scope for a new grant", () => {
+    expect(resolveScope(undefined)).toBe("mcp");
+    expect(resolveScope("  ")).toBe("mcp");
+    expect(resolveScope("offline_access")).toBe("mcp offline_access");
+    expect(resolveScope("offline_access mcp offline_access")).toBe("mcp offline_access");
+    expect(resolveScope(undefined, "mcp offline_access")).toBe("mcp offline_access");
+    expect(resolveScope(undefined, "offline_access")).toBe("mcp offline_access");
+  });
+
+  it("passes a requested set through unchanged (for refresh narrowing)", () => {
+    expect(parseScope(undefined)).toBeUndefined();
+    expect(parseScope("offline_access")).toEqual(["offline_access"]);
+  });
+
+  it.each([["admin"], ["mcp  offline_access"], ['mcp "x'], ["mcp\\x"], [`mcp ${"x".repeat(1001)}`]])("refuses %j with invalid_scope", (scope) => {
+    expect(codeOf(() => parseScope(scope))).toBe("invalid_scope");
+  });
+
+  it("keeps a client within the scope it registered", () => {
+    expect(codeOf(() => resolveScope("offline_access", "mcp"))).toBe("invalid_scope");
+    expect(resolveScope("mcp", "mcp offline_access")).toBe("mcp");
+  });
+});
+
+describe("client metadata (shared by /register and the CLI)", () => {
+  it("applies RFC 7591 defaults", () => {
+    const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb"] });
+    expect(m).toMatchObject({ tokenEndpointAuthMethod: "client_secret_basic", grantTypes: ["authorization_code"], responseTypes: ["code"], scope: null, clientName: null });
+  });
+
+  it("deduplicates and normalizes", () => {
+    const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb", "https://a.example/cb"], grant_types: ["authorization_code", "authorization_code", "refresh_token"], scope: "offline_access mcp mcp", token_endpoint_auth_method: "none" });
+    expect(m).toMatchObject({ redirectUris: ["https://a.example/cb"], grantTypes: ["authorization_code", "refresh_token"], scope: "mcp offline_access" });
+  });
+
+  it.each([
+    [{ redirect_uris: ["http://evil.example/cb"] }, "invalid_redirect_uri"],
+    [{ token_endpoint_auth_method: "none" }, "invalid_redirect_uri"],
+    [{ redirect_uris: ["https://a.example/cb"], grant_types: ["implicit"] }, "invalid_client_metadata"],
+    [{ grant_types: ["client_credentials"], token_endpoint_auth_method: "none" }, "invalid_client_metadata"],
+    ["not an object", "invalid_client_metadata"],
+    [null, "invalid_client_metadata"],
+  ])("refuses %j with %s", (input, code) => {
+    expect(codeOf(() => parseClientMetadata(input))).toBe(code);
+  });
+});
