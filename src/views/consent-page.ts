@@ -3,6 +3,7 @@
 import { html } from "./html.ts";
 import { page } from "./layout.ts";
 import type { RegisteredClient } from "../grants/types.ts";
+import { isLoopbackHost } from "../config.ts";
 
 const SCOPE_TEXT: Record<string, string> = {
   mcp: "Use the MCP server's tools and data as you",
@@ -22,18 +23,21 @@ export interface ConsentPageInput {
 export function renderConsentPage(input: ConsentPageInput): string {
   const { client } = input;
   const name = client.clientName ?? "An unnamed application";
-  const redirectHost = new URL(input.redirectUri).host;
+  const redirect = new URL(input.redirectUri);
+  const redirectHost = redirect.host;
+  // Native MCP clients come back to a loopback address: say what that means to a non-developer.
+  const onThisComputer = isLoopbackHost(redirect.hostname);
   const logo = client.logoUri?.startsWith("https://") ? client.logoUri : null;
   return page(
     `Allow ${name}?`,
     html`<div class="client">
 ${logo ? html`<img src="${logo}" alt="" width="48" height="48">` : ""}
 <div><h1>Allow <span id="client-name">${name}</span> to connect?</h1>
-<p class="muted">It will return to <strong id="redirect-host">${redirectHost}</strong></p></div>
+<p class="return-to">It will return to <strong id="redirect-host">${redirectHost}</strong>${onThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p></div>
 </div>
 ${
   client.registrationType === "dynamic"
-    ? html`<p><span class="badge" id="unverified">Unverified</span> This application registered itself. Nobody has checked who made it: allow it only if you started this connection yourself.</p>`
+    ? html`<p class="warning"><span class="badge" id="unverified">Unverified</span> This application registered itself. Nobody has checked who made it: allow it only if you started this connection yourself.</p>`
     : ""
 }
 <p>After you allow it, you will sign in with <strong id="provider-name">${input.providerName}</strong>.</p>
@@ -49,8 +53,8 @@ ${client.clientUri ? html`<dt>Website</dt><dd>${client.clientUri}</dd>` : ""}
 <input type="hidden" name="transaction" value="${input.transactionId}">
 <input type="hidden" name="csrf" value="${input.csrfToken}">
 <div class="actions">
-<button type="submit" name="decision" value="deny" aria-label="Deny access to ${name}">Deny</button>
-<button type="submit" name="decision" value="allow" class="primary" aria-label="Allow access for ${name}">Allow</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="allow" class="primary">Allow</button>
 </div>
 </form>`,
   );

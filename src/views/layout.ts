@@ -1,6 +1,7 @@
 // The page frame shared by every browser page: self-contained CSS (no external assets), readable
-// on a phone, light and dark.
-import { html, type SafeHtml } from "./html.ts";
+// on a phone, light and dark. The CSS is a constant: it goes in raw (escaping it would turn its
+// quotes into entities, which <style> does not decode, and break the rules that use them).
+import { html, raw, type SafeHtml } from "./html.ts";
 
 const CSS = `
 :root{color-scheme:light dark;--bg:#f6f7f9;--card:#fff;--text:#1c2330;--muted:#5b6578;--border:#dde1e8;--accent:#2457d6;--accent-text:#fff;--danger:#b42318;--warn-bg:#fff4e5;--warn-text:#7a4100}
@@ -14,6 +15,10 @@ p{margin:8px 0}
 .brand{font-size:.8rem;letter-spacing:.06em;text-transform:uppercase;color:var(--muted);margin-bottom:16px}
 .client{display:flex;gap:14px;align-items:center;margin:8px 0 16px}
 .client img{width:48px;height:48px;border-radius:10px;border:1px solid var(--border);object-fit:contain}
+.return-to{margin:4px 0 0;color:var(--text)}
+.warning{background:var(--warn-bg);color:var(--warn-text);border-radius:10px;padding:10px 12px}
+.warning .badge{background:var(--card)}
+.error-text{color:var(--danger);font-weight:600}
 .badge{display:inline-block;font-size:.78rem;padding:2px 8px;border-radius:999px;background:var(--warn-bg);color:var(--warn-text);font-weight:600}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:6px 14px;margin:16px 0;font-size:.92rem}
 dt{color:var(--muted)}dd{margin:0;word-break:break-all}
@@ -23,6 +28,7 @@ button{flex:1;min-width:120px;font:inherit;font-weight:600;padding:11px 16px;bor
 button.primary{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}
 button:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .error h1{color:var(--danger)}
+@media (max-width:480px){body{align-items:flex-start;padding:12px}main{padding:20px;border-radius:12px}dl{grid-template-columns:1fr;gap:0}dt{margin-top:8px}}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88em}
 `;
 
@@ -34,7 +40,7 @@ export function page(title: string, body: SafeHtml, options: { className?: strin
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${title}</title>
-<style>${CSS}</style>
+<style>${raw(CSS)}</style>
 </head>
 <body>
 <main class="${options.className ?? ""}">
