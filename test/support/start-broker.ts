@@ -13,6 +13,8 @@ export interface TestBroker {
   readonly broker: Broker;
   /** PUBLIC_URL of the broker, e.g. http://127.0.0.1:41234 */
   readonly url: string;
+  /** Where this instance listens (differs from url when instances share one PUBLIC_URL). */
+  readonly origin: string;
   readonly dir: string;
   stop(): Promise<void>;
 }
@@ -52,6 +54,7 @@ export async function startBroker(env: Record<string, string> = {}, options: Omi
   return {
     broker,
     url: config.publicUrl,
+    origin: `http://127.0.0.1:${config.port}`,
     dir,
     async stop() {
       await broker.stop(2000);
