@@ -19,6 +19,7 @@ import { createMemorySessionBinding } from "./gateway/session-binding.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
 import type { MountedDemoIdentityProvider } from "./demo/mount.ts";
 import { DEFAULT_SCOPE } from "./grants/types.ts";
+import { publicPaths } from "./http/public-paths.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
@@ -87,6 +88,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
 
   const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
   const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || options.mcpHandler ? undefined : await startDemoMcpServer();
+  const mountPaths = publicPaths(config.publicUrl, "/mcp");
   const proxy: McpProxy | undefined = options.mcpHandler
     ? undefined
     : createMcpProxy({
@@ -95,6 +97,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         forwardUpstreamToken: config.forwardUpstreamToken,
         logger,
         sessionBinding: createMemorySessionBinding(),
+        mountPaths,
       });
 
   const app = createApp({
@@ -117,6 +120,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
         requiredScope: DEFAULT_SCOPE,
         handler: options.mcpHandler ?? proxy!.middleware,
+        mountPaths,
       }),
     ],
   });

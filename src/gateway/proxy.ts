@@ -24,8 +24,8 @@ export interface McpProxyOptions {
   readonly forwardUpstreamToken: boolean;
   readonly logger: Logger;
   readonly sessionBinding: McpSessionBinding;
-  /** The broker path the proxy is mounted on. Default `/mcp`. */
-  readonly mountPath?: string;
+  /** The broker paths the proxy is mounted on. Default `/mcp`. */
+  readonly mountPaths?: readonly string[];
 }
 
 export interface McpProxy {
@@ -70,7 +70,8 @@ function errorCode(err: unknown): string | undefined {
 
 export function createMcpProxy(options: McpProxyOptions): McpProxy {
   const target = new URL(options.targetUrl);
-  const mountPath = options.mountPath ?? "/mcp";
+  // Longest first, so /broker/mcp is not read as a path under /mcp's neighbour.
+  const mountPaths = [...(options.mountPaths ?? ["/mcp"])].sort((a, b) => b.length - a.length);
   // Our own deadline (below) replaces undici's header/body timeouts: SSE bodies never time out,
   // and a slow but progressing upload is not cut.
   const pool = new Pool(target.origin, { connect: { timeout: options.timeoutMs }, headersTimeout: 0, bodyTimeout: 0 });
@@ -109,7 +110,8 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       ctx.set("Allow", ALLOWED_METHODS.join(", "));
       return jsonRpcError(ctx, 405, -32000, `Method ${ctx.method} is not allowed on the MCP endpoint; use GET, POST or DELETE.`);
     }
-    const path = upstreamPath(target, mountPath, ctx.path, ctx.querystring);
+    const mount = mountPaths.find((m) => ctx.path === m || ctx.path.startsWith(`${m}/`)) ?? mountPaths[0]!;
+    const path = upstreamPath(target, mount, ctx.path, ctx.querystring);
     if (path === null) return jsonRpcError(ctx, 400, -32000, "The request path is not valid for the MCP endpoint.");
 
     const owner = sessionOwnerKey(identity);

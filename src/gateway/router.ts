@@ -8,14 +8,14 @@ import type { CallerIdentity } from "./identity.ts";
 
 export type McpHandler = (ctx: Koa.Context, identity: CallerIdentity) => Promise<void>;
 
-export function mcpRouter(options: BearerOptions & { readonly handler: McpHandler; readonly mountPath?: string }): Router {
+export function mcpRouter(options: BearerOptions & { readonly handler: McpHandler; readonly mountPaths?: readonly string[] }): Router {
   const router = new Router();
-  const mount = options.mountPath ?? "/mcp";
+  const mounts = [...(options.mountPaths ?? ["/mcp"])];
   const auth = bearerAuth(options);
   // Browser-based clients (the MCP Inspector) preflight without a token.
   const allowBrowsers = cors({ methods: "GET, POST, DELETE, OPTIONS" });
   const forward: Koa.Middleware = async (ctx) => options.handler(ctx, (ctx.state as BearerState).identity);
-  router.all(mount, allowBrowsers, auth, forward);
-  router.all(`${mount}/{*rest}`, allowBrowsers, auth, forward);
+  router.all(mounts, allowBrowsers, auth, forward);
+  router.all(mounts.map((mount) => `${mount}/{*rest}`), allowBrowsers, auth, forward);
   return router;
 }

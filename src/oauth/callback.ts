@@ -4,10 +4,11 @@ import Router from "@koa/router";
 import type { UpstreamLogin } from "../grants/upstream-login.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import type { RequestState } from "../http/request-context.ts";
+import { publicPaths } from "../http/public-paths.ts";
 
 export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string): Router {
   const router = new Router();
-  router.get("/oauth/callback", async (ctx) => {
+  router.get(publicPaths(publicUrl, "/oauth/callback"), async (ctx) => {
     (ctx.state as RequestState).errorFormat = "page";
     // The URL as the IdP saw it (PUBLIC_URL based), so issuer-side checks of the redirect URI agree.
     const callbackUrl = new URL(`${publicUrl}/oauth/callback${ctx.querystring ? `?${ctx.querystring}` : ""}`);

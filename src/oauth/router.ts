@@ -10,6 +10,7 @@ import { ClientRegistry } from "../grants/clients.ts";
 import { AuthorizationTransactions } from "../grants/transactions.ts";
 import { Consents } from "../grants/consents.ts";
 import { cors } from "../http/cors.ts";
+import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
 import { rateLimit } from "../http/rate-limit.ts";
 import { authorizationServerMetadata, protectedResourceMetadata, serveJson } from "./metadata.ts";
 import { registerHandler } from "./register.ts";
@@ -46,10 +47,10 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   const prMetadata = serveJson(() => protectedResourceMetadata(config));
   const metadataCors = cors({ methods: "GET, OPTIONS" });
   const postCors = cors({ methods: "POST, OPTIONS" });
-  const issuerPath = new URL(issuer).pathname.replace(/\/$/, "");
+  const issuerPath = publicPathPrefix(issuer);
   // With a path in PUBLIC_URL (https://host/broker) the advertised endpoints live under it; the
   // 2025-03-26 default paths (/authorize, /token, /register) are relative to the origin. Serve both.
-  const at = (path: string): string[] => (issuerPath ? [path, `${issuerPath}${path}`] : [path]);
+  const at = (path: string): string[] => publicPaths(issuer, path);
 
   const asPaths = [
     ...at("/.well-known/oauth-authorization-server"),
