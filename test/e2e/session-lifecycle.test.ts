@@ -14,16 +14,6 @@ import { CallbackServer, connectWithOAuth, TestOAuthProvider, type ConnectedClie
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { cleanEnv, projectRoot } from "../support/spawn.ts";
 
-/** As real MCP client applications do: forget what the server said is no longer valid. */
-class ForgetfulProvider extends TestOAuthProvider {
-  invalidations: string[] = [];
-  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery"): void {
-    this.invalidations.push(scope);
-    if (scope === "all" || scope === "tokens") this.savedTokens = undefined;
-    if (scope === "all" || scope === "client") this.clientInfo = undefined;
-  }
-}
-
 const whoami = async (c: ConnectedClient) => {
   const result = CallToolResultSchema.parse(await c.client.callTool({ name: "whoami", arguments: {} }));
   const first = result.content[0];
@@ -82,7 +72,7 @@ describeWithChromium("a session's life, with the MCP SDK client and Chromium", (
 
   it("revoked by the operator CLI: the next call gets 401 and the SDK starts a new authorization", async () => {
     const agent = authorizeInBrowser(context, { user: "bob", name: "e2e-revoke" });
-    const provider = new ForgetfulProvider(callback.url, agent.authorize);
+    const provider = new TestOAuthProvider(callback.url, agent.authorize);
     const c = await connectWithOAuth(`${t.url}/mcp`, callback, agent.authorize, provider);
     let again: ConnectedClient | undefined;
     try {

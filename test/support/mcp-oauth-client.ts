@@ -20,17 +20,24 @@ export interface AuthorizationOutcome {
 export class CallbackServer {
   private server!: http.Server;
   private waiter: ((o: AuthorizationOutcome) => void) | undefined;
-  private pending: AuthorizationOutcome | undefined;
+  /** Outcomes that arrived before anyone asked, in order. */
+  private readonly pending: AuthorizationOutcome[] = [];
   url = "";
 
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => {
       const url = new URL(req.url ?? "/", this.url);
+      // Only the redirect URI counts: a browser's /favicon.ico must not pass for an outcome.
+      if (url.pathname !== new URL(this.url).pathname) {
+        res.writeHead(404).end();
+        return;
+      }
       const outcome: AuthorizationOutcome = Object.fromEntries(["code", "error", "state", "iss"].flatMap((k) => (url.searchParams.has(k) ? [[k, url.searchParams.get(k)!]] : [])));
       res.writeHead(200, { "content-type": "text/html" }).end(`<!doctype html><title>Done</title><h1>${outcome.code ? "Signed in" : "Not signed in"}</h1>`);
-      if (this.waiter) this.waiter(outcome);
-      else this.pending = outcome;
+      const waiter = this.waiter;
       this.waiter = undefined;
+      if (waiter) waiter(outcome);
+      else this.pending.push(outcome);
     });
     await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/callback`;
@@ -38,11 +45,8 @@ export class CallbackServer {
   }
 
   next(timeoutMs = 30_000): Promise<AuthorizationOutcome> {
-    if (this.pending) {
-      const p = this.pending;
-      this.pending = undefined;
-      return Promise.resolve(p);
-    }
+    const queued = this.pending.shift();
+    if (queued) return Promise.resolve(queued);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("no authorization response reached the callback")), timeoutMs);
       this.waiter = (o) => {
@@ -108,6 +112,15 @@ export class TestOAuthProvider implements OAuthClientProvider {
   }
   codeVerifier() {
     return this.verifier;
+  }
+  /** What the SDK asked to forget, in order. */
+  readonly invalidations: string[] = [];
+  /** As real MCP client applications do: forget what the server said is no longer valid. */
+  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery") {
+    this.invalidations.push(scope);
+    if (scope === "all" || scope === "client") this.clientInfo = undefined;
+    if (scope === "all" || scope === "tokens") this.savedTokens = undefined;
+    if (scope === "all" || scope === "verifier") this.verifier = "";
   }
 }
 
