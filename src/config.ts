@@ -26,6 +26,8 @@ export interface Config {
     readonly clientSecret: string | undefined;
     readonly scopes: string | undefined;
     readonly issuer: string | undefined;
+    /** UPSTREAM_DISPLAY_NAME: how the consent page names the provider (defaults per provider). */
+    readonly displayName: string | undefined;
     readonly githubUrl: string;
     readonly githubApiUrl: string;
     readonly timeoutMs: number;
@@ -246,6 +248,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       clientSecret,
       scopes: parseVar(env, "UPSTREAM_SCOPES", z.string().optional(), "space-separated scopes"),
       issuer: issuer ?? (provider === "google" ? "https://accounts.google.com" : undefined),
+      displayName: parseVar(env, "UPSTREAM_DISPLAY_NAME", z.string().trim().min(1).max(60).optional(), "a short name of 1 to 60 characters, e.g. Acme SSO"),
       githubUrl,
       githubApiUrl,
       timeoutMs: upstreamTimeoutSeconds * 1000,

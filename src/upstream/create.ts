@@ -23,11 +23,12 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
         apiUrl: upstream.githubApiUrl,
         scopes: upstream.scopes ?? "read:user user:email",
         timeoutMs: upstream.timeoutMs,
+        displayName: upstream.displayName,
       });
     case "google":
       return new OidcProvider({
         kind: "google",
-        displayName: "Google",
+        displayName: upstream.displayName ?? "Google",
         issuer: upstream.issuer ?? "https://accounts.google.com",
         clientId: upstream.clientId ?? "",
         clientSecret: upstream.clientSecret ?? "",
@@ -39,7 +40,8 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
     case "oidc":
       return new OidcProvider({
         kind: "oidc",
-        displayName: new URL(upstream.issuer ?? "http://invalid").host,
+        // Without a name, the issuer's host is what the user can recognise and check.
+        displayName: upstream.displayName ?? new URL(upstream.issuer ?? "http://invalid").host,
         issuer: upstream.issuer ?? "",
         clientId: upstream.clientId ?? "",
         clientSecret: upstream.clientSecret ?? "",

@@ -15,6 +15,7 @@ export interface GitHubProviderOptions {
   readonly apiUrl: string;
   readonly scopes: string;
   readonly timeoutMs: number;
+  readonly displayName?: string;
 }
 
 const TokenResponse = z.union([
@@ -34,9 +35,11 @@ const Emails = z.array(z.object({ email: z.string(), primary: z.boolean(), verif
 
 export class GitHubProvider implements UpstreamProvider {
   readonly kind = "github";
-  readonly displayName = "GitHub";
+  readonly displayName: string;
 
-  constructor(private readonly options: GitHubProviderOptions) {}
+  constructor(private readonly options: GitHubProviderOptions) {
+    this.displayName = options.displayName ?? "GitHub";
+  }
 
   private async request(url: string, init: RequestInit, what: string): Promise<Response> {
     try {

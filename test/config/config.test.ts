@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConfigError, loadConfig, decodeSecretKey } from "../../src/config.ts";
+import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { runToEnd, startProcess } from "../support/spawn.ts";
 
 const KEY = Buffer.alloc(32, 7).toString("base64");
@@ -73,6 +74,15 @@ describe("loadConfig", () => {
     expect(config.upstream.issuer).toBe("https://accounts.google.com");
   });
 
+  it("names the provider on the consent page as UPSTREAM_DISPLAY_NAME says, else by default", () => {
+    const base = { UPSTREAM_PROVIDER: "oidc", UPSTREAM_ISSUER: "https://login.acme.example/realms/main", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY };
+    expect(createUpstreamProvider(loadConfig(base, tmp()).upstream).displayName).toBe("login.acme.example");
+    expect(createUpstreamProvider(loadConfig({ ...base, UPSTREAM_DISPLAY_NAME: " Acme SSO " }, tmp()).upstream).displayName).toBe("Acme SSO");
+    const github = { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY };
+    expect(createUpstreamProvider(loadConfig(github, tmp()).upstream).displayName).toBe("GitHub");
+    expect(createUpstreamProvider(loadConfig({ ...github, UPSTREAM_DISPLAY_NAME: "GitHub Enterprise" }, tmp()).upstream).displayName).toBe("GitHub Enterprise");
+  });
+
   it.each([
     [{ PORT: "abc" }, "PORT", /port number/],
     [{ PORT: "70000" }, "PORT", /port number/],
@@ -92,6 +102,7 @@ describe("loadConfig", () => {
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL", /one of/],
     [{ HOST: "0.0.0.0" }, "HOST", /loopback/],
     [{ MCP_SERVER_URL: "ftp://x" }, "MCP_SERVER_URL", /http/],
+    [{ UPSTREAM_DISPLAY_NAME: "x".repeat(61) }, "UPSTREAM_DISPLAY_NAME", /1 to 60 characters/],
   ])("rejects %j naming %s", (env, variable, expectation) => {
     const err = configError(env as Record<string, string>);
     expect(err.variable).toBe(variable);

@@ -34,10 +34,10 @@ const UPSTREAMS: ReadonlyArray<{ kind: string; user: string; subject: string; st
     subject: "oidc:olivia",
     async start() {
       const idp = await startDemoIdentityProvider({ clients: [], cookieKeys: ["e2e"] });
-      const broker = await startBroker({ UPSTREAM_PROVIDER: "oidc", UPSTREAM_ISSUER: idp.url, UPSTREAM_CLIENT_ID: "broker", UPSTREAM_CLIENT_SECRET: "issuer-secret" });
+      const broker = await startBroker({ UPSTREAM_PROVIDER: "oidc", UPSTREAM_ISSUER: idp.url, UPSTREAM_CLIENT_ID: "broker", UPSTREAM_CLIENT_SECRET: "issuer-secret", UPSTREAM_DISPLAY_NAME: "Acme SSO" });
       // As an operator does in the IdP's console, once the broker's callback URL is known.
       await idp.addClient({ client_id: "broker", client_secret: "issuer-secret", redirect_uris: [`${broker.url}/oauth/callback`] });
-      return { broker, login: "demo", providerName: new URL(idp.url).host, stop: async () => (await broker.stop(), await idp.close()) };
+      return { broker, login: "demo", providerName: "Acme SSO", stop: async () => (await broker.stop(), await idp.close()) };
     },
   },
   {

@@ -42,7 +42,7 @@ describe("OidcProvider", () => {
   });
 
   it("the Google preset asks for offline access and prefixes google:", async () => {
-    const p = createUpstreamProvider({ provider: "google", clientId: "broker", clientSecret: "broker-secret", scopes: undefined, issuer: idp.url, githubUrl: "", githubApiUrl: "", timeoutMs: 1000 });
+    const p = createUpstreamProvider({ provider: "google", clientId: "broker", clientSecret: "broker-secret", scopes: undefined, issuer: idp.url, displayName: undefined, githubUrl: "", githubApiUrl: "", timeoutMs: 1000 });
     expect(p.displayName).toBe("Google");
     const { request, tokens } = await signIn(p, "bob");
     const url = new URL(request.url);
