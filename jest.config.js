@@ -1,10 +1,11 @@
-// ESM + TypeScript through ts-jest, transpiling only (`npm test` runs tsc --noEmit first).
+// ESM + TypeScript through ts-jest, transpiling only (tsconfig isolatedModules; `npm test` runs
+// tsc --noEmit first).
 /** @type {import('jest').Config} */
 export default {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
   transform: {
-    "^.+\\.ts$": ["ts-jest", { useESM: true, isolatedModules: true, diagnostics: false }],
+    "^.+\\.ts$": ["ts-jest", { useESM: true, diagnostics: false }],
   },
   testMatch: ["<rootDir>/test/**/*.test.ts"],
   testTimeout: 30000,
