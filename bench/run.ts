@@ -17,8 +17,12 @@ const tsx = path.join(root, "node_modules/.bin/tsx");
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
 const CONCURRENCY = 50;
 
-function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(tsx, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+/** BENCH_PROFILE_DIR=/tmp/prof: the broker processes write V8 CPU profiles there (open in Chrome DevTools). */
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+
+function startProcess(args: string[], env: Record<string, string>, ready: RegExp, profile = false): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const [command, commandArgs] = profile && PROFILE_DIR ? [process.execPath, ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, "--import", "tsx", ...args]] : [tsx, args];
+  const child = spawn(command, commandArgs, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d: Buffer) => {
@@ -92,6 +96,7 @@ async function main(): Promise<void> {
         LOG_LEVEL: "warn",
       },
       /MCP endpoint/,
+      true,
     );
     return { child, url: `http://127.0.0.1:${port}` };
   }

@@ -7,13 +7,13 @@
 // and the middleware resolves only when the stream ends, so the request log sees the real status
 // and duration. The route must not have a body parser: the raw request stream is forwarded.
 import { Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import type Koa from "koa";
 import { Pool, errors as undiciErrors } from "undici";
 import type { Logger } from "../logger.ts";
 import type { CallerIdentity } from "./identity.ts";
 import { clientResponseHeaders, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
+import { pump } from "./pump.ts";
 
 export interface McpProxyOptions {
   /** The MCP server's endpoint URL (MCP_SERVER_URL). */
@@ -142,7 +142,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
             callback(null, chunk);
           },
         });
-        pipeline(ctx.req, body).catch(() => {
+        pump(ctx.req, body).catch(() => {
           // The client aborted its upload: the upstream request fails with it, handled below.
         });
       }
@@ -184,7 +184,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       ctx.res.writeHead(status, clientResponseHeaders(upstream.headers));
       ctx.res.flushHeaders();
       try {
-        await pipeline(upstream.body, ctx.res);
+        await pump(upstream.body, ctx.res);
       } catch (err) {
         if (!(controller.signal.reason instanceof ClientGone)) {
           log.info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
