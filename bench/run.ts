@@ -2,7 +2,7 @@
 // Starts an MCP server and the broker as separate processes (GitHub emulator as the upstream),
 // drives them from this process, and prints one table. A benchmark, not a test: it asserts nothing.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -13,7 +13,6 @@ import { obtainTokens, registerClient, tokenRequest } from "../test/support/oaut
 import { freePort } from "../test/support/start-broker.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const tsx = path.join(root, "node_modules/.bin/tsx");
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
 const CONCURRENCY = 50;
 
@@ -21,8 +20,9 @@ const CONCURRENCY = 50;
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 
 function startProcess(args: string[], env: Record<string, string>, ready: RegExp, profile = false): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const [command, commandArgs] = profile && PROFILE_DIR ? [process.execPath, ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, "--import", "tsx", ...args]] : [tsx, args];
-  const child = spawn(command, commandArgs, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  // node itself (not the tsx wrapper), so that the pid is the server's own for its CPU figures.
+  const profiling = profile && PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profiling, "--import", "tsx", ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d: Buffer) => {
@@ -41,6 +41,18 @@ async function stop(child: ChildProcess): Promise<void> {
     child.kill("SIGTERM");
   });
 }
+
+/** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc). */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    // utime and stime are fields 14 and 15 of stat; [1] starts at field 3.
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = 100;
 
 async function metric(brokerUrl: string, name: string): Promise<number> {
   const text = await (await fetch(`${brokerUrl}/metrics`)).text();
@@ -107,8 +119,11 @@ async function main(): Promise<void> {
     // Direct to the MCP server: the baseline.
     const directSession = await mcpSession(mcpUrl, {});
     await toolCalls(mcpUrl, {}, directSession); // warm-up
+    const mcpCpuBefore = cpuMs(mcpChild.pid);
     const direct = await toolCalls(mcpUrl, {}, directSession);
+    const mcpCpuPerRequest = ((cpuMs(mcpChild.pid) - mcpCpuBefore) / direct.requests) * 1000;
     rows.push(["(a) direct to MCP server", fmt(direct)]);
+    rows.push(["    MCP server CPU per request", `${mcpCpuPerRequest.toFixed(0)} µs`]);
 
     for (const recheck of ["30", "0"]) {
       const broker = await startBrokerProcess(recheck, `broker-${recheck}.db`);
@@ -119,12 +134,16 @@ async function main(): Promise<void> {
         await toolCalls(`${broker.url}/mcp`, auth, session); // warm-up: fills the validation cache
         const checksBefore = gh.count("POST /api/v3/applications/:id/token");
         const queriesBefore = await metric(broker.url, "mab_database_queries_total");
+        const brokerCpuBefore = cpuMs(broker.child.pid);
         const through = await toolCalls(`${broker.url}/mcp`, auth, session);
+        const brokerCpuPerRequest = ((cpuMs(broker.child.pid) - brokerCpuBefore) / through.requests) * 1000;
         const queries = (await metric(broker.url, "mab_database_queries_total")) - queriesBefore;
         const checks = gh.count("POST /api/v3/applications/:id/token") - checksBefore;
         const label = recheck === "0" ? "(b) through broker, UPSTREAM_RECHECK_SECONDS=0" : "(a) through broker, warm cache";
         rows.push([label, fmt(through)]);
         rows.push([`    ratio to direct (req/s)`, (through.rps / direct.rps).toFixed(2)]);
+        // Independent of what else shares the cores: the broker's own cost, next to the MCP server's.
+        rows.push([`    broker CPU per request`, `${brokerCpuPerRequest.toFixed(0)} µs`]);
         rows.push([`    added latency p50 / p99`, `${(through.p50Ms - direct.p50Ms).toFixed(2)} ms / ${(through.p99Ms - direct.p99Ms).toFixed(2)} ms`]);
         rows.push([`(c) per 1,000 requests at ${CONCURRENCY} clients (recheck ${recheck}s)`, `${((checks / through.requests) * 1000).toFixed(1)} upstream checks, ${((queries / through.requests) * 1000).toFixed(1)} database queries`]);
 

@@ -17,17 +17,21 @@ export function requestContext(logger: Logger): Koa.Middleware {
     const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     const state = ctx.state as RequestState;
     state.requestId = requestId;
-    state.log = logger.child({ requestId });
+    // The child logger (with its redaction setup) is made on first use: most /mcp requests log nothing.
+    let child: Logger | undefined;
+    Object.defineProperty(state, "log", { get: () => (child ??= logger.child({ requestId })), enumerable: true, configurable: true });
     ctx.set("X-Request-Id", requestId);
     const started = performance.now();
     try {
       await next();
     } finally {
-      const ms = Math.round((performance.now() - started) * 10) / 10;
-      const line = { method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms };
       // The /mcp hot path and probes log at debug so info logs stay readable under load.
-      if (ctx.path === "/healthz" || ctx.path === "/readyz" || ctx.path.startsWith("/mcp")) state.log.debug(line, "request");
-      else state.log.info(line, "request");
+      const quiet = ctx.path === "/healthz" || ctx.path === "/readyz" || (/(^|\/)mcp(\/|$)/.test(ctx.path) && !ctx.path.includes("/.well-known/"));
+      const level = quiet ? "debug" : "info";
+      if (logger.isLevelEnabled(level)) {
+        const ms = Math.round((performance.now() - started) * 10) / 10;
+        state.log[level]({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms }, "request");
+      }
     }
   };
 }
