@@ -105,7 +105,8 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
   }
 
   async function middleware(ctx: Koa.Context, identity: CallerIdentity): Promise<void> {
-    const log = (ctx.state as { log?: Logger }).log ?? options.logger;
+    // Looked up only when something is logged: the request's child logger is made on first use.
+    const log = (): Logger => (ctx.state as { log?: Logger }).log ?? options.logger;
     if (!ALLOWED_METHODS.includes(ctx.method)) {
       ctx.set("Allow", ALLOWED_METHODS.join(", "));
       return jsonRpcError(ctx, 405, -32000, `Method ${ctx.method} is not allowed on the MCP endpoint; use GET, POST or DELETE.`);
@@ -119,7 +120,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     if (sessionId !== undefined) {
       const bound = await options.sessionBinding.ownerOf(sessionId);
       if (bound !== undefined && bound !== owner) {
-        log.warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
+        log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
         return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
       }
     }
@@ -161,7 +162,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
           signal: controller.signal,
         });
       } catch (err) {
-        return failed(ctx, log, controller.signal.reason, err);
+        return failed(ctx, log(), controller.signal.reason, err);
       } finally {
         deadline.disarm();
       }
@@ -174,7 +175,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
           const issued = upstream.headers["mcp-session-id"];
           if (typeof issued === "string" && (await options.sessionBinding.claim(issued, owner)) !== owner) {
             upstream.body.destroy();
-            log.warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
+            log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
             return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
           }
         }
@@ -187,7 +188,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         await pump(upstream.body, ctx.res);
       } catch (err) {
         if (!(controller.signal.reason instanceof ClientGone)) {
-          log.info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
+          log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
         }
       }
     } finally {
