@@ -1,4 +1,4 @@
-// The environment contract (shared/CONTRACT.md), parsed once at start into a typed, frozen object.
+// The environment variables of the outside contract (the shared contract file), parsed once at start into a typed, frozen object.
 // Every problem is reported as one line naming the variable and what it expects.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -60,9 +60,9 @@ export class ConfigError extends Error {
   }
 }
 
-const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
+const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 export function isLoopbackHost(hostname: string): boolean {
-  return LOOPBACK_HOSTS.has(hostname.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(hostname);
+  return loopbackHosts.has(hostname.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
 type Env = Record<string, string | undefined>;
@@ -126,7 +126,7 @@ export function decodeSecretKey(value: string): Buffer | null {
   return null;
 }
 
-const SECRET_KEY_EXPECTATION =
+const secretKeyExpectation =
   "at least 32 bytes of key material as hex (64+ hex digits) or base64 (44+ characters); generate one with: node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"";
 
 function loadOrCreateDemoSecret(dataDir: string): { key: Buffer; source: "generated" | "file" } {
@@ -155,7 +155,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   if (publicUrlParsed.protocol !== "https:" && !isLoopbackHost(publicUrlParsed.hostname)) {
     throw new ConfigError("PUBLIC_URL", `expected an https:// URL (plain http is allowed only for localhost/127.0.0.1), got ${JSON.stringify(publicUrlRaw)}`);
   }
-  // WHATWG URL lower-cases scheme and host and drops default ports: the canonical form.
+  // The URL parser lower-cases scheme and host and drops default ports: the canonical form.
   const publicUrl = (publicUrlParsed.origin + publicUrlParsed.pathname).replace(/\/+$/, "");
 
   const databaseUrl = parseVar(
@@ -208,7 +208,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   const secretRaw = env.SECRET_KEY?.trim();
   if (secretRaw) {
     const key = decodeSecretKey(secretRaw);
-    if (!key) throw new ConfigError("SECRET_KEY", `expected ${SECRET_KEY_EXPECTATION}, got a value that decodes to fewer than 32 bytes`);
+    if (!key) throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation}, got a value that decodes to fewer than 32 bytes`);
     secretKey = key;
     secretKeySource = "env";
   } else if (demoMode) {
@@ -216,7 +216,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     secretKey = loaded.key;
     secretKeySource = loaded.source;
   } else {
-    throw new ConfigError("SECRET_KEY", `expected ${SECRET_KEY_EXPECTATION} (required outside demo mode), it is not set`);
+    throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation} (required outside demo mode), it is not set`);
   }
 
   const previousSecretKeys = (env.SECRET_KEY_PREVIOUS ?? "")
@@ -225,7 +225,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     .filter(Boolean)
     .map((v) => {
       const key = decodeSecretKey(v);
-      if (!key) throw new ConfigError("SECRET_KEY_PREVIOUS", `expected a comma-separated list of earlier SECRET_KEY values (${SECRET_KEY_EXPECTATION})`);
+      if (!key) throw new ConfigError("SECRET_KEY_PREVIOUS", `expected a comma-separated list of earlier SECRET_KEY values (${secretKeyExpectation})`);
       return key;
     });
 
