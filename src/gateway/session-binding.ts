@@ -1,7 +1,7 @@
 // Binds each MCP session (Mcp-Session-Id) to the caller that opened it, so a session id that
-// leaks to another user cannot be used to read or drive someone else's session. The interface is
-// async and tiny so that a shared store can replace the in-memory map when the broker runs as
-// several instances.
+// leaks to another user cannot be used to read or drive someone else's session. The broker uses
+// the database-backed binding (database-session-binding.ts), shared by all its instances; the
+// in-memory one here serves a proxy used on its own (library use, tests).
 import { LRUCache } from "lru-cache";
 import type { CallerIdentity } from "./identity.ts";
 

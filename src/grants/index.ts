@@ -47,6 +47,7 @@ export function createGrants(input: { db: Db; config: Config; secrets: SecretBox
     tokens,
     upstreamLogin,
     revocationFeed,
-    sweep: (options) => sweep(input.db, lifecycle, options),
+    // A session binding outlives no grant: the longest a grant lives bounds it.
+    sweep: (options) => sweep(input.db, lifecycle, { mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds, ...options }),
   };
 }

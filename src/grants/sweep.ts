@@ -14,6 +14,8 @@ export interface SweepResult {
   readonly timedOut: number;
   readonly upstreamSessions: number;
   readonly consents: number;
+  /** MCP session bindings older than the longest a grant can live (SESSION_MAX_AGE_SECONDS). */
+  readonly mcpSessions: number;
   readonly auditEvents: number;
 }
 
@@ -22,6 +24,8 @@ export interface SweepOptions {
   readonly retainDeadSeconds?: number;
   /** How long audit events are kept (default 90 days). */
   readonly retainAuditSeconds?: number;
+  /** How long an MCP session stays bound to its owner (default 30 days). */
+  readonly mcpSessionMaxAgeSeconds?: number;
   readonly now?: Date;
 }
 
@@ -35,6 +39,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
     (await lifecycle.revokeGrants(idle.map((g) => g.id), "idle_timeout")).length;
   const deadBefore = new Date(now.getTime() - (options.retainDeadSeconds ?? 7 * 86400) * 1000);
   const auditBefore = new Date(now.getTime() - (options.retainAuditSeconds ?? 90 * 86400) * 1000);
+  const mcpSessionsBefore = new Date(now.getTime() - (options.mcpSessionMaxAgeSeconds ?? 30 * 86400) * 1000);
   const result = await db.$transaction(async (tx) => {
     const transactions = (await tx.authTransaction.deleteMany({ where: { expiresAt: { lt: now } } })).count;
     const codes = (await tx.authorizationCode.deleteMany({ where: { expiresAt: { lt: now } } })).count;
@@ -48,8 +53,9 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
     ).count;
     const upstreamSessions = (await tx.upstreamSession.deleteMany({ where: { status: { not: "active" }, grants: { none: {} } } })).count;
     const consents = (await tx.consent.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+    const mcpSessions = (await tx.mcpSession.deleteMany({ where: { createdAt: { lt: mcpSessionsBefore } } })).count;
     const auditEvents = (await tx.auditEvent.deleteMany({ where: { at: { lt: auditBefore } } })).count;
-    return { transactions, codes, accessTokens, refreshTokens, grants, upstreamSessions, consents, auditEvents };
+    return { transactions, codes, accessTokens, refreshTokens, grants, upstreamSessions, consents, mcpSessions, auditEvents };
   });
   await audit(db, { type: "sweep.completed", detail: { ...result, timedOut } });
   return { ...result, timedOut };

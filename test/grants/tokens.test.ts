@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { grantsHarness, insertClient, type GrantsHarness } from "../support/grants-harness.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { CredentialRejected } from "../../src/grants/errors.ts";
+import { createDatabaseSessionBinding } from "../../src/gateway/database-session-binding.ts";
+import { randomUUID } from "node:crypto";
 import type { RegisteredClient } from "../../src/grants/types.ts";
 
 let h: GrantsHarness;
@@ -124,4 +126,13 @@ describe("sweep", () => {
     expect(await h.database.db.grant.count({ where: { id: v.grantId } })).toBe(0);
   });
 
+  it("removes MCP session bindings once older than the longest a grant lives (SESSION_MAX_AGE_SECONDS)", async () => {
+    const binding = createDatabaseSessionBinding(h.database.db);
+    const session = randomUUID();
+    await binding.claim(session, "github:sweep");
+    const maxAgeMs = h.grants.context.config.sessionMaxAgeSeconds * 1000;
+    expect((await h.grants.sweep({ now: new Date(Date.now() + maxAgeMs - 60_000) })).mcpSessions).toBe(0);
+    expect((await h.grants.sweep({ now: new Date(Date.now() + maxAgeMs + 60_000) })).mcpSessions).toBe(1);
+    expect(await h.database.db.mcpSession.count({ where: { owner: "github:sweep" } })).toBe(0);
+  });
 });

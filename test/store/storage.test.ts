@@ -1,39 +1,12 @@
 // Migrations from empty and a round trip of every model, on SQLite always and on PostgreSQL when
 // the suite's server is available: same code, same behaviour.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { migrateDatabase } from "../../src/store/migrate.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
-import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
+import { databaseTargets } from "../support/database-targets.ts";
 
-interface Target {
-  name: string;
-  setup(): Promise<{ url: string; cleanup(): Promise<void> }>;
-}
-
-const targets: Target[] = [
-  {
-    name: "sqlite",
-    async setup() {
-      const dir = mkdtempSync(path.join(tmpdir(), "mab-store-"));
-      return { url: `file:${path.join(dir, "broker.db")}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
-    },
-  },
-];
-if (postgresAvailable) {
-  targets.push({
-    name: "postgres",
-    async setup() {
-      const db = await createPostgresDatabase();
-      return { url: db.url, cleanup: db.drop };
-    },
-  });
-} else {
-  process.stdout.write("[notice] PostgreSQL not available: storage tests run on SQLite only\n");
-}
+const targets = databaseTargets("storage tests");
 
 describe.each(targets)("storage on $name", (target) => {
   let database: Database;
