@@ -6,7 +6,8 @@
 // flushed the moment the MCP server sends them (an SSE GET stream may stay silent for minutes)
 // and the middleware resolves only when the stream ends, so the request log sees the real status
 // and duration. The route must not have a body parser: the raw request stream is forwarded.
-import { Transform } from "node:stream";
+import type { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
 import type Koa from "koa";
 import { Pool, errors as undiciErrors } from "undici";
 import type { Logger } from "../logger.ts";
@@ -14,6 +15,7 @@ import type { CallerIdentity } from "./identity.ts";
 import { clientResponseHeaders, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
+import { upstreamBody } from "./request-body.ts";
 
 export interface McpProxyOptions {
   /** The MCP server's endpoint URL (MCP_SERVER_URL). */
@@ -50,16 +52,23 @@ function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: s
 }
 
 /** A timer that measures inactivity: progress refreshes it, disarm() stops it for good. */
-function inactivityDeadline(ms: number, onExpire: () => void): { refresh(): void; disarm(): void } {
-  let armed = true;
-  const timer = setTimeout(onExpire, ms);
-  return {
-    refresh: () => armed && timer.refresh(),
-    disarm: () => {
-      armed = false;
-      clearTimeout(timer);
-    },
-  };
+/**
+ * Fires `onExpire` once `ms` pass without response headers, except while the client's upload is
+ * still progressing: the request socket's byte count is looked at when the timer fires (no work
+ * per chunk), and an upload that moved since the last look earns another `ms`.
+ */
+function inactivityDeadline(ms: number, request: IncomingMessage, onExpire: () => void): { disarm(): void } {
+  let seen = request.socket?.bytesRead ?? 0;
+  const timer = setTimeout(function check() {
+    const now = request.socket?.bytesRead ?? seen;
+    if (!request.complete && now !== seen) {
+      seen = now;
+      timer.refresh();
+      return;
+    }
+    onExpire();
+  }, ms);
+  return { disarm: () => clearTimeout(timer) };
 }
 
 function errorCode(err: unknown): string | undefined {
@@ -128,27 +137,15 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
 
     const controller = new AbortController();
     inFlight.add(controller);
-    const deadline = inactivityDeadline(options.timeoutMs, () => controller.abort(new UpstreamTimeout()));
+    const deadline = inactivityDeadline(options.timeoutMs, ctx.req, () => controller.abort(new UpstreamTimeout()));
     const onClose = () => {
       if (!ctx.res.writableFinished) controller.abort(new ClientGone());
     };
     ctx.res.once("close", onClose);
     try {
-      let body: Transform | null = null;
-      if (ctx.method === "POST") {
-        // Upload progress keeps the deadline alive; the Transform passes chunks on with backpressure.
-        body = new Transform({
-          transform(chunk, _encoding, callback) {
-            deadline.refresh();
-            callback(null, chunk);
-          },
-        });
-        pump(ctx.req, body).catch(() => {
-          // The client aborted its upload: the upstream request fails with it, handled below.
-        });
-      }
       let upstream: Awaited<ReturnType<Pool["request"]>>;
       try {
+        const body = await upstreamBody(ctx.req, controller.signal);
         upstream = await pool.request({
           method: ctx.method as "GET" | "POST" | "DELETE",
           path,
@@ -158,7 +155,8 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
             { ip: ctx.ip, protocol: ctx.protocol, host: ctx.host },
             options.forwardUpstreamToken,
           ),
-          body,
+          // undici documents AsyncIterable bodies (Dispatcher.md); its type declarations lag.
+          body: body as Buffer | Readable | null,
           signal: controller.signal,
         });
       } catch (err) {

@@ -53,6 +53,13 @@ function route(req: http.IncomingMessage, res: http.ServerResponse): void {
       req.pipe(res);
       return;
     }
+    case "/mcp/after-upload": {
+      // Answers only once the whole upload has arrived, with what arrived.
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => res.writeHead(200, { "content-type": "text/plain" }).end(Buffer.concat(chunks)));
+      return;
+    }
     default:
       res.writeHead(404).end();
   }
@@ -170,6 +177,57 @@ describe("MCP proxy headers and bodies", () => {
     const res = await fetch(`${gateway.url}/mirror`, { method: "POST", headers: { "x-test-user": "u" }, body: "0123456789" });
     expect(res.headers.get("x-got-content-length")).toBe("10");
     expect(await res.text()).toBe("0123456789");
+  });
+
+  /** POSTs `chunks` to `path`, one every `everyMs`, with or without a Content-Length. */
+  function trickle(path: string, chunks: string[], everyMs: number, withLength: boolean): Promise<{ status: number; body: string }> {
+    const url = new URL(`${gateway.url}${path}`);
+    return new Promise((resolve, reject) => {
+      const req = http.request(url, { method: "POST", headers: { "x-test-user": "u", ...(withLength ? { "content-length": String(chunks.join("").length) } : {}) } }, (res) => {
+        let body = "";
+        res.on("data", (d: Buffer) => (body += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on("error", reject);
+      let i = 0;
+      const next = () => {
+        if (i === chunks.length) return void req.end();
+        req.write(chunks[i++]);
+        setTimeout(next, everyMs);
+      };
+      next();
+    });
+  }
+
+  it.each([
+    ["a small body with Content-Length (read whole, then sent)", true],
+    ["a chunked body (streamed)", false],
+  ])("keeps a slow upload that is still progressing alive past the timeout: %s", async (_what, withLength) => {
+    const chunks = ["a", "b", "c", "d", "e", "f"];
+    // 6 chunks, TIMEOUT_MS / 3 apart: the upload takes well over the timeout, but never stalls.
+    const res = await trickle("/after-upload", chunks, TIMEOUT_MS / 3, withLength);
+    expect(res).toEqual({ status: 200, body: "abcdef" });
+  });
+
+  it.each([
+    ["with Content-Length", true],
+    ["chunked", false],
+  ])("answers 504 when an upload stalls and no answer comes (%s)", async (_what, withLength) => {
+    const started = Date.now();
+    const url = new URL(`${gateway.url}/after-upload`);
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(url, { method: "POST", headers: { "x-test-user": "u", ...(withLength ? { "content-length": "10" } : {}) } }, (r) => {
+        let body = "";
+        r.on("data", (d: Buffer) => (body += d.toString()));
+        r.on("end", () => resolve({ status: r.statusCode ?? 0, body }));
+      });
+      req.on("error", reject);
+      req.write("12345"); // and nothing more
+    });
+    expect(res.status).toBe(504);
+    expect(JSON.parse(res.body)).toEqual(jsonRpcError(`The MCP server did not respond within ${TIMEOUT_MS} ms.`));
+    // Within two timeouts: progress is looked at when the timer fires.
+    expect(Date.now() - started).toBeLessThan(TIMEOUT_MS * 2 + 500);
   });
 
   it("refuses paths that would climb out of the MCP server's path", async () => {
