@@ -10,6 +10,7 @@ export default {
   testMatch: ["<rootDir>/test/**/*.test.ts"],
   testTimeout: 30000,
   globalSetup: "<rootDir>/test/support/global-setup.ts",
+  setupFiles: ["<rootDir>/test/support/known-warnings.ts"],
   globalTeardown: "<rootDir>/test/support/global-teardown.ts",
   // Tests start servers and child processes; two workers fit a 2-core machine.
   maxWorkers: 2,

@@ -56,7 +56,7 @@ describe("logging", () => {
       },
     });
     const logger = createLogger("trace", sink);
-    const t = await startBroker({ LOG_LEVEL: "trace" });
+    const t = await startBroker();
     // Re-point the broker's request logging at our sink by starting a second app on the same DB.
     const { createApp } = await import("../../src/app.ts");
     const { healthRouter } = await import("../../src/http/health.ts");
