@@ -5,7 +5,7 @@
 // Koa 3 choice: the response is written to ctx.res directly (ctx.respond = false) so headers are
 // flushed the moment the MCP server sends them (an SSE GET stream may stay silent for minutes)
 // and the middleware resolves only when the stream ends, so the request log sees the real status
-// and duration. The route must not have a body parser: the raw request stream is forwarded.
+// and duration. The route must not have a body parser: the raw request is forwarded (request-body.ts).
 import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type Koa from "koa";
@@ -51,7 +51,6 @@ function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: s
   ctx.body = { jsonrpc: "2.0", error: { code, message }, id: null };
 }
 
-/** A timer that measures inactivity: progress refreshes it, disarm() stops it for good. */
 /**
  * Fires `onExpire` once `ms` pass without response headers, except while the client's upload is
  * still progressing: the request socket's byte count is looked at when the timer fires (no work
