@@ -1,6 +1,6 @@
-// The streaming reverse proxy from PUBLIC_URL/mcp to the protected MCP server. Request bodies are
-// streamed up, responses (JSON or SSE) streamed down chunk by chunk with backpressure; each SSE
-// event reaches the client when the MCP server emits it.
+// The streaming reverse proxy from PUBLIC_URL/mcp to the protected MCP server. Request bodies go
+// up whole when small, else streamed (request-body.ts); responses (JSON or SSE) go down chunk by
+// chunk with backpressure: each SSE event reaches the client when the MCP server emits it.
 //
 // Koa 3 choice: the response is written to ctx.res directly (ctx.respond = false) so headers are
 // flushed the moment the MCP server sends them (an SSE GET stream may stay silent for minutes)
