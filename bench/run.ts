@@ -71,11 +71,14 @@ async function mcpSession(url: string, headers: Record<string, string>): Promise
   return id;
 }
 
-function toolCalls(url: string, headers: Record<string, string>, session: string) {
+/** One client sending back to back: latency without queueing behind other clients on busy cores. */
+const SEQUENTIAL_REQUESTS = 1000;
+
+function toolCalls(url: string, headers: Record<string, string>, session: string, concurrency = CONCURRENCY) {
   return runLoad({
     url,
-    concurrency: CONCURRENCY,
-    requests: REQUESTS,
+    concurrency,
+    requests: concurrency === 1 ? SEQUENTIAL_REQUESTS : REQUESTS,
     headers: () => ({ "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18", ...headers }),
     body: (w, i) => JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: `w${w}` } } }),
   });
@@ -122,6 +125,7 @@ async function main(): Promise<void> {
     const mcpCpuBefore = cpuMs(mcpChild.pid);
     const direct = await toolCalls(mcpUrl, {}, directSession);
     const mcpCpuPerRequest = ((cpuMs(mcpChild.pid) - mcpCpuBefore) / direct.requests) * 1000;
+    const directAlone = await toolCalls(mcpUrl, {}, directSession, 1);
     rows.push(["(a) direct to MCP server", fmt(direct)]);
     rows.push(["    MCP server CPU per request", `${mcpCpuPerRequest.toFixed(0)} µs`]);
 
@@ -145,6 +149,10 @@ async function main(): Promise<void> {
         // Independent of what else shares the cores: the broker's own cost, next to the MCP server's.
         rows.push([`    broker CPU per request`, `${brokerCpuPerRequest.toFixed(0)} µs`]);
         rows.push([`    added latency p50 / p99`, `${(through.p50Ms - direct.p50Ms).toFixed(2)} ms / ${(through.p99Ms - direct.p99Ms).toFixed(2)} ms`]);
+        if (recheck === "30") {
+          const alone = await toolCalls(`${broker.url}/mcp`, auth, session, 1);
+          rows.push([`    one client alone: added p50 / p99`, `${(alone.p50Ms - directAlone.p50Ms).toFixed(2)} ms / ${(alone.p99Ms - directAlone.p99Ms).toFixed(2)} ms (direct p50 ${directAlone.p50Ms.toFixed(2)} ms)`]);
+        }
         rows.push([`(c) per 1,000 requests at ${CONCURRENCY} clients (recheck ${recheck}s)`, `${((checks / through.requests) * 1000).toFixed(1)} upstream checks, ${((queries / through.requests) * 1000).toFixed(1)} database queries`]);
 
         if (recheck === "30") {
