@@ -2,28 +2,21 @@
 // real MCP SDK client builds. The CSRF rule, the once-only rule (Back, then submit again), the
 // framing defences, and the page on a phone; screenshots are kept under test-output/screenshots/.
 // (Allow and Deny with their outcomes at the client are in upstreams and session-lifecycle.)
-import { beforeAll, expect, it } from "@jest/globals";
+import { expect, it } from "@jest/globals";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
-import { clickThrough, describeWithChromium, newUser, PHONE, screenshot, useChromium } from "../support/browser.ts";
-import { CallbackServer, connectWithOAuth, type ConnectedClient } from "../support/mcp-oauth-client.ts";
-import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { clickThrough, describeWithChromium, useBrokerAndCallback, newUser, PHONE, screenshot, useChromium } from "../support/browser.ts";
+import { connectWithOAuth, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 
 const chromium = useChromium();
 
 describeWithChromium("the consent page in Chromium, from the MCP SDK's authorization URL", () => {
-  let t: TestBroker;
-  let callback: CallbackServer;
-  beforeAll(async () => {
-    [t, callback] = await Promise.all([startBroker(), new CallbackServer().start()]);
-    chromium.cleanup(() => t.stop());
-    chromium.cleanup(() => callback.close());
-  }, 30_000);
+  const env = useBrokerAndCallback(chromium);
 
   /** The SDK connects; `userActs` is the user in a fresh browser, given the authorization URL. */
   async function connectAs(context: BrowserContext, userActs: (page: Page, url: URL) => Promise<void>): Promise<ConnectedClient> {
-    return connectWithOAuth(`${t.url}/mcp`, callback, async (url) => {
+    return connectWithOAuth(`${env.broker.url}/mcp`, env.callback, async (url) => {
       const page = await context.newPage();
       await userActs(page, url);
     });
@@ -56,7 +49,7 @@ describeWithChromium("the consent page in Chromium, from the MCP SDK's authoriza
         await expect(heading(page)).resolves.toBe("This request is no longer waiting for you");
         await screenshot(page, "e2e-consent-csrf-refused");
         await page.goBack();
-        await clickThrough(page, page.url(), { user: "carol", redirectUri: callback.url, name: "e2e-consent-csrf-retry" });
+        await clickThrough(page, page.url(), { user: "carol", redirectUri: env.callback.url, name: "e2e-consent-csrf-retry" });
       });
       await expect(subjectOf(c)).resolves.toBe("demo:carol");
     } finally {
@@ -92,7 +85,7 @@ describeWithChromium("the consent page in Chromium, from the MCP SDK's authoriza
       expect(form).toContain('name="csrf"');
       await expect(subjectOf(c)).resolves.toBe("demo:olga");
       // One decision, one code.
-      expect(await t.broker.database.db.authorizationCode.count({ where: { clientId: c.provider.clientInfo!.client_id } })).toBe(1);
+      expect(await env.broker.broker.database.db.authorizationCode.count({ where: { clientId: c.provider.clientInfo!.client_id } })).toBe(1);
     } finally {
       await context.close();
     }
@@ -124,7 +117,7 @@ describeWithChromium("the consent page in Chromium, from the MCP SDK's authoriza
         await framer.close();
 
         // The page itself, opened as a page, is unaffected.
-        await clickThrough(page, consentUrl, { user: "fiona", redirectUri: callback.url, name: "e2e-consent-after-framing" });
+        await clickThrough(page, consentUrl, { user: "fiona", redirectUri: env.callback.url, name: "e2e-consent-after-framing" });
       });
       await expect(subjectOf(c)).resolves.toBe("demo:fiona");
     } finally {
@@ -155,7 +148,7 @@ describeWithChromium("the consent page in Chromium, from the MCP SDK's authoriza
               await expect(target.isVisible()).resolves.toBe(true);
             }
             expect(await p.getByRole("button", { name: "Allow", exact: true }).evaluate((b: { getBoundingClientRect(): { bottom: number } }) => b.getBoundingClientRect().bottom)).toBeLessThanOrEqual(844);
-            await expect(p.locator("#redirect-host").textContent()).resolves.toBe(new URL(callback.url).host);
+            await expect(p.locator("#redirect-host").textContent()).resolves.toBe(new URL(env.callback.url).host);
             await expect(p.locator("#provider-name").textContent()).resolves.toBe("Demo identity provider");
           },
         });

@@ -2,12 +2,10 @@
 // metadata: they look for authorization server metadata at the MCP server's base URL (with the
 // protocol version header), and fall back to the default paths /authorize, /token and /register
 // when there is none. The flow here is plain fetch for the client and Chromium for the user.
-import { beforeAll, expect, it } from "@jest/globals";
+import { expect, it } from "@jest/globals";
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { clickThrough, describeWithChromium, newUser, useChromium } from "../support/browser.ts";
-import { CallbackServer } from "../support/mcp-oauth-client.ts";
-import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { clickThrough, describeWithChromium, useBrokerAndCallback, newUser, useChromium } from "../support/browser.ts";
 
 const PROTOCOL = "2025-03-26";
 
@@ -68,22 +66,16 @@ class LegacyMcpClient {
 const chromium = useChromium();
 
 describeWithChromium(`a ${PROTOCOL} MCP client`, () => {
-  let t: TestBroker;
-  let callback: CallbackServer;
-  beforeAll(async () => {
-    [t, callback] = await Promise.all([startBroker(), new CallbackServer().start()]);
-    chromium.cleanup(() => t.stop());
-    chromium.cleanup(() => callback.close());
-  }, 30_000);
+  const env = useBrokerAndCallback(chromium);
 
   it.each(["MCP-Protocol-Version", "Context-Protocol-Version"])("finds authorization server metadata at the base URL (%s header)", async (header) => {
     // 2025-03-26: the authorization base URL is the MCP server URL without its path.
-    const base = new URL(`${t.url}/mcp`).origin;
+    const base = new URL(`${env.broker.url}/mcp`).origin;
     const res = await fetch(`${base}/.well-known/oauth-authorization-server`, { headers: { [header]: PROTOCOL } });
     expect(res.status).toBe(200);
     const metadata = Metadata.parse(await res.json());
     expect(metadata).toMatchObject({
-      issuer: t.url,
+      issuer: env.broker.url,
       authorization_endpoint: `${base}/authorize`,
       token_endpoint: `${base}/token`,
       registration_endpoint: `${base}/register`,
@@ -93,11 +85,11 @@ describeWithChromium(`a ${PROTOCOL} MCP client`, () => {
   });
 
   it("without metadata, registers, authorizes and gets tokens at the default paths, then uses the tools", async () => {
-    const base = new URL(`${t.url}/mcp`).origin;
+    const base = new URL(`${env.broker.url}/mcp`).origin;
     const registered = await fetch(`${base}/register`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Legacy 2025-03-26 client", redirect_uris: [callback.url], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] }),
+      body: JSON.stringify({ client_name: "Legacy 2025-03-26 client", redirect_uris: [env.callback.url], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] }),
     });
     expect(registered.status).toBe(201);
     const { client_id } = z.object({ client_id: z.string() }).parse(await registered.json());
@@ -106,7 +98,7 @@ describeWithChromium(`a ${PROTOCOL} MCP client`, () => {
     const verifier = randomBytes(32).toString("base64url");
     const state = randomBytes(8).toString("hex");
     const authorize = new URL(`${base}/authorize`);
-    for (const [k, v] of Object.entries({ response_type: "code", client_id, redirect_uri: callback.url, code_challenge: createHash("sha256").update(verifier).digest("base64url"), code_challenge_method: "S256", state })) {
+    for (const [k, v] of Object.entries({ response_type: "code", client_id, redirect_uri: env.callback.url, code_challenge: createHash("sha256").update(verifier).digest("base64url"), code_challenge_method: "S256", state })) {
       authorize.searchParams.set(k, v);
     }
     const context = await newUser(chromium.browser);
@@ -116,19 +108,19 @@ describeWithChromium(`a ${PROTOCOL} MCP client`, () => {
       expect(pages.map((p) => p.kind)).toEqual(["consent", "demo-login", "callback"]);
       expect(pages[0]!.text).toContain("Allow Legacy 2025-03-26 client to connect?");
       expect(landed.searchParams.get("state")).toBe(state);
-      const outcome = await callback.next();
+      const outcome = await env.callback.next();
       expect(outcome.code).toBe(landed.searchParams.get("code"));
 
       const token = await fetch(`${base}/token`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ grant_type: "authorization_code", code: outcome.code!, redirect_uri: callback.url, code_verifier: verifier, client_id }),
+        body: new URLSearchParams({ grant_type: "authorization_code", code: outcome.code!, redirect_uri: env.callback.url, code_verifier: verifier, client_id }),
       });
       expect(token.status).toBe(200);
       const tokens = Tokens.parse(await token.json());
       expect(tokens.token_type.toLowerCase()).toBe("bearer");
 
-      const mcp = new LegacyMcpClient(`${t.url}/mcp`, tokens.access_token);
+      const mcp = new LegacyMcpClient(`${env.broker.url}/mcp`, tokens.access_token);
       const init = await mcp.request("initialize", { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: "legacy", version: "0.1" } });
       expect(init.protocolVersion).toBe(PROTOCOL);
       expect(await mcp.notify("notifications/initialized")).toBe(202);

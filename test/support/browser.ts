@@ -7,6 +7,8 @@ import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect } from "@jest/globals";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { CallbackServer } from "./mcp-oauth-client.ts";
+import { startBroker, type TestBroker } from "./start-broker.ts";
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const SCREENSHOT_DIR = path.resolve("test-output", "screenshots");
@@ -63,6 +65,17 @@ export function useChromium(): ChromiumSuite {
     },
     cleanup: (stop) => void stops.push(stop),
   };
+}
+
+/** A broker (demo mode) and a client's callback server for a describe block, stopped with its Chromium. */
+export function useBrokerAndCallback(suite: ChromiumSuite): { readonly broker: TestBroker; readonly callback: CallbackServer } {
+  const env = {} as { broker: TestBroker; callback: CallbackServer };
+  beforeAll(async () => {
+    [env.broker, env.callback] = await Promise.all([startBroker(), new CallbackServer().start()]);
+    suite.cleanup(() => env.broker.stop());
+    suite.cleanup(() => env.callback.close());
+  }, 30_000);
+  return env;
 }
 
 export const DESKTOP = { viewport: { width: 1000, height: 800 } } as const;
