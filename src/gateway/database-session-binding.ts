@@ -17,41 +17,40 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 export function createDatabaseSessionBinding(db: Db, options: DatabaseSessionBindingOptions = {}): McpSessionBinding {
+  // Keyed by the session id itself (it is in this process's memory anyway): only the database
+  // sees hashes, and a request answered from memory hashes nothing.
   const owners = new LRUCache<string, string>({ max: options.maxCached ?? 100_000 });
   const lookups = new SingleFlight<string | undefined>();
 
-  const load = (hash: string) =>
-    lookups.run(hash, async () => {
-      const row = await db.mcpSession.findUnique({ where: { sessionHash: hash }, select: { owner: true } });
-      if (row) owners.set(hash, row.owner);
+  const load = (sessionId: string) =>
+    lookups.run(sessionId, async () => {
+      const row = await db.mcpSession.findUnique({ where: { sessionHash: sha256Hex(sessionId) }, select: { owner: true } });
+      if (row) owners.set(sessionId, row.owner);
       return row?.owner;
     });
 
   return {
     async ownerOf(sessionId) {
-      const hash = sha256Hex(sessionId);
-      return owners.get(hash) ?? load(hash);
+      return owners.get(sessionId) ?? load(sessionId);
     },
     async claim(sessionId, owner) {
-      const hash = sha256Hex(sessionId);
-      const known = owners.get(hash);
+      const known = owners.get(sessionId);
       if (known !== undefined) return known;
       try {
-        await db.mcpSession.create({ data: { sessionHash: hash, owner } });
-        owners.set(hash, owner);
+        await db.mcpSession.create({ data: { sessionHash: sha256Hex(sessionId), owner } });
+        owners.set(sessionId, owner);
         return owner;
       } catch (err) {
         // Another instance (or request) bound it first: its owner stands.
         if (!isUniqueViolation(err)) throw err;
-        const bound = await load(hash);
+        const bound = await load(sessionId);
         if (bound === undefined) throw err;
         return bound;
       }
     },
     async release(sessionId) {
-      const hash = sha256Hex(sessionId);
-      owners.delete(hash);
-      await db.mcpSession.deleteMany({ where: { sessionHash: hash } });
+      owners.delete(sessionId);
+      await db.mcpSession.deleteMany({ where: { sessionHash: sha256Hex(sessionId) } });
     },
   };
 }

@@ -125,12 +125,10 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
 
     const owner = sessionOwnerKey(identity);
     const sessionId = ctx.get("mcp-session-id") || undefined;
-    if (sessionId !== undefined) {
-      const bound = await options.sessionBinding.ownerOf(sessionId);
-      if (bound !== undefined && bound !== owner) {
-        log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
-        return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
-      }
+    const bound = sessionId === undefined ? undefined : await options.sessionBinding.ownerOf(sessionId);
+    if (bound !== undefined && bound !== owner) {
+      log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
+      return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
     }
     if (ctx.req.readableDidRead) throw new Error("The /mcp request body was already read: the MCP route must not have a body parser.");
 
@@ -170,7 +168,9 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
           await options.sessionBinding.release(sessionId);
         } else {
           const issued = upstream.headers["mcp-session-id"];
-          if (typeof issued === "string" && (await options.sessionBinding.claim(issued, owner)) !== owner) {
+          // The session of the request, already known to be the caller's, needs no new claim.
+          const alreadyOwned = issued === sessionId && bound === owner;
+          if (typeof issued === "string" && !alreadyOwned && (await options.sessionBinding.claim(issued, owner)) !== owner) {
             upstream.body.destroy();
             log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
             return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
