@@ -164,17 +164,25 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
 
       const status = upstream.statusCode;
       if (status >= 200 && status < 300) {
-        if (ctx.method === "DELETE" && sessionId !== undefined) {
-          await options.sessionBinding.release(sessionId);
-        } else {
-          const issued = upstream.headers["mcp-session-id"];
-          // The session of the request, already known to be the caller's, needs no new claim.
-          const alreadyOwned = issued === sessionId && bound === owner;
-          if (typeof issued === "string" && !alreadyOwned && (await options.sessionBinding.claim(issued, owner)) !== owner) {
-            upstream.body.destroy();
-            log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
-            return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
+        let refused = false;
+        try {
+          if (ctx.method === "DELETE" && sessionId !== undefined) {
+            await options.sessionBinding.release(sessionId);
+          } else {
+            const issued = upstream.headers["mcp-session-id"];
+            // The session of the request, already known to be the caller's, needs no new claim.
+            const alreadyOwned = issued === sessionId && bound === owner;
+            refused = typeof issued === "string" && !alreadyOwned && (await options.sessionBinding.claim(issued, owner)) !== owner;
           }
+        } catch (err) {
+          // The binding's store failed (database down): the MCP server's answer goes nowhere.
+          upstream.body.destroy();
+          throw err;
+        }
+        if (refused) {
+          upstream.body.destroy();
+          log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
+          return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
         }
       }
 

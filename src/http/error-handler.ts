@@ -4,6 +4,9 @@ import type Koa from "koa";
 import { OAuthError, PageError, type ErrorFormat } from "./errors.ts";
 import type { RequestState } from "./request-context.ts";
 import { renderErrorPage } from "../views/error-page.ts";
+import { isDatabaseUnavailable } from "../store/errors.ts";
+
+const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 interface HttpLikeError {
   status?: number;
@@ -58,6 +61,13 @@ export function errorHandler(): Koa.Middleware {
       if (status && status >= 400 && status < 500 && e.expose !== false) {
         // Client errors raised by Koa or body parsing (413, 415, 400): safe to describe.
         send(ctx, format, status, status === 413 ? "invalid_request" : "invalid_request", e.message ?? "Bad request.");
+        return;
+      }
+      if (isDatabaseUnavailable(err)) {
+        // Not a bug: the database is down or unreachable. Clients retry; the operator sees why.
+        state.log.warn({ err: (err as Error).message }, "database unreachable");
+        ctx.set("Retry-After", String(DATABASE_RETRY_AFTER_SECONDS));
+        send(ctx, format, 503, "temporarily_unavailable", "The service cannot reach its database right now. Please try again in a few seconds.", undefined, "Temporarily unavailable");
         return;
       }
       state.log.error({ err }, "unexpected error");

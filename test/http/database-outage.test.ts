@@ -1,0 +1,88 @@
+// When the database cannot be reached, requests that need it get 503 with Retry-After and the
+// error format of their route (OAuth JSON, JSON-RPC, page), never a 500; the broker recovers by
+// itself when the database is back.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import pg from "pg";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
+import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
+
+(postgresAvailable ? describe : describe.skip)("a PostgreSQL outage", () => {
+  let t: TestBroker;
+  let database: { url: string; drop(): Promise<void> };
+  let name: string;
+  const admin = async (sql: string, params: unknown[] = []) => {
+    const c = new pg.Client({ connectionString: database.url.replace(/\/[^/]+$/, "/postgres") });
+    await c.connect();
+    await c.query(sql, params);
+    await c.end();
+  };
+  const goDown = async () => {
+    await admin(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`);
+    await admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, [name]);
+  };
+  const comeBack = () => admin(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS true`);
+
+  beforeAll(async () => {
+    database = await createPostgresDatabase();
+    name = new URL(database.url).pathname.slice(1);
+    t = await startBroker({ DATABASE_URL: database.url, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent" });
+  }, 60_000);
+  afterAll(async () => {
+    await comeBack().catch(() => undefined);
+    await t.stop().catch(() => undefined);
+    await database.drop();
+  });
+
+  const mcpHeaders = (token: string, session?: string) => ({
+    authorization: `Bearer ${token}`,
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-06-18",
+    ...(session ? { "mcp-session-id": session } : {}),
+  });
+
+  it("answers 503 with Retry-After in each route's error format, keeps serving cached MCP sessions, and recovers", async () => {
+    const { client, tokens } = await obtainTokens(t.url);
+    // An MCP session opened while the database is up: its token and owner are now in memory.
+    const init = await fetch(`${t.url}/mcp`, {
+      method: "POST",
+      headers: mcpHeaders(tokens.access_token),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    });
+    const session = init.headers.get("mcp-session-id")!;
+    await init.text();
+
+    await goDown();
+    try {
+      const expectUnavailable = async (res: Response, body: (text: string) => void) => {
+        expect(res.status).toBe(503);
+        expect(res.headers.get("retry-after")).toBe("5");
+        body(await res.text());
+      };
+      const oauthJson = (text: string) => expect(JSON.parse(text)).toMatchObject({ error: "temporarily_unavailable" });
+      const refresh = await fetch(`${t.url}/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id }),
+      });
+      await expectUnavailable(refresh, oauthJson);
+      const registration = await fetch(`${t.url}/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }) });
+      await expectUnavailable(registration, oauthJson);
+      // A token this instance has not seen cannot be checked: refused for now, not let through.
+      const unknown = await fetch(`${t.url}/mcp`, { method: "POST", headers: mcpHeaders(`mab_at_${"x".repeat(43)}`), body: "{}" });
+      await expectUnavailable(unknown, (text) => expect(text).toContain("database"));
+      const page = await fetch(`${t.url}/authorize?client_id=${client.client_id}&response_type=code`);
+      await expectUnavailable(page, (text) => expect(text).toContain("Temporarily unavailable"));
+
+      // The cached token and session need no database.
+      const cached = await fetch(`${t.url}/mcp`, { method: "POST", headers: mcpHeaders(tokens.access_token, session), body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }) });
+      expect(cached.status).toBe(200);
+      expect(await cached.text()).toContain("whoami");
+    } finally {
+      await comeBack();
+    }
+    const after = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
+    expect(after.status).toBe(200);
+  }, 60_000);
+});
