@@ -71,7 +71,8 @@ export function upstreamRequestHeaders(
 /**
  * The MCP server's response headers for the client: hop-by-hop headers (and those the upstream
  * named in Connection) belong to the upstream connection; Set-Cookie would plant cookies on the
- * broker's origin. Mcp-Session-Id is exposed to browser clients.
+ * broker's origin. CORS headers too: the broker's own CORS policy (http/cors.ts, which exposes
+ * Mcp-Session-Id and WWW-Authenticate) is the one for its origin, not the MCP server's.
  */
 export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
   const connectionTokens = new Set(
@@ -82,12 +83,8 @@ export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHt
   );
   const headers: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(upstream)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || connectionTokens.has(name) || name === "set-cookie") continue;
+    if (value === undefined || HOP_BY_HOP.has(name) || connectionTokens.has(name) || name === "set-cookie" || name.startsWith("access-control-")) continue;
     headers[name] = value;
-  }
-  const exposed = String(headers["access-control-expose-headers"] ?? "");
-  if (!/(^|,)\s*mcp-session-id\s*(,|$)/i.test(exposed)) {
-    headers["access-control-expose-headers"] = exposed ? `${exposed}, Mcp-Session-Id` : "Mcp-Session-Id";
   }
   if (String(headers["content-type"] ?? "").startsWith("text/event-stream")) {
     // Tell any buffering reverse proxy in front of the broker (nginx) to pass events through.

@@ -52,15 +52,16 @@ function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: s
 }
 
 /**
- * Fires `onExpire` once `ms` pass without response headers, except while the client's upload is
- * still progressing: the request socket's byte count is looked at when the timer fires (no work
- * per chunk), and an upload that moved since the last look earns another `ms`.
+ * Fires `onExpire` once `ms` pass without response headers and without upload progress: the
+ * request socket's byte count is looked at when the timer fires (no work per chunk), and bytes
+ * that arrived since the last look earn another `ms`. So the deadline falls between `ms` and
+ * `2 ms` after the client's last byte, whether its upload is still open or has just completed.
  */
 function inactivityDeadline(ms: number, request: IncomingMessage, onExpire: () => void): { disarm(): void } {
   let seen = request.socket?.bytesRead ?? 0;
   const timer = setTimeout(function check() {
     const now = request.socket?.bytesRead ?? seen;
-    if (!request.complete && now !== seen) {
+    if (now !== seen) {
       seen = now;
       timer.refresh();
       return;

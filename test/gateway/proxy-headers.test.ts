@@ -86,16 +86,12 @@ describe("client response headers", () => {
       "content-type": "text/event-stream",
       "mcp-session-id": "s",
       "x-other": "kept",
-      "access-control-expose-headers": "Mcp-Session-Id",
       "x-accel-buffering": "no",
     });
   });
 
-  it("adds Mcp-Session-Id to an existing expose list once", () => {
-    expect(clientResponseHeaders({ "access-control-expose-headers": "X-A" })["access-control-expose-headers"]).toBe("X-A, Mcp-Session-Id");
-    expect(clientResponseHeaders({ "access-control-expose-headers": "x-a, mcp-session-id" })["access-control-expose-headers"]).toBe(
-      "x-a, mcp-session-id",
-    );
+  it("drops the MCP server's CORS headers: the broker's CORS policy is the one for its origin", () => {
+    expect(clientResponseHeaders({ "access-control-allow-origin": "https://evil.example", "access-control-expose-headers": "X-A", "x-b": "1" })).toEqual({ "x-b": "1" });
   });
 });
 
