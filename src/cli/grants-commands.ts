@@ -6,7 +6,8 @@ import { CliError, jsonCommand, iso, printJson, printTable } from "./output.ts";
 import { grantDeathReason } from "../grants/lifecycle.ts";
 
 export function registerGrantCommands(program: Command): void {
-  const grants = program.command("grants").description("list and revoke grants (what a client may do for a user)");
+  // "sessions" is the name the outside contract uses for the same thing: what a user signed in to.
+  const grants = program.command("grants").alias("sessions").description("list and revoke grants (what a client may do for a user; alias: sessions)");
 
   jsonCommand(grants, "list", "list grants, live ones by default")
     .option("--user <subject>", "only grants of this upstream user, e.g. github:583231")

@@ -100,6 +100,8 @@ describe("mcp-auth-broker CLI", () => {
     expect(aliceGrant.status).toBe("live");
     const onlyBob = JSON.parse((await cli(["grants", "list", "--user", "demo:bob", "--json"])).stdout) as Array<{ subject: string }>;
     expect(onlyBob.map((g) => g.subject)).toEqual(["demo:bob"]);
+    // "sessions", the contract's word for the same command.
+    expect(JSON.parse((await cli(["sessions", "list", "--user", "demo:bob", "--json"])).stdout)).toEqual(onlyBob);
 
     const byId = await cli(["grants", "revoke", aliceGrant.id]);
     expect(byId.code).toBe(0);
