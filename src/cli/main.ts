@@ -4,6 +4,7 @@ import { Command, CommanderError } from "commander";
 import { registerGrantCommands } from "./grants-commands.ts";
 import { registerMaintenanceCommands } from "./maintenance-commands.ts";
 import { registerClientCommands } from "./clients-commands.ts";
+import { registerCheckCommand } from "./check-command.ts";
 import { CliError } from "./output.ts";
 
 const program = new Command()
@@ -15,6 +16,7 @@ const program = new Command()
 registerClientCommands(program);
 registerGrantCommands(program);
 registerMaintenanceCommands(program);
+registerCheckCommand(program);
 
 try {
   await program.parseAsync(process.argv);

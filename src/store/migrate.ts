@@ -1,8 +1,10 @@
 // Applies pending migrations with the Prisma CLI (JS schema engine, nothing downloaded), for
 // `npm start` and `mcp-auth-broker migrate`.
 import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Database } from "./db.ts";
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -49,4 +51,25 @@ export async function migrateDatabase(databaseUrl: string, cwd: string = process
   });
   const applied = [...output.matchAll(/└─ (\S+)\//g)].map((m) => m[1]!).filter((n) => /^\d{14}_/.test(n));
   return { applied, output };
+}
+
+/** Migrations checked in for this kind of database that the database has not applied yet. */
+export async function pendingMigrations(database: Database): Promise<string[]> {
+  const folder = path.join(projectRoot, "prisma", database.kind, "migrations");
+  const known = readdirSync(folder, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
+  let applied: Set<string>;
+  try {
+    const rows = await database.db.$queryRawUnsafe<Array<{ migration_name: string }>>(
+      `SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+    );
+    applied = new Set(rows.map((r) => r.migration_name));
+  } catch (err) {
+    // No migrations table: nothing applied yet (an unreachable database fails on its own, below).
+    if (!/_prisma_migrations/.test((err as Error).message)) throw err;
+    applied = new Set();
+  }
+  return known.filter((name) => !applied.has(name));
 }

@@ -3,7 +3,7 @@
 // use the application endpoints, authenticated with the app's client id and secret.
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { UpstreamError, type UpstreamAuthorizationRequest, type UpstreamCallbackInput, type UpstreamCheck, type UpstreamIdentity, type UpstreamProvider, type UpstreamTokens } from "./provider.ts";
+import { CREDENTIAL_CHECK_CODE, expectCodeRefused, UpstreamError, type UpstreamAuthorizationRequest, type UpstreamCallbackInput, type UpstreamCheck, type UpstreamIdentity, type UpstreamProvider, type UpstreamTokens } from "./provider.ts";
 import { classifyFailure, kindOf } from "./errors.ts";
 
 export interface GitHubProviderOptions {
@@ -149,6 +149,10 @@ export class GitHubProvider implements UpstreamProvider {
     if (res.status === 404 || res.status === 422) return { status: "invalid", reason: "GitHub no longer knows this token (revoked or expired)" };
     if (res.status === 401 || res.status === 403) throw new UpstreamError("misconfigured", `checking the GitHub token: status ${res.status} (check UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET)`);
     throw new UpstreamError("protocol", `checking the GitHub token: unexpected status ${res.status}`);
+  }
+
+  verifyCredentials(redirectUri: string): Promise<void> {
+    return expectCodeRefused(this.tokenRequest({ code: CREDENTIAL_CHECK_CODE, redirect_uri: redirectUri }, "checking the GitHub app credentials"));
   }
 
   canRefresh(tokens: UpstreamTokens): boolean {

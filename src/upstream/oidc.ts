@@ -3,7 +3,7 @@
 // introspection when the issuer offers it, else userinfo; refresh; revocation.
 import * as client from "openid-client";
 import { isLoopbackHost } from "../config.ts";
-import { UpstreamError, type UpstreamAuthorizationRequest, type UpstreamCallbackInput, type UpstreamCheck, type UpstreamIdentity, type UpstreamProvider, type UpstreamTokens } from "./provider.ts";
+import { CREDENTIAL_CHECK_CODE, expectCodeRefused, UpstreamError, type UpstreamAuthorizationRequest, type UpstreamCallbackInput, type UpstreamCheck, type UpstreamIdentity, type UpstreamProvider, type UpstreamTokens } from "./provider.ts";
 import { classifyFailure } from "./errors.ts";
 
 export interface OidcProviderOptions {
@@ -63,6 +63,18 @@ export class OidcProvider implements UpstreamProvider {
 
   async prepare(): Promise<void> {
     await this.config();
+  }
+
+  async verifyCredentials(redirectUri: string): Promise<void> {
+    const config = await this.config();
+    const what = `checking the client credentials at ${this.options.issuer}`;
+    await expectCodeRefused(
+      client
+        .genericGrantRequest(config, "authorization_code", { code: CREDENTIAL_CHECK_CODE, redirect_uri: redirectUri, code_verifier: client.randomPKCECodeVerifier() })
+        .catch((err: unknown) => {
+          throw classifyFailure(err, what);
+        }),
+    );
   }
 
   private async scopes(config: client.Configuration): Promise<string> {

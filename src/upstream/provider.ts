@@ -89,4 +89,24 @@ export interface UpstreamProvider {
   revoke(tokens: UpstreamTokens): Promise<void>;
   /** Optional start-up check (OIDC discovery), so configuration problems show at once. */
   prepare?(): Promise<void>;
+  /**
+   * Proves the broker's client credentials without a user: a made-up code is exchanged, and the
+   * IdP answers "bad code" only after it has accepted the client. Resolves when it did; throws
+   * UpstreamError (`misconfigured`, `unavailable`, `protocol`) otherwise.
+   */
+  verifyCredentials(redirectUri: string): Promise<void>;
+}
+
+/** The code sent by verifyCredentials: no IdP ever issued it. */
+export const CREDENTIAL_CHECK_CODE = "mcp-auth-broker-credential-check";
+
+/** The outcome of a made-up code exchange: refused as a bad code means the client was accepted. */
+export async function expectCodeRefused(exchange: Promise<unknown>): Promise<void> {
+  try {
+    await exchange;
+  } catch (err) {
+    if (err instanceof UpstreamError && err.kind === "invalid_grant") return;
+    throw err;
+  }
+  throw new UpstreamError("protocol", "the identity provider accepted an authorization code it never issued");
 }

@@ -4,9 +4,11 @@ import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { cleanEnv, projectRoot, type Finished } from "../support/spawn.ts";
+import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
+import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 
 let t: TestBroker;
 let env: Record<string, string>;
@@ -152,5 +154,47 @@ describe("mcp-auth-broker CLI", () => {
     const res = await cli(["clients", "list"], { env: { ...env, DATABASE_URL: "mysql://x" } });
     expect(res.code).toBe(1);
     expect(res.stderr.trim()).toMatch(/^mcp-auth-broker: configuration error: DATABASE_URL/);
+  });
+
+  describe("check", () => {
+    let gh: GitHubEmulator;
+    let mcp: DemoMcpServer;
+    let githubEnv: Record<string, string>;
+    beforeAll(async () => {
+      [gh, mcp] = await Promise.all([startGitHubEmulator({ clientId: "Iv1.check", clientSecret: "check-secret" }), startDemoMcpServer()]);
+      githubEnv = { ...env, UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "Iv1.check", UPSTREAM_CLIENT_SECRET: "check-secret", GITHUB_URL: gh.url, GITHUB_API_URL: gh.apiUrl, MCP_SERVER_URL: mcp.url };
+    });
+    afterAll(async () => {
+      await gh.close();
+      await mcp.close();
+    });
+
+    it("passes when the database, the GitHub app credentials and the MCP server are all right", async () => {
+      const res = await cli(["check"], { env: githubEnv });
+      expect(res.code).toBe(0);
+      expect(res.stdout).toMatch(/^ok +database +SQLite .* is reachable and up to date$/m);
+      expect(res.stdout).toMatch(/^ok +identity provider +GitHub accepts UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET$/m);
+      expect(res.stdout).toMatch(/^ok +MCP server +http:\/\/127\.0\.0\.1:\d+\/mcp answers \(HTTP \d+\)$/m);
+      const json = JSON.parse((await cli(["check", "--json"], { env: githubEnv })).stdout) as Array<{ check: string; ok: boolean }>;
+      expect(json.map((r) => [r.check, r.ok])).toEqual([["configuration", true], ["database", true], ["identity provider", true], ["MCP server", true]]);
+    });
+
+    it("fails with what to fix: a wrong client secret, an MCP server that is not there, a database not migrated", async () => {
+      const fresh = mkdtempSync(path.join(tmpdir(), "mab-check-"));
+      const nobody = await freePort();
+      const res = await cli(["check"], { env: { ...githubEnv, UPSTREAM_CLIENT_SECRET: "not-the-secret", MCP_SERVER_URL: `http://127.0.0.1:${nobody}/mcp`, DATABASE_URL: `file:${path.join(fresh, "new.db")}` } });
+      expect(res.code).toBe(1);
+      expect(res.stdout).toMatch(/^FAIL +identity provider +GitHub: .*incorrect_client_credentials.*check UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET/m);
+      expect(res.stdout).toMatch(new RegExp(`^FAIL +MCP server +cannot reach http://127\\.0\\.0\\.1:${nobody}/mcp \\(ECONNREFUSED\\): .*correct MCP_SERVER_URL$`, "m"));
+      expect(res.stdout).toMatch(/^FAIL +database +.*migration\(s\) are pending .*run npx mcp-auth-broker migrate/m);
+      expect(res.stderr).toContain("3 check(s) failed");
+    });
+
+    it("in demo mode says the built-in parts are used", async () => {
+      const res = await cli(["check"]);
+      expect(res.code).toBe(0);
+      expect(res.stdout).toContain("demo identity provider");
+      expect(res.stdout).toContain("built-in demo MCP server");
+    });
   });
 });

@@ -2,7 +2,7 @@
 // the suite's server is available: same code, same behaviour.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
-import { migrateDatabase } from "../../src/store/migrate.ts";
+import { migrateDatabase, pendingMigrations } from "../../src/store/migrate.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 
@@ -25,12 +25,17 @@ describe.each(targets)("storage on $name", (target) => {
   });
 
   it("applies every migration to an empty database, and is idempotent", async () => {
+    const empty = await openDatabase(url);
+    const pendingBefore = await pendingMigrations(empty).finally(() => empty.close());
+    expect(pendingBefore).toContain("20261122140000_init");
     const first = await migrateDatabase(url);
+    expect(first.applied).toEqual(pendingBefore);
     expect(first.applied).toContain("20261122140000_init");
     const second = await migrateDatabase(url);
     expect(second.applied).toEqual([]);
     database = await openDatabase(url);
     expect(database.kind).toBe(target.name);
+    expect(await pendingMigrations(database)).toEqual([]);
   });
 
   it("round-trips every model", async () => {

@@ -26,6 +26,12 @@ beforeAll(async () => {
 afterAll(async () => gh.close());
 
 describe("GitHubProvider", () => {
+  it("verifies its app credentials without a user: right ones pass, a wrong secret or an unreachable GitHub say so", async () => {
+    await expect(provider().verifyCredentials(REDIRECT)).resolves.toBeUndefined();
+    await expect(provider({ clientSecret: "wrong" }).verifyCredentials(REDIRECT)).rejects.toMatchObject({ kind: "misconfigured", message: expect.stringContaining("UPSTREAM_CLIENT_SECRET") });
+    await expect(provider({ githubUrl: "http://127.0.0.1:1" }).verifyCredentials(REDIRECT)).rejects.toMatchObject({ kind: "unavailable" });
+  });
+
   it("builds GitHub's authorization URL with PKCE S256 and state", async () => {
     const request = await provider().createAuthorizationRequest(REDIRECT);
     const url = new URL(request.url);

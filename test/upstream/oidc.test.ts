@@ -27,6 +27,12 @@ beforeAll(async () => {
 afterAll(async () => idp.close());
 
 describe("OidcProvider", () => {
+  it("verifies its client credentials without a user: right ones pass, a wrong secret or an unreachable issuer say so", async () => {
+    await expect(oidc().verifyCredentials(REDIRECT)).resolves.toBeUndefined();
+    await expect(oidc({ clientSecret: "wrong" }).verifyCredentials(REDIRECT)).rejects.toMatchObject({ kind: "misconfigured" });
+    await expect(oidc({ issuer: "http://127.0.0.1:1/nowhere" }).verifyCredentials(REDIRECT)).rejects.toMatchObject({ kind: "unavailable" });
+  });
+
   it("logs in with PKCE, state and nonce, validates the ID token and reads the identity", async () => {
     const p = oidc();
     const { request, tokens } = await signIn(p, "alice");
