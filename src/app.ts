@@ -4,6 +4,7 @@ import type Router from "@koa/router";
 import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { requestContext } from "./http/request-context.ts";
+import { publicPaths } from "./http/public-paths.ts";
 import { securityHeaders } from "./http/security-headers.ts";
 import { errorHandler } from "./http/error-handler.ts";
 import { browserSession } from "./http/browser-session.ts";
@@ -21,7 +22,7 @@ export function createApp({ config, logger, routers }: AppParts): Koa {
   // Errors are handled (and logged with their request id) by errorHandler; Koa's own stderr
   // printing would duplicate them and could leak details.
   app.silent = true;
-  app.use(requestContext(logger));
+  app.use(requestContext(logger, ["/healthz", "/readyz", ...publicPaths(config.publicUrl, "/mcp")]));
   app.use(securityHeaders({ https: config.publicUrl.startsWith("https:") }));
   app.use(errorHandler());
   const https = config.publicUrl.startsWith("https:");

@@ -11,7 +11,12 @@ export interface RequestState {
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{8,128}$/;
 
-export function requestContext(logger: Logger): Koa.Middleware {
+/**
+ * `quietPaths` (and what lies below them) log their request line at debug: the /mcp hot path and
+ * the probes, so that info logs stay readable under load.
+ */
+export function requestContext(logger: Logger, quietPaths: readonly string[] = []): Koa.Middleware {
+  const isQuiet = (path: string) => quietPaths.some((q) => path === q || path.startsWith(`${q}/`));
   return async (ctx, next) => {
     const incoming = ctx.get("x-request-id");
     const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -25,9 +30,7 @@ export function requestContext(logger: Logger): Koa.Middleware {
     try {
       await next();
     } finally {
-      // The /mcp hot path and probes log at debug so info logs stay readable under load.
-      const quiet = ctx.path === "/healthz" || ctx.path === "/readyz" || (/(^|\/)mcp(\/|$)/.test(ctx.path) && !ctx.path.includes("/.well-known/"));
-      const level = quiet ? "debug" : "info";
+      const level = isQuiet(ctx.path) ? "debug" : "info";
       if (logger.isLevelEnabled(level)) {
         const ms = Math.round((performance.now() - started) * 10) / 10;
         state.log[level]({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms }, "request");

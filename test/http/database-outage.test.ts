@@ -2,34 +2,19 @@
 // error format of their route (OAuth JSON, JSON-RPC, page), never a 500; the broker recovers by
 // itself when the database is back.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import pg from "pg";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
+import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
 
 (postgresAvailable ? describe : describe.skip)("a PostgreSQL outage", () => {
   let t: TestBroker;
-  let database: { url: string; drop(): Promise<void> };
-  let name: string;
-  const admin = async (sql: string, params: unknown[] = []) => {
-    const c = new pg.Client({ connectionString: database.url.replace(/\/[^/]+$/, "/postgres") });
-    await c.connect();
-    await c.query(sql, params);
-    await c.end();
-  };
-  const goDown = async () => {
-    await admin(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`);
-    await admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, [name]);
-  };
-  const comeBack = () => admin(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS true`);
-
+  let database: TestPostgresDatabase;
   beforeAll(async () => {
     database = await createPostgresDatabase();
-    name = new URL(database.url).pathname.slice(1);
     t = await startBroker({ DATABASE_URL: database.url, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent" });
   }, 60_000);
   afterAll(async () => {
-    await comeBack().catch(() => undefined);
+    await database.comeBack().catch(() => undefined);
     await t.stop().catch(() => undefined);
     await database.drop();
   });
@@ -53,7 +38,7 @@ import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
     const session = init.headers.get("mcp-session-id")!;
     await init.text();
 
-    await goDown();
+    await database.goDown();
     try {
       const expectUnavailable = async (res: Response, body: (text: string) => void) => {
         expect(res.status).toBe(503);
@@ -80,7 +65,7 @@ import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
       expect(cached.status).toBe(200);
       expect(await cached.text()).toContain("whoami");
     } finally {
-      await comeBack();
+      await database.comeBack();
     }
     const after = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
     expect(after.status).toBe(200);

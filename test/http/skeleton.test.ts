@@ -8,7 +8,6 @@ import { createLogger, redactUrl } from "../../src/logger.ts";
 import { listen } from "../../src/http/server.ts";
 import { runToEnd, startProcess, waitForOutput } from "../support/spawn.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
-import pg from "pg";
 
 describe("application skeleton", () => {
   let t: TestBroker;
@@ -47,6 +46,25 @@ describe("application skeleton", () => {
 });
 
 describe("logging", () => {
+  it("logs a line per request at info, but the /mcp hot path and the probes only at debug", async () => {
+    const lines: Array<{ level: number; url?: string; msg: string }> = [];
+    const logger = createLogger("info", new Writable({ write: (c: Buffer, _e, done) => (lines.push(JSON.parse(c.toString())), done()) }));
+    const { createApp } = await import("../../src/app.ts");
+    const Router = (await import("@koa/router")).default;
+    const mcp = new Router().all(["/mcp", "/mcp/{*rest}"], (ctx) => void (ctx.body = "ok"));
+    const t = await startBroker();
+    const app = createApp({ config: t.broker.config, logger, routers: [mcp] });
+    const server = await listen(app.callback(), 0, "127.0.0.1");
+    try {
+      for (const p of ["/mcp", "/mcp/sub", "/healthz", "/mcpx", "/.well-known/oauth-protected-resource/mcp"]) await fetch(`http://127.0.0.1:${server.port}${p}`);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(lines.filter((l) => l.msg === "request").map((l) => l.url)).toEqual(["/mcpx", "/.well-known/oauth-protected-resource/mcp"]);
+    } finally {
+      await server.close(1000);
+      await t.stop();
+    }
+  });
+
   it("never writes tokens, codes, cookies or secrets", async () => {
     let output = "";
     const sink = new Writable({
@@ -137,12 +155,7 @@ describe("graceful shutdown", () => {
     const t = await startBroker({ DATABASE_URL: database.url });
     try {
       expect((await fetch(`${t.url}/readyz`)).status).toBe(200);
-      const name = new URL(database.url).pathname.slice(1);
-      const admin = new pg.Client({ connectionString: database.url.replace(/\/[^/]+$/, "/postgres") });
-      await admin.connect();
-      await admin.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`);
-      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, [name]);
-      await admin.end();
+      await database.goDown();
       const res = await fetch(`${t.url}/readyz`);
       expect(res.status).toBe(503);
       expect(await res.json()).toEqual({ status: "not ready", database: "unreachable" });

@@ -4,7 +4,26 @@ import pg from "pg";
 
 export const postgresAvailable = Boolean(process.env.MAB_TEST_POSTGRES_URL);
 
-export async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export interface TestPostgresDatabase {
+  readonly url: string;
+  /** Refuses new connections and cuts the open ones: the database is "down" for its users. */
+  goDown(): Promise<void>;
+  /** Accepts connections again. */
+  comeBack(): Promise<void>;
+  drop(): Promise<void>;
+}
+
+async function adminQuery(base: string, sql: string, params: unknown[] = []): Promise<void> {
+  const c = new pg.Client({ connectionString: `${base}/postgres` });
+  await c.connect();
+  try {
+    await c.query(sql, params);
+  } finally {
+    await c.end();
+  }
+}
+
+export async function createPostgresDatabase(): Promise<TestPostgresDatabase> {
   const base = process.env.MAB_TEST_POSTGRES_URL;
   if (!base) throw new Error("no PostgreSQL server for tests");
   const name = `mab_${randomBytes(6).toString("hex")}`;
@@ -14,11 +33,11 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop(): P
   await admin.end();
   return {
     url: `${base}/${name}`,
-    async drop() {
-      const c = new pg.Client({ connectionString: `${base}/postgres` });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+    async goDown() {
+      await adminQuery(base, `ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`);
+      await adminQuery(base, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, [name]);
     },
+    comeBack: () => adminQuery(base, `ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS true`),
+    drop: () => adminQuery(base, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
 }
