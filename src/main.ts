@@ -3,6 +3,7 @@
 import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.ts";
 import { createBroker } from "./broker.ts";
 import { MigrationError } from "./store/migrate.ts";
+import { installProcessGuard } from "./process-guard.ts";
 
 function fail(message: string): never {
   process.stderr.write(`mcp-auth-broker: ${message}\n`);
@@ -34,6 +35,7 @@ async function main(): Promise<void> {
     if (code === "EADDRNOTAVAIL") fail(`HOST=${config.host} is not an address of this machine`);
     throw err;
   }
+  installProcessGuard(broker.logger);
   broker.logger.info(
     { url: config.publicUrl, port: running.port, database: config.databaseKind, upstream: config.upstream.provider },
     "mcp-auth-broker listening",

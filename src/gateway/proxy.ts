@@ -71,6 +71,15 @@ function inactivityDeadline(ms: number, request: IncomingMessage, onExpire: () =
   return { disarm: () => clearTimeout(timer) };
 }
 
+/**
+ * Drops a response body nobody will read. undici's body emits "error" (RequestAbortedError) when
+ * destroyed; without a listener that error would end the process.
+ */
+function discard(body: Readable): void {
+  body.on("error", () => {});
+  body.destroy();
+}
+
 function errorCode(err: unknown): string | undefined {
   const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
   const code = e?.code ?? e?.cause?.code;
@@ -177,11 +186,11 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
           }
         } catch (err) {
           // The binding's store failed (database down): the MCP server's answer goes nowhere.
-          upstream.body.destroy();
+          discard(upstream.body);
           throw err;
         }
         if (refused) {
-          upstream.body.destroy();
+          discard(upstream.body);
           log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
           return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
         }

@@ -45,12 +45,20 @@ export async function readJsonObject(ctx: Koa.Context, limit = DEFAULT_BODY_LIMI
   return value as Record<string, unknown>;
 }
 
-/** Query or form parameters as a record; a parameter given twice is refused. */
+/**
+ * C0 controls and DEL. No OAuth parameter may hold them (RFC 6749 Appendix A: VSCHAR, NQCHAR,
+ * URI-reference), and a NUL cannot even be stored in PostgreSQL text: refused at the edge.
+ */
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+/** Query or form parameters as a record; a parameter given twice, or with control characters, is refused. */
 export function paramsToRecord(params: URLSearchParams): Record<string, string> {
   const out: Record<string, string> = {};
   for (const key of new Set(params.keys())) {
     const all = params.getAll(key);
-    if (all.length > 1) throw new OAuthError("invalid_request", `Parameter "${key}" was given more than once.`);
+    const name = JSON.stringify(key.slice(0, 40));
+    if (all.length > 1) throw new OAuthError("invalid_request", `Parameter ${name} was given more than once.`);
+    if (CONTROL_CHARACTERS.test(key) || CONTROL_CHARACTERS.test(all[0]!)) throw new OAuthError("invalid_request", `Parameter ${name} contains control characters.`);
     out[key] = all[0]!;
   }
   return out;
