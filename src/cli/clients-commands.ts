@@ -45,7 +45,7 @@ export function registerClientCommands(program: Command): void {
     .option("--redirect-uri <uri>", "an allowed redirect URI (repeat for several)", collect, [])
     .option("--public", "a public client (no secret; PKCE only), like most MCP clients")
     .option("--auth-method <method>", "client_secret_basic (default for confidential clients) or client_secret_post")
-    .option("--grant-type <type>", "authorization_code, refresh_token, client_credentials (repeat; default authorization_code + refresh_token)", collect, [])
+    .option("--grant-type <type>", "authorization_code, refresh_token, client_credentials (repeat; default authorization_code + refresh_token); client_credentials makes a machine client that reaches the MCP server as client:<id>, without a user", collect, [])
     .option("--client-uri <url>", "the application's website (https)")
     .option("--logo-uri <url>", "the application's logo (https)")
     .action(async (opts: { name: string; redirectUri: string[]; public?: boolean; authMethod?: string; grantType: string[]; clientUri?: string; logoUri?: string; json?: boolean }) => {
@@ -60,7 +60,7 @@ export function registerClientCommands(program: Command): void {
           response_types: grantTypes.includes("authorization_code") ? ["code"] : [],
           ...(opts.clientUri ? { client_uri: opts.clientUri } : {}),
           ...(opts.logoUri ? { logo_uri: opts.logoUri } : {}),
-        });
+        }, "manual");
       } catch (err) {
         if (err instanceof OAuthError) throw new CliError(`invalid client: ${err.description}`, 2);
         throw err;

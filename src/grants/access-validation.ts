@@ -10,13 +10,14 @@ import { CredentialRejected } from "./errors.ts";
 import { hashPresentedToken } from "./token-format.ts";
 import type { UsageRecorder } from "./usage-recorder.ts";
 import { SingleFlight } from "./single-flight.ts";
+import { machineSubject } from "./types.ts";
 
 export interface ValidatedAccess {
   readonly tokenHash: string;
   readonly grantId: string;
   readonly clientId: string;
-  /** Upstream subject (`github:123`); null for client_credentials tokens. */
-  readonly subject: string | null;
+  /** Upstream subject (`github:123`), or `client:<id>` for a machine client (client_credentials). */
+  readonly subject: string;
   readonly user: string | null;
   readonly scopes: readonly string[];
   readonly resource: string;
@@ -95,9 +96,18 @@ export class AccessValidator {
   private async loadFromStore(hash: string): Promise<CacheEntry> {
     const row = await this.ctx.db.accessToken.findUnique({
       where: { tokenHash: hash },
-      include: { grant: { include: { upstreamSession: { select: { login: true, subject: true } } } } },
+      include: {
+        grant: { include: { upstreamSession: { select: { login: true, subject: true } }, client: { select: { registrationType: true, grantTypes: true } } } },
+      },
     });
     if (!row) throw new CredentialRejected("the access token is not valid");
+    // A grant without a user is only ever a machine client the operator registered and still
+    // allows client_credentials; tokens of self-registered ones (issued before /register refused
+    // the grant) or of clients the operator has since changed are dead.
+    const machine = row.grant.upstreamSessionId === null;
+    if (machine && !(row.grant.kind === "client_credentials" && row.grant.client.registrationType === "manual" && (JSON.parse(row.grant.client.grantTypes) as string[]).includes("client_credentials"))) {
+      throw new CredentialRejected("this token carries no signed-in user and was not issued to an operator-registered machine client");
+    }
     const now = new Date();
     if (row.revokedAt) throw new CredentialRejected("the access token was revoked");
     if (row.expiresAt <= now) throw new CredentialRejected("the access token expired");
@@ -119,7 +129,7 @@ export class AccessValidator {
       tokenHash: hash,
       grantId: row.grantId,
       clientId: row.clientId,
-      subject: row.grant.subject,
+      subject: row.grant.subject ?? machineSubject(row.clientId),
       user: row.grant.upstreamSession?.login ?? null,
       scopes: row.scope.split(" ").filter(Boolean),
       resource: row.resource,

@@ -1,5 +1,6 @@
 // RFC 7591 client metadata, validated once for both ways a client comes to exist: /register and
-// the operator CLI's `clients add`.
+// the operator CLI's `clients add`. What differs between them is what a registration may ask for:
+// a self-registered client never gets a grant without a user.
 import { z } from "zod";
 import { OAuthError } from "../http/errors.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";
@@ -19,24 +20,38 @@ const httpsUrl = z
     }
   }, "must be an https URL");
 
+/** Text stored and shown as is: no control characters (a NUL cannot even be stored in PostgreSQL). */
+const text = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .regex(/^[^\u0000-\u001f\u007f]*$/, "must not contain control characters");
+
 const Schema = z.object({
   redirect_uris: z.array(z.string().max(2000)).max(20).optional(),
   token_endpoint_auth_method: z.enum(["none", "client_secret_basic", "client_secret_post"]).optional(),
   grant_types: z.array(z.enum(["authorization_code", "refresh_token", "client_credentials"])).max(10).optional(),
   response_types: z.array(z.enum(["code"])).max(10).optional(),
-  scope: z.string().max(1000).optional(),
-  client_name: z.string().trim().min(1).max(200).optional(),
+  scope: text(1000).optional(),
+  client_name: text(200).trim().min(1).optional(),
   client_uri: httpsUrl.optional(),
   logo_uri: httpsUrl.optional(),
-  software_id: z.string().max(200).optional(),
-  software_version: z.string().max(100).optional(),
+  software_id: text(200).optional(),
+  software_version: text(100).optional(),
 });
 
 function fail(field: string, message: string, code: "invalid_client_metadata" | "invalid_redirect_uri" = "invalid_client_metadata"): never {
   throw new OAuthError(code, `${field} ${message}`);
 }
 
-export function parseClientMetadata(input: unknown): ClientMetadata {
+/**
+ * Who registers: the client itself at /register ("dynamic"), or the operator with the CLI
+ * ("manual"). Only the operator can make a machine client (client_credentials): its tokens carry no
+ * user, so a self-registered one would reach the MCP server with no login at all.
+ */
+export type RegistrationOrigin = "dynamic" | "manual";
+
+export function parseClientMetadata(input: unknown, origin: RegistrationOrigin): ClientMetadata {
   const parsed = Schema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -51,6 +66,9 @@ export function parseClientMetadata(input: unknown): ClientMetadata {
   const usesCode = grantTypes.includes("authorization_code");
   if (usesCode !== responseTypes.includes("code")) fail("grant_types", 'and response_types are inconsistent: "authorization_code" goes with "code".');
   if (grantTypes.includes("refresh_token") && !usesCode) fail("grant_types", 'includes "refresh_token" without "authorization_code".');
+  if (grantTypes.includes("client_credentials") && origin === "dynamic") {
+    fail("grant_types", 'includes "client_credentials", which self-registered clients cannot use: its tokens carry no user. An operator can register a machine client (npx mcp-auth-broker clients add --grant-type client_credentials).');
+  }
   if (grantTypes.includes("client_credentials") && tokenEndpointAuthMethod === "none") fail("grant_types", '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic or client_secret_post).');
   const redirectUris = [...new Set(m.redirect_uris ?? [])];
   if (usesCode && redirectUris.length === 0) fail("redirect_uris", "is required for the authorization_code grant.", "invalid_redirect_uri");

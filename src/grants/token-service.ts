@@ -12,7 +12,7 @@ import { verifyPkceS256 } from "./pkce.ts";
 import { audit } from "./audit.ts";
 import type { TokenIssuer } from "./ports.ts";
 import type { IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
-import { DEFAULT_SCOPE } from "./types.ts";
+import { DEFAULT_SCOPE, machineSubject } from "./types.ts";
 import type { Db } from "../store/db.ts";
 
 type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
@@ -250,6 +250,10 @@ export class TokenService implements TokenIssuer {
     if (!input.client.grantTypes.includes("client_credentials")) {
       throw new OAuthError("unauthorized_client", "This client is not registered for the client_credentials grant.");
     }
+    // Registrations made before /register refused client_credentials may still say so.
+    if (input.client.registrationType !== "manual") {
+      throw new OAuthError("unauthorized_client", "client_credentials is only for machine clients the operator registered (npx mcp-auth-broker clients add --grant-type client_credentials).");
+    }
     const resource = input.resource ?? this.ctx.config.resourceUrl;
     const scope = input.scope ?? input.client.scope ?? DEFAULT_SCOPE;
     const now = new Date();
@@ -259,13 +263,14 @@ export class TokenService implements TokenIssuer {
           id: randomUUID(),
           clientId: input.client.id,
           kind: "client_credentials",
+          subject: machineSubject(input.client.id),
           resource,
           scope,
           ...initialDeadlines(this.ctx.config, now),
         },
       });
       const issued = await this.issue(tx, grant, scope, resource, now, { refresh: null });
-      await audit(tx, { type: "token.issued", clientId: input.client.id, grantId: grant.id, detail: { grantType: "client_credentials" } });
+      await audit(tx, { type: "token.issued", clientId: input.client.id, grantId: grant.id, subject: grant.subject, detail: { grantType: "client_credentials" } });
       return issued;
     });
     return response;

@@ -64,3 +64,11 @@ export type IntrospectionResponse =
 /** The scopes this broker knows. `mcp` is the default scope for access to the MCP endpoint. */
 export const SUPPORTED_SCOPES = ["mcp", "offline_access"] as const;
 export const DEFAULT_SCOPE = "mcp";
+
+/**
+ * The subject of a machine client (client_credentials): what the MCP server receives as
+ * X-Auth-Subject, and what an access rule names to admit it.
+ */
+export function machineSubject(clientId: string): string {
+  return `client:${clientId}`;
+}

@@ -93,6 +93,23 @@ describe("mcp-auth-broker CLI", () => {
     expect(bad.stderr).toMatch(/invalid client: redirect_uris .*https/);
   });
 
+  it("clients add --grant-type client_credentials makes a machine client that reaches /mcp as client:<id>", async () => {
+    const added = await cli(["clients", "add", "--name", "Nightly job", "--grant-type", "client_credentials", "--json"]);
+    expect(added.code).toBe(0);
+    const machine = JSON.parse(added.stdout) as { client_id: string; client_secret: string; grant_types: string[] };
+    expect(machine.grant_types).toEqual(["client_credentials"]);
+    const issued = await fetch(`${t.url}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${Buffer.from(`${machine.client_id}:${machine.client_secret}`).toString("base64")}` },
+      body: "grant_type=client_credentials",
+    });
+    expect(issued.status).toBe(200);
+    const { access_token } = (await issued.json()) as { access_token: string };
+    expect(await mcpStatus(access_token)).toBe(200);
+    const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: machine.client_id } });
+    expect(grant.subject).toBe(`client:${machine.client_id}`);
+  });
+
   it("grants list shows live grants; grants revoke (by id and by --user) cuts access at once", async () => {
     const alice = await obtainTokens(t.url, { user: "alice" });
     const bob = await obtainTokens(t.url, { user: "bob" });

@@ -47,7 +47,7 @@ describe("validation cache", () => {
     const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
     const first = await h.grants.validator.validate(access_token);
     expect(first.clientId).toBe(service.id);
-    expect(first.subject).toBeNull();
+    expect(first.subject).toBe(`client:${service.id}`);
     await h.grants.usage.flush();
     const before = h.database.queryCount();
     for (let i = 0; i < 100; i++) await h.grants.validator.validate(access_token);

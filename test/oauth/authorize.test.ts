@@ -2,7 +2,7 @@
 // later problem goes to the validated redirect URI with error, error_description, state and iss.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
-import { authorizeUrl, countRows, pkcePair, postForm, redirectParams, registerTestClient, send, type TestClient } from "../support/oauth-client.ts";
+import { authorizeUrl, countRows, pkcePair, postForm, redirectParams, registerOperatorClient, registerTestClient, send, type TestClient } from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let client: TestClient;
@@ -17,7 +17,7 @@ beforeAll(async () => {
     registerTestClient(t.url, { redirect_uris: ["http://127.0.0.1:7777/a", "http://localhost:7778/b"] }),
     registerTestClient(t.url, { scope: "mcp" }),
     registerTestClient(t.url, { redirect_uris: ["https://app.example.com/cb?tenant=1"] }),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_basic", grant_types: ["client_credentials"], response_types: [], redirect_uris: ["https://machine.example.com/cb"] }),
+    registerOperatorClient(t.broker.database.db, { redirect_uris: ["https://machine.example.com/cb"] }),
   ]);
 });
 afterAll(async () => t.stop());

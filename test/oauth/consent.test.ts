@@ -67,7 +67,7 @@ describe("what the page shows", () => {
   });
 
   it("does not call an operator-registered client unverified", async () => {
-    const { client: manual } = await new ClientRegistry(db()).register(parseClientMetadata({ redirect_uris: ["https://ops.example.com/cb"], token_endpoint_auth_method: "none", client_name: "Ops tool" }), "manual");
+    const { client: manual } = await new ClientRegistry(db()).register(parseClientMetadata({ redirect_uris: ["https://ops.example.com/cb"], token_endpoint_auth_method: "none", client_name: "Ops tool" }, "manual"), "manual");
     const page = await openConsent(authorizeUrl(t.url, { client_id: manual.id, redirect_uri: "https://ops.example.com/cb" }));
     expect(page.html).toContain("Ops tool");
     expect(page.html).not.toMatch(/Unverified/);

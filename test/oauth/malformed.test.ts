@@ -3,7 +3,7 @@
 // page or an error redirect to the registered URI; and the database stays exactly as it was.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { authorizeUrl, basicAuth, countRows, freshIp, registerTestClient, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
+import { authorizeUrl, basicAuth, countRows, freshIp, registerOperatorClient, registerTestClient, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -13,7 +13,7 @@ beforeAll(async () => {
   t = await startBroker({ TRUST_PROXY: "true" });
   [pub, basic, post] = await Promise.all([
     registerTestClient(t.url),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token", "client_credentials"] }),
+    registerOperatorClient(t.broker.database.db, { redirect_uris: ["http://127.0.0.1:7777/callback"], grant_types: ["authorization_code", "refresh_token", "client_credentials"], response_types: ["code"] }),
     registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
   ]);
 });

@@ -77,16 +77,18 @@ describe("successful registration", () => {
   });
 
   it("issues secrets that authenticate at the token endpoint by the registered method only", async () => {
-    const basic = await register({ grant_types: ["client_credentials"], token_endpoint_auth_method: "client_secret_basic" });
+    const basic = await register({ redirect_uris: ["https://app.example.com/cb"], grant_types: ["authorization_code", "refresh_token"], token_endpoint_auth_method: "client_secret_basic" });
     expect(basic.status).toBe(201);
-    expect(basic.json!.response_types).toEqual([]);
     const id = basic.json!.client_id as string;
     const secret = basic.json!.client_secret as string;
-    const ok = await postForm(`${t.url}/token`, { grant_type: "client_credentials" }, { authorization: basicAuth(id, secret) });
-    expect(ok.status).toBe(200);
-    const wrong = await postForm(`${t.url}/token`, { grant_type: "client_credentials" }, { authorization: basicAuth(id, tamper(secret)) });
+    // Authenticated, the made-up refresh token is what fails (400); unauthenticated, the client (401).
+    const form = { grant_type: "refresh_token", refresh_token: "mab_rt_unknown" };
+    const ok = await postForm(`${t.url}/token`, form, { authorization: basicAuth(id, secret) });
+    expect(ok.status).toBe(400);
+    expect(ok.json!.error).toBe("invalid_grant");
+    const wrong = await postForm(`${t.url}/token`, form, { authorization: basicAuth(id, tamper(secret)) });
     expect(wrong.status).toBe(401);
-    const post = await postForm(`${t.url}/token`, { grant_type: "client_credentials", client_id: id, client_secret: secret });
+    const post = await postForm(`${t.url}/token`, { ...form, client_id: id, client_secret: secret });
     expect(post.status).toBe(401);
   });
 
@@ -163,6 +165,11 @@ describe("client metadata rules", () => {
     ["response type code without authorization_code", { ...publicClient, grant_types: ["refresh_token"], response_types: ["code"] }],
     ["refresh_token alone", { token_endpoint_auth_method: "client_secret_basic", grant_types: ["refresh_token"], response_types: [] }],
     ["client_credentials for a public client", { token_endpoint_auth_method: "none", grant_types: ["client_credentials"] }],
+    ["client_credentials for a confidential client (only the operator makes machine clients)", { token_endpoint_auth_method: "client_secret_basic", grant_types: ["client_credentials"], response_types: [] }],
+    ["client_credentials beside the code grant", { redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token", "client_credentials"] }],
+    ["a client_name with a NUL byte", { ...publicClient, client_name: "a\u0000b" }],
+    ["a client_name with a line break", { ...publicClient, client_name: "a\nb" }],
+    ["a software_id with a control character", { ...publicClient, software_id: "x\u0007" }],
     ["an unsupported auth method", { ...publicClient, token_endpoint_auth_method: "private_key_jwt" }],
     ["grant_types that is not an array", { ...publicClient, grant_types: "authorization_code" }],
     ["a client_name over 200 characters", { ...publicClient, client_name: "n".repeat(201) }],
@@ -185,11 +192,11 @@ describe("client metadata rules", () => {
   });
 
   it("accepts consistent combinations", async () => {
-    const cc = await register({ token_endpoint_auth_method: "client_secret_post", grant_types: ["client_credentials"] });
-    expect(cc.status).toBe(201);
-    const all = await register({ redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token", "client_credentials"] });
+    const post = await register({ redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_post", grant_types: ["authorization_code"] });
+    expect(post.status).toBe(201);
+    const all = await register({ redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token"] });
     expect(all.status).toBe(201);
-    expect(all.json!.grant_types).toEqual(["authorization_code", "refresh_token", "client_credentials"]);
+    expect(all.json!.grant_types).toEqual(["authorization_code", "refresh_token"]);
   });
 
   it("wants JSON", async () => {
@@ -214,7 +221,7 @@ describe("switched off (DYNAMIC_REGISTRATION=false)", () => {
 
   it("still serves clients the operator registered (the CLI's way: ClientRegistry with the same metadata rules)", async () => {
     const registry = new ClientRegistry(closed.broker.database.db);
-    const { client } = await registry.register(parseClientMetadata({ ...publicClient, client_name: "Operator's client" }), "manual");
+    const { client } = await registry.register(parseClientMetadata({ ...publicClient, client_name: "Operator's client" }, "manual"), "manual");
     const res = await send(authorizeUrl(closed.url, { client_id: client.id, redirect_uri: publicClient.redirect_uris[0]! }).href);
     expect(res.status).toBe(302);
     expect(res.headers.get("location")).toContain("/consent?transaction=");

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { authorize } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { basicAuth, clientAuth, postForm, registerTestClient, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
+import { basicAuth, clientAuth, postForm, registerOperatorClient, registerTestClient, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -14,9 +14,9 @@ beforeAll(async () => {
   t = await startBroker({ TRUST_PROXY: "true" });
   [pub, basic, post, other] = await Promise.all([
     registerTestClient(t.url),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token", "client_credentials"] }),
+    registerOperatorClient(t.broker.database.db, { redirect_uris: ["http://127.0.0.1:7777/callback"], grant_types: ["authorization_code", "refresh_token", "client_credentials"], response_types: ["code"] }),
     registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_basic", grant_types: ["client_credentials"], response_types: [], redirect_uris: undefined }),
+    registerOperatorClient(t.broker.database.db),
   ]);
 });
 afterAll(async () => t.stop());
@@ -153,8 +153,9 @@ describe("/introspect", () => {
   it("describes a client_credentials token", async () => {
     const issued = await postForm(`${t.url}/token`, { grant_type: "client_credentials" }, asBasic(other));
     const res = await introspect({ token: issued.json!.access_token as string }, asBasic(other));
-    expect(res.json).toMatchObject({ active: true, client_id: other.client_id, token_type: "Bearer" });
-    expect(res.json).not.toHaveProperty("sub");
+    // RFC 7662 sub: the resource owner, here the machine client itself; there is no user name.
+    expect(res.json).toMatchObject({ active: true, client_id: other.client_id, token_type: "Bearer", sub: `client:${other.client_id}` });
+    expect(res.json).not.toHaveProperty("username");
   });
 
   it("says only {active:false} for revoked, expired, foreign and unknown tokens", async () => {

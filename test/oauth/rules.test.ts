@@ -110,12 +110,12 @@ describe("scopes", () => {
 
 describe("client metadata (shared by /register and the CLI)", () => {
   it("applies RFC 7591 defaults", () => {
-    const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb"] });
+    const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb"] }, "dynamic");
     expect(m).toMatchObject({ tokenEndpointAuthMethod: "client_secret_basic", grantTypes: ["authorization_code"], responseTypes: ["code"], scope: null, clientName: null });
   });
 
   it("deduplicates and normalizes", () => {
-    const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb", "https://a.example/cb"], grant_types: ["authorization_code", "authorization_code", "refresh_token"], scope: "offline_access mcp mcp", token_endpoint_auth_method: "none" });
+    const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb", "https://a.example/cb"], grant_types: ["authorization_code", "authorization_code", "refresh_token"], scope: "offline_access mcp mcp", token_endpoint_auth_method: "none" }, "dynamic");
     expect(m).toMatchObject({ redirectUris: ["https://a.example/cb"], grantTypes: ["authorization_code", "refresh_token"], scope: "mcp offline_access" });
   });
 
@@ -127,6 +127,6 @@ describe("client metadata (shared by /register and the CLI)", () => {
     ["not an object", "invalid_client_metadata"],
     [null, "invalid_client_metadata"],
   ])("refuses %j with %s", (input, code) => {
-    expect(codeOf(() => parseClientMetadata(input))).toBe(code);
+    expect(codeOf(() => parseClientMetadata(input, "manual"))).toBe(code);
   });
 });

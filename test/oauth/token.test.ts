@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { authorize } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { basicAuth, postForm, postJson, registerTestClient, type HttpResult, type TestClient, tamper } from "../support/oauth-client.ts";
+import { basicAuth, postForm, postJson, registerOperatorClient, registerTestClient, type HttpResult, type TestClient, tamper } from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -15,9 +15,9 @@ beforeAll(async () => {
   t = await startBroker({ TRUST_PROXY: "true" });
   [pub, basic, post, machine, codeOnly] = await Promise.all([
     registerTestClient(t.url),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token", "client_credentials"] }),
+    registerOperatorClient(t.broker.database.db, { redirect_uris: ["http://127.0.0.1:7777/callback"], grant_types: ["authorization_code", "refresh_token", "client_credentials"], response_types: ["code"] }),
     registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_basic", grant_types: ["client_credentials"], response_types: [], redirect_uris: undefined }),
+    registerOperatorClient(t.broker.database.db),
     registerTestClient(t.url, { grant_types: ["authorization_code"] }),
   ]);
 });

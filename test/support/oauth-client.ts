@@ -4,6 +4,9 @@
 import { randomBytes } from "node:crypto";
 import { s256Challenge } from "../../src/grants/pkce.ts";
 import type { Db } from "../../src/store/db.ts";
+import { ClientRegistry } from "../../src/grants/clients.ts";
+import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
+import { clientMetadataResponse } from "../../src/oauth/register.ts";
 import { HttpBrowser } from "./http-browser.ts";
 import type { RegisteredTestClient } from "./oauth-flow.ts";
 
@@ -101,6 +104,18 @@ export async function registerTestClient(brokerUrl: string, metadata: Record<str
   if (res.status !== 201 || !res.json) throw new Error(`registration failed: ${res.status} ${res.text}`);
   const redirectUris = (res.json.redirect_uris as string[] | undefined) ?? [];
   return { ...(res.json as unknown as RegisteredTestClient), ...res.json, redirect_uri: redirectUris[0] ?? "" };
+}
+
+/**
+ * Registers a client as the operator does (`clients add`: the same metadata rules, origin
+ * "manual") on a running broker's database, and returns it in the shape of a registration
+ * response. Machine clients (client_credentials) can only come to exist this way.
+ */
+export async function registerOperatorClient(db: Db, metadata: Record<string, unknown> = {}): Promise<TestClient> {
+  const body = { client_name: "Operator client", token_endpoint_auth_method: "client_secret_basic", grant_types: ["client_credentials"], response_types: [], ...metadata };
+  const { client, clientSecret } = await new ClientRegistry(db).register(parseClientMetadata(body, "manual"), "manual");
+  const response = clientMetadataResponse(client, clientSecret);
+  return { ...(response as unknown as RegisteredTestClient), ...response, redirect_uri: client.redirectUris[0] ?? "" };
 }
 
 /**
