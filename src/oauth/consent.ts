@@ -2,7 +2,7 @@
 // browser that started the transaction may decide, once, with the form's CSRF token.
 import type Koa from "koa";
 import { PageError } from "../http/errors.ts";
-import { readForm } from "../http/body.ts";
+import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import type { RequestState } from "../http/request-context.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
@@ -30,7 +30,7 @@ const NOT_PENDING = new PageError(
 export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
   return async (ctx) => {
     (ctx.state as RequestState).errorFormat = "page";
-    const id = typeof ctx.query.transaction === "string" ? ctx.query.transaction : "";
+    const id = paramsToRecord(new URLSearchParams(ctx.querystring)).transaction ?? "";
     const sid = browserSessionId(ctx, false);
     const tx = await deps.transactions.pendingFor(id, sid);
     if (!tx || !sid) throw NOT_PENDING;
