@@ -3,10 +3,10 @@
 // source, prisma/postgres is derived), so the rest of the code sees a single `Db` type.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { PrismaLibSQL } from "@prisma/adapter-libsql";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as SqliteClient } from "./generated/sqlite/client.ts";
 import { PrismaClient as PostgresClient } from "./generated/postgres/client.ts";
+import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
 
 export type Db = SqliteClient;
 export type { Prisma } from "./generated/sqlite/client.ts";
@@ -42,7 +42,8 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
   } else {
     const file = sqliteFilePath(url, cwd);
     mkdirSync(path.dirname(file), { recursive: true });
-    db = new SqliteClient({ adapter: new PrismaLibSQL({ url: `file:${file}` }) });
+    // busy_timeout, synchronous and foreign_keys are set on every connection by the adapter.
+    db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }) });
   }
   const counted = db.$extends({
     query: {
@@ -53,11 +54,9 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     },
   }) as unknown as Db;
   if (kind === "sqlite") {
-    // WAL lets the CLI and the server share the file; busy_timeout waits instead of failing
-    // when another process holds the write lock.
+    // WAL lets the CLI and the server share the file (readers never block the writer). It is
+    // recorded in the file, so once is enough for every connection.
     await db.$queryRawUnsafe("PRAGMA journal_mode = WAL");
-    await db.$queryRawUnsafe("PRAGMA busy_timeout = 5000");
-    await db.$queryRawUnsafe("PRAGMA foreign_keys = ON");
   }
   return {
     db: counted,

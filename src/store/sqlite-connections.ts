@@ -1,0 +1,96 @@
+// The libsql driver adapter with our SQLite settings on every connection it uses.
+//
+// Why: @libsql/client's local client hands its open connection to each interactive transaction
+// and lazily opens a new one for the next call (sqlite3.js `transaction()` / `#getDb()`). Settings
+// made with a plain `PRAGMA` query therefore stay behind on the first connection: after the first
+// `$transaction`, `busy_timeout` read 0 and a write lock held for a moment by another process (the
+// CLI) failed at once instead of waiting. WAL is a property of the file and survives; the settings
+// below belong to one connection and must be set on each.
+import type { Client, Config, InStatement, ResultSet, Transaction, TransactionMode } from "@libsql/client";
+import { PrismaLibSQL } from "@prisma/adapter-libsql";
+
+/** How long a statement waits for another process's lock before failing with SQLITE_BUSY. */
+export const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Per-connection settings, busy_timeout first so the others already wait. synchronous=FULL: a
+ * committed grant or revocation survives a power cut (WAL + NORMAL could lose the last commits);
+ * it costs one fsync per commit (~0.2–0.3 ms here). foreign_keys: the schema relies on cascades.
+ * Two calls: `busy_timeout = n` answers a row, which executeMultiple refuses; the other two go
+ * through executeMultiple because the client's execute path costs ~0.2 ms for `foreign_keys = ON`
+ * (measured) against a few µs there.
+ */
+export const SQLITE_CONNECTION_PRAGMAS = {
+  withRow: `PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`,
+  rowless: "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
+};
+
+/**
+ * Forwards to the libsql client and runs the pragmas before the first statement on each new
+ * connection: at the start and after every `transaction()`, which takes the current connection
+ * away. The pragmas go to the connection that `transaction()` then takes, so they also hold inside
+ * transactions. No interleaving to fear: the Prisma adapter serialises every call on its client
+ * (one mutex, held by an open transaction until it ends).
+ */
+class ConfiguredConnections implements Client {
+  #fresh = true;
+
+  constructor(private readonly inner: Client) {}
+
+  async #configure(): Promise<void> {
+    if (!this.#fresh) return;
+    // On the connection the next statement uses (opening it if needed). If this fails (e.g. the
+    // file cannot be opened), #fresh stays set and the next call tries again.
+    await this.inner.execute(SQLITE_CONNECTION_PRAGMAS.withRow);
+    await this.inner.executeMultiple(SQLITE_CONNECTION_PRAGMAS.rowless);
+    this.#fresh = false;
+  }
+
+  async execute(stmt: InStatement): Promise<ResultSet> {
+    await this.#configure();
+    return this.inner.execute(stmt);
+  }
+
+  async batch(stmts: Array<InStatement>, mode?: TransactionMode): Promise<Array<ResultSet>> {
+    await this.#configure();
+    return this.inner.batch(stmts, mode);
+  }
+
+  async transaction(mode?: TransactionMode): Promise<Transaction> {
+    await this.#configure();
+    try {
+      return await this.inner.transaction(mode);
+    } finally {
+      // The client now opens a new connection on its next use.
+      this.#fresh = true;
+    }
+  }
+
+  async executeMultiple(sql: string): Promise<void> {
+    await this.#configure();
+    return this.inner.executeMultiple(sql);
+  }
+
+  sync(): Promise<void> {
+    return this.inner.sync();
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+
+  get closed(): boolean {
+    return this.inner.closed;
+  }
+
+  get protocol(): string {
+    return this.inner.protocol;
+  }
+}
+
+/** PrismaLibSQL whose client applies SQLITE_CONNECTION_PRAGMAS to every connection. */
+export class ConfiguredPrismaLibSQL extends PrismaLibSQL {
+  override createClient(config: Config): Client {
+    return new ConfiguredConnections(super.createClient(config));
+  }
+}
