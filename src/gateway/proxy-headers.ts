@@ -93,18 +93,92 @@ export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHt
   return headers;
 }
 
-const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
+/** Characters RFC 3986 lets a path segment carry unencoded (pchar minus "%"). */
+const PCHAR = /^[A-Za-z0-9\-._~!$&'()*+,;=:@]$/;
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+/** Control characters (C0, DEL, C1), raw or once decoded. */
+const CONTROL = /\p{Cc}/u;
+/** A segment some server reads as "." or "..": dots only (Windows also drops trailing dots and spaces). */
+const DOT_LIKE = /^[.\s]*\.[.\s]*$/;
+
+/** One percent-decoding step; null for malformed escapes or invalid UTF-8 (overlong `%c0%ae`, …). */
+function decodeOnce(text: string): string | null {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether one decoded form of a segment could move the path: a separator inside the segment, a
+ * control character, or a dot segment, also with path parameters (`..;x`, Tomcat) or written with
+ * compatibility characters (`．．`, full-width dots).
+ */
+function unsafeForm(form: string): boolean {
+  if (/[/\\]/.test(form) || CONTROL.test(form) || /%(?:2f|5c|[01][0-9a-f]|7f)/i.test(form)) return true;
+  const bare = form.split(";", 1)[0]!;
+  return DOT_LIKE.test(bare) || DOT_LIKE.test(bare.normalize("NFKC"));
+}
+
+/**
+ * A raw path segment in canonical form (RFC 3986 §6.2.2): escapes of unreserved characters
+ * decoded, other escapes kept with upper-case hex (an escaped ";" or "?" is data, not syntax),
+ * characters a segment may not carry raw (`"`, `{`, …) percent-encoded. Null when the segment is unsafe in
+ * any of its decodings (double encoding included: `%252e%252e`) or not decodable at all.
+ */
+function canonicalSegment(raw: string): string | null {
+  // Node's parser admits only printable ASCII in the request target; anything else came through a
+  // lenient parser and has no one meaning (which bytes, which charset).
+  if (/[^\x21-\x7e]/.test(raw)) return null;
+  const decoded = decodeOnce(raw);
+  if (decoded === null || unsafeForm(raw)) return null;
+  // Decode again while it still changes: a server or framework behind the MCP server may.
+  for (let form: string | null = decoded, i = 0; form !== null && i < 4; i++) {
+    if (unsafeForm(form)) return null;
+    const next: string | null = form.includes("%") ? decodeOnce(form) : null;
+    form = next === form ? null : next;
+  }
+  let out = "";
+  for (let i = 0; i < raw.length; ) {
+    const c = raw[i]!;
+    if (c === "%") {
+      const char = String.fromCharCode(parseInt(raw.slice(i + 1, i + 3), 16));
+      out += UNRESERVED.test(char) ? char : `%${raw.slice(i + 1, i + 3).toUpperCase()}`;
+      i += 3;
+      continue;
+    }
+    out += PCHAR.test(c) ? c : `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`;
+    i += 1;
+  }
+  return out;
+}
 
 /**
  * The upstream path for a request under the mount path (`/mcp` → the target's path,
- * `/mcp/a/b?q` → target path + `/a/b?q`). Null when the request path could climb out of the
- * target's path (dot segments, backslashes) or is not under the mount path.
+ * `/mcp/a/b?q` → target path + `/a/b?q`), its segments in canonical form and empty segments
+ * dropped. `requestPath` is the raw request path (Koa's ctx.path is not percent-decoded). Null
+ * when the request is not under the mount path or when any decoding of it could reach elsewhere
+ * or mean something else to the MCP server: dot segments in any encoding (`..`, `%2e%2e`, `..;`,
+ * `%252e`), encoded separators (`%2f`, `%5c`) or backslashes, control characters (raw or
+ * encoded, `%00` included) and malformed escapes.
  */
 export function upstreamPath(target: URL, mountPath: string, requestPath: string, querystring: string): string | null {
   if (requestPath !== mountPath && !requestPath.startsWith(`${mountPath}/`)) return null;
   const rest = requestPath.slice(mountPath.length);
-  if (/\\|%5c/i.test(rest) || rest.split("/").some((segment) => DOT_SEGMENT.test(segment))) return null;
-  const base = rest && target.pathname.endsWith("/") ? target.pathname.slice(0, -1) : target.pathname;
+  let normalized = "";
+  const segments = rest.split("/").slice(1);
+  for (const [i, raw] of segments.entries()) {
+    if (raw === "") {
+      // "//" collapses; a trailing "/" stays (it may matter to the MCP server's routes).
+      if (i === segments.length - 1) normalized += "/";
+      continue;
+    }
+    const segment = canonicalSegment(raw);
+    if (segment === null) return null;
+    normalized += `/${segment}`;
+  }
+  const base = normalized && target.pathname.endsWith("/") ? target.pathname.slice(0, -1) : target.pathname;
   const query = [target.search.slice(1), querystring].filter(Boolean).join("&");
-  return `${base}${rest}${query ? `?${query}` : ""}`;
+  return `${base}${normalized}${query ? `?${query}` : ""}`;
 }

@@ -112,4 +112,66 @@ describe("upstream path", () => {
       expect([p, upstreamPath(target, "/mcp", p, "")]).toEqual([p, null]);
     }
   });
+
+  // Koa's ctx.path is the raw request path: every encoding of a trick must be refused as such.
+  it.each([
+    ["encoded slash after dots", "/mcp/..%2fadmin"],
+    ["encoded slash, upper case", "/mcp/..%2Fadmin"],
+    ["encoded slash in a plain segment", "/mcp/a%2fb"],
+    ["fully encoded dot-dot-slash", "/mcp/%2e%2e%2fadmin"],
+    ["encoded dots as a segment", "/mcp/%2e%2e/admin"],
+    ["mixed-case encoded dot", "/mcp/.%2E/admin"],
+    ["single encoded dot", "/mcp/%2e/x"],
+    ["double-encoded dots", "/mcp/%252e%252e/admin"],
+    ["double-encoded slash", "/mcp/..%252fadmin"],
+    ["triple-encoded dots", "/mcp/%25252e%25252e/admin"],
+    ["path parameter on dot-dot (Tomcat)", "/mcp/..;/admin"],
+    ["path parameter with a value on dot-dot", "/mcp/..;jsessionid=x/admin"],
+    ["path parameter on dot", "/mcp/.;/x"],
+    ["encoded semicolon on dot-dot", "/mcp/..%3b/admin"],
+    ["encoded dots with a path parameter", "/mcp/%2e%2e;/admin"],
+    ["trailing dot-dot", "/mcp/a/.."],
+    ["three dots", "/mcp/.../admin"],
+    ["dots and a trailing space (Windows)", "/mcp/..%20/admin"],
+    ["full-width dots", "/mcp/%EF%BC%8E%EF%BC%8E/admin"],
+    ["two-dot leader", "/mcp/%E2%80%A5/admin"],
+    ["overlong UTF-8 dot", "/mcp/%c0%ae%c0%ae/admin"],
+    ["encoded NUL", "/mcp/a%00b"],
+    ["encoded NUL after dots", "/mcp/..%00/admin"],
+    ["double-encoded NUL", "/mcp/a%2500b"],
+    ["encoded newline", "/mcp/a%0d%0aX-Injected:%201"],
+    ["encoded tab", "/mcp/a%09b"],
+    ["encoded DEL", "/mcp/a%7fb"],
+    ["encoded C1 control", "/mcp/a%c2%85b"],
+    ["raw NUL", "/mcp/a\u0000b"],
+    ["raw tab", "/mcp/a\tb"],
+    ["raw non-ASCII", "/mcp/caf\u00e9"],
+    ["raw backslash", "/mcp/..\\admin"],
+    ["encoded backslash", "/mcp/..%5cadmin"],
+    ["double-encoded backslash", "/mcp/..%255cadmin"],
+    ["malformed escape", "/mcp/a%zzb"],
+    ["truncated escape", "/mcp/a%2"],
+    ["invalid UTF-8", "/mcp/%ff"],
+    ["not under the mount path", "/mcp..%2fadmin"],
+    ["encoded slash right after the mount path", "/mcp%2f..%2fadmin"],
+  ])("refuses %s: %j", (_what, path) => {
+    expect(upstreamPath(target, "/mcp", path, "")).toBeNull();
+    expect(upstreamPath(new URL("http://h/"), "/mcp", path, "")).toBeNull();
+  });
+
+  it.each([
+    ["/mcp/sub/path", "/api/mcp/sub/path"],
+    ["/mcp/", "/api/mcp/"],
+    ["/mcp//sub//path", "/api/mcp/sub/path"],
+    ["/mcp/a%41b%7e%2D", "/api/mcp/aAb~-"],
+    ["/mcp/a%3fb%3Bc%23d", "/api/mcp/a%3Fb%3Bc%23d"],
+    ["/mcp/caf%c3%a9", "/api/mcp/caf%C3%A9"],
+    ["/mcp/a{b}", "/api/mcp/a%7Bb%7D"],
+    ["/mcp/a;v=1/b", "/api/mcp/a;v=1/b"],
+    ["/mcp/.well-known/x", "/api/mcp/.well-known/x"],
+    ["/mcp/a..b/..c", "/api/mcp/a..b/..c"],
+    ["/mcp/100%25", "/api/mcp/100%25"],
+  ])("forwards %s in canonical form as %s", (path, expected) => {
+    expect(upstreamPath(target, "/mcp", path, "")).toBe(expected);
+  });
 });
