@@ -98,6 +98,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         logger,
         sessionBinding: createDatabaseSessionBinding(database.db),
         mountPaths,
+        publicUrl: config.publicUrl,
       });
 
   const app = createApp({

@@ -28,11 +28,47 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-/** The connection as the broker sees it (Koa's ctx.ip/protocol/host: only trusts proxies when TRUST_PROXY says so). */
+/** What the MCP server is told of the request's origin (X-Forwarded-For, -Proto, -Host). */
 export interface ConnectionInfo {
   readonly ip: string;
   readonly protocol: string;
   readonly host: string;
+}
+
+/** The parts of a Koa context that say where a request came from (Koa.Context fits). */
+export interface ForwardingContext {
+  /** The real peer, or with app.proxy (TRUST_PROXY) the client named by the trusted proxy. */
+  readonly ip: string;
+  readonly protocol: string;
+  readonly app: { readonly proxy: boolean };
+  readonly req: { readonly socket: { readonly localAddress?: string | undefined; readonly localPort?: number | undefined } };
+}
+
+let lastPublic: { url: string; host: string; protocol: string } | undefined;
+
+function publicOrigin(publicUrl: string): { host: string; protocol: string } {
+  if (lastPublic?.url !== publicUrl) {
+    const url = new URL(publicUrl);
+    lastPublic = { url: publicUrl, host: url.host, protocol: url.protocol.slice(0, -1) };
+  }
+  return lastPublic;
+}
+
+/**
+ * The origin the MCP server is told about. The host is the broker's configured identity
+ * (PUBLIC_URL), never the client's Host or X-Forwarded-Host: the broker's public name is
+ * configured, not asserted by clients (nor by a proxy in front). The scheme is PUBLIC_URL's too,
+ * unless TRUST_PROXY lets the proxy in front say which one the client used. Without a PUBLIC_URL
+ * (library use) the host is the address the broker was reached at on its own socket.
+ */
+export function forwardedConnection(ctx: ForwardingContext, publicUrl: string | undefined): ConnectionInfo {
+  if (publicUrl) {
+    const origin = publicOrigin(publicUrl);
+    return { ip: ctx.ip, protocol: ctx.app.proxy ? ctx.protocol : origin.protocol, host: origin.host };
+  }
+  const { localAddress, localPort } = ctx.req.socket;
+  const address = localAddress?.includes(":") ? `[${localAddress}]` : localAddress;
+  return { ip: ctx.ip, protocol: ctx.protocol, host: address && localPort ? `${address}:${localPort}` : "" };
 }
 
 /**

@@ -12,7 +12,7 @@ import type Koa from "koa";
 import { Pool, errors as undiciErrors } from "undici";
 import type { Logger } from "../logger.ts";
 import type { CallerIdentity } from "./identity.ts";
-import { clientResponseHeaders, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
+import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
 import { upstreamBody } from "./request-body.ts";
@@ -28,6 +28,12 @@ export interface McpProxyOptions {
   readonly sessionBinding: McpSessionBinding;
   /** The broker paths the proxy is mounted on. Default `/mcp`. */
   readonly mountPaths?: readonly string[];
+  /**
+   * PUBLIC_URL: its host is the X-Forwarded-Host the MCP server receives (never the client's
+   * Host), its scheme the X-Forwarded-Proto unless the app trusts a proxy in front. Without it,
+   * the address the request reached the broker at.
+   */
+  readonly publicUrl?: string;
 }
 
 export interface McpProxy {
@@ -159,7 +165,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
           headers: upstreamRequestHeaders(
             ctx.req.headers,
             identity,
-            { ip: ctx.ip, protocol: ctx.protocol, host: ctx.host },
+            forwardedConnection(ctx, options.publicUrl),
             options.forwardUpstreamToken,
           ),
           // undici documents AsyncIterable bodies (Dispatcher.md); its type declarations lag.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { clientResponseHeaders, headerValue, upstreamPath, upstreamRequestHeaders } from "../../src/gateway/proxy-headers.ts";
+import { clientResponseHeaders, forwardedConnection, headerValue, upstreamPath, upstreamRequestHeaders } from "../../src/gateway/proxy-headers.ts";
 
 const connection = { ip: "10.0.0.7", protocol: "https", host: "broker.example" };
 const alice = { subject: "github:1", user: "alice", clientId: "c1", scopes: ["mcp", "read"], grantId: "g", upstreamAccessToken: "gho_x" };
@@ -173,5 +173,32 @@ describe("upstream path", () => {
     ["/mcp/100%25", "/api/mcp/100%25"],
   ])("forwards %s in canonical form as %s", (path, expected) => {
     expect(upstreamPath(target, "/mcp", path, "")).toBe(expected);
+  });
+});
+
+describe("forwarded connection", () => {
+  const request = (proxy: boolean, over: Partial<{ ip: string; protocol: string; localAddress: string; localPort: number }> = {}) => ({
+    ip: over.ip ?? "10.0.0.7",
+    protocol: over.protocol ?? "http",
+    app: { proxy },
+    req: { socket: { localAddress: over.localAddress ?? "127.0.0.1", localPort: over.localPort ?? 3000 } },
+  });
+
+  it("names PUBLIC_URL's host and scheme, whatever the client's Host said", () => {
+    expect(forwardedConnection(request(false), "https://broker.example/base")).toEqual({ ip: "10.0.0.7", protocol: "https", host: "broker.example" });
+    expect(forwardedConnection(request(false), "http://localhost:8080")).toEqual({ ip: "10.0.0.7", protocol: "http", host: "localhost:8080" });
+  });
+
+  it("with TRUST_PROXY the scheme and the client address come from the trusted proxy, the host still from PUBLIC_URL", () => {
+    expect(forwardedConnection(request(true, { ip: "203.0.113.9", protocol: "https" }), "http://broker.example")).toEqual({
+      ip: "203.0.113.9",
+      protocol: "https",
+      host: "broker.example",
+    });
+  });
+
+  it("without PUBLIC_URL names the address the broker was reached at on its socket", () => {
+    expect(forwardedConnection(request(false), undefined)).toEqual({ ip: "10.0.0.7", protocol: "http", host: "127.0.0.1:3000" });
+    expect(forwardedConnection(request(false, { localAddress: "::1", localPort: 81 }), undefined).host).toBe("[::1]:81");
   });
 });
