@@ -37,26 +37,88 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   );
 }
 
-const SENSITIVE_PARAMS = new Set([
-  "code",
-  "token",
-  "access_token",
-  "refresh_token",
-  "id_token",
-  "client_secret",
-  "code_verifier",
-  "state",
-  "csrf",
-  "password",
+/**
+ * Query parameters whose values are shown in the request log: the ones that say what a request
+ * was about and carry nothing a reader of the log could use. Every other value is hidden, whatever
+ * its name: a token sent in a parameter nobody expected (`?transaction=`) is still a token. Not
+ * here on purpose: `state` and `nonce` (CSRF and replay protection), `code`, `code_challenge`,
+ * `error_description` (free text that may echo input), `login_hint` (an e-mail address).
+ */
+const LOGGED_PARAMS = new Set([
+  "response_type",
+  "response_mode",
+  "grant_type",
+  "code_challenge_method",
+  "client_id",
+  "redirect_uri",
+  "scope",
+  "resource",
+  "prompt",
+  "token_type_hint",
+  "error",
+  "iss",
 ]);
 
-/** The request URL for logs: values of sensitive query parameters are replaced. */
+/** What an unexpected parameter may be called in the log; other names (a bare `?<token>`) are hidden too. */
+const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/;
+
+/** Credentials of known shape, hidden even in a logged value or in the path. */
+const SECRET_SHAPES = /(?:mab_(?:at|rt|ac)_|gh[oprsu]_|github_pat_)[A-Za-z0-9_-]+|eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
+
+const REDACTED = "[redacted]";
+
+function decodeComponent(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, " "));
+  } catch {
+    return text;
+  }
+}
+
+/** A logged value: a URL loses its credentials, query and fragment; known token shapes go. */
+function loggedValue(value: string): string {
+  let shown = value;
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(value)) {
+    try {
+      const url = new URL(value);
+      if (url.username || url.password || url.search || url.hash) {
+        url.username = "";
+        url.password = "";
+        url.search = "";
+        url.hash = "";
+        shown = `${url.href}${REDACTED}`;
+      }
+    } catch {
+      shown = REDACTED;
+    }
+  }
+  return shown.replace(SECRET_SHAPES, REDACTED);
+}
+
+/**
+ * The request URL for logs: the query's values are replaced by `[redacted]` except for a short
+ * list of harmless parameters (the same rule on every path: OAuth endpoints under PUBLIC_URL's
+ * path or not, /mcp, anything else), names that do not look like parameter names are hidden
+ * too, credentials in an absolute-form URL are dropped, and tokens of known shape are hidden in
+ * the path.
+ */
 export function redactUrl(url: string): string {
   const q = url.indexOf("?");
-  if (q < 0) return url;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const key of new Set(params.keys())) {
-    if (SENSITIVE_PARAMS.has(key.toLowerCase())) params.set(key, "[redacted]");
+  const path = (q < 0 ? url : url.slice(0, q)).replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/, "$1").replace(SECRET_SHAPES, REDACTED);
+  if (q < 0) return path;
+  const shown: string[] = [];
+  for (const pair of url.slice(q + 1).split("&")) {
+    if (pair === "") continue;
+    const eq = pair.indexOf("=");
+    const name = decodeComponent(eq < 0 ? pair : pair.slice(0, eq));
+    if (eq >= 0 && LOGGED_PARAMS.has(name)) {
+      const value = decodeComponent(pair.slice(eq + 1));
+      const logged = loggedValue(value);
+      // As the client sent it, unless something had to go.
+      shown.push(logged === value ? pair : `${name}=${encodeURIComponent(logged).replaceAll(encodeURIComponent(REDACTED), REDACTED)}`);
+    } else {
+      shown.push(`${eq >= 0 && PLAIN_NAME.test(name) ? name : REDACTED}=${REDACTED}`);
+    }
   }
-  return `${url.slice(0, q)}?${params.toString()}`;
+  return `${path}?${shown.join("&")}`;
 }

@@ -1,0 +1,99 @@
+// The request log hides query values by default (attack trial, item 12): a token sent in a
+// parameter nobody expected (`?transaction=`) or under an unknown name was written to the log
+// because only known names were redacted. A real broker logs at trace level into a captured
+// stream; only a short list of harmless parameters keeps its value.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { loadConfig } from "../../src/config.ts";
+import { createBroker, type Broker } from "../../src/broker.ts";
+import { createLogger, redactUrl } from "../../src/logger.ts";
+import { freePort } from "../support/start-broker.ts";
+
+describe("redactUrl", () => {
+  it.each([
+    ["/plain", "/plain"],
+    ["/token?transaction=T0KEN&foo=S3CRET", "/token?transaction=[redacted]&foo=[redacted]"],
+    ["/cb?code=abc&state=xyz&x=1", "/cb?code=[redacted]&state=[redacted]&x=[redacted]"],
+    [
+      "/authorize?response_type=code&client_id=c1&redirect_uri=http%3A%2F%2F127.0.0.1%3A7777%2Fcallback&scope=mcp+profile&resource=http%3A%2F%2Fb%2Fmcp&code_challenge_method=S256&code_challenge=CH&state=ST&nonce=N",
+      "/authorize?response_type=code&client_id=c1&redirect_uri=http%3A%2F%2F127.0.0.1%3A7777%2Fcallback&scope=mcp+profile&resource=http%3A%2F%2Fb%2Fmcp&code_challenge_method=S256&code_challenge=[redacted]&state=[redacted]&nonce=[redacted]",
+    ],
+    ["/oauth/callback?error=access_denied&error_description=Denied+for+x%40y&iss=https%3A%2F%2Fidp", "/oauth/callback?error=access_denied&error_description=[redacted]&iss=https%3A%2F%2Fidp"],
+    // A harmless name does not carry a URL's credentials, query or fragment, nor a token.
+    ["/authorize?redirect_uri=https%3A%2F%2Fu%3Apw%40app.example%2Fcb%3Ftoken%3DT%23f", "/authorize?redirect_uri=https%3A%2F%2Fapp.example%2Fcb[redacted]"],
+    ["/authorize?scope=mab_at_abcDEF123-_x", "/authorize?scope=[redacted]"],
+    ["/mcp?client_id=http%3A%2F%2F%5Bbad", "/mcp?client_id=[redacted]"],
+    // Names that are not parameter names (a bare token) go too; so does a known token shape in the path.
+    ["/mcp?mab_at_abcdef", "/mcp?[redacted]=[redacted]"],
+    ["/mcp?gho_0123456789abcdefghijABCDEFGHIJ0123456789=1&ok", "/mcp?[redacted]=[redacted]&[redacted]=[redacted]"],
+    ["/mcp/mab_at_abc-_9?%zz=1&=2", "/mcp/[redacted]?[redacted]=[redacted]&[redacted]=[redacted]"],
+    ["http://user:pass@host/x?scope=mcp", "http://host/x?scope=mcp"],
+    // Names are compared as sent: SCOPE is not scope.
+    ["/authorize?SCOPE=x&Client_Id=y", "/authorize?SCOPE=[redacted]&Client_Id=[redacted]"],
+  ])("%s → %s", (url, expected) => {
+    expect(redactUrl(url)).toBe(expected);
+  });
+});
+
+describe("the request log of a broker at trace level", () => {
+  let broker: Broker;
+  let dir: string;
+  let origin: string;
+  let output = "";
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "mab-log-"));
+    const port = await freePort();
+    origin = `http://127.0.0.1:${port}`;
+    const config = loadConfig(
+      {
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        // With a path: the OAuth endpoints are served under /broker and without it.
+        PUBLIC_URL: `${origin}/broker`,
+        DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
+        SECRET_KEY: randomBytes(32).toString("base64"),
+        LOG_LEVEL: "trace",
+      },
+      dir,
+    );
+    const logger = createLogger("trace", { write: (line: string) => void (output += line) });
+    broker = await createBroker(config, { cwd: dir, logger });
+    await broker.listen();
+  });
+
+  afterAll(async () => {
+    await broker.stop(2000);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("never shows a token sent in ?transaction= or under an unknown name, on any path", async () => {
+    const secrets: string[] = [];
+    const secret = (label: string) => {
+      const value = `${label}${randomBytes(12).toString("hex")}`;
+      secrets.push(value);
+      return value;
+    };
+    const paths = ["/authorize", "/broker/authorize", "/consent", "/broker/consent", "/oauth/callback", "/broker/oauth/callback", "/token", "/register", "/revoke", "/introspect", "/mcp", "/broker/mcp", "/healthz", "/nowhere"];
+    for (const p of paths) {
+      const query = `transaction=${secret("tx")}&unexpected_param=${secret("up")}&${secret("bare")}&response_type=code&client_id=visible-client`;
+      await fetch(`${origin}${p}?${query}`, { method: p === "/token" || p === "/register" || p === "/revoke" || p === "/introspect" ? "POST" : "GET", redirect: "manual" });
+    }
+    await new Promise((r) => setTimeout(r, 50));
+
+    for (const s of secrets) expect([s, output.includes(s)]).toEqual([s, false]);
+    const requestLines = output
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { msg?: string; url?: string })
+      .filter((entry) => entry.msg === "request");
+    // Every request was logged, with its harmless parameters and the hidden ones marked.
+    for (const p of paths) {
+      const line = requestLines.find((entry) => entry.url?.startsWith(`${p}?`));
+      expect([p, line?.url]).toEqual([p, `${p}?transaction=[redacted]&unexpected_param=[redacted]&[redacted]=[redacted]&response_type=code&client_id=visible-client`]);
+    }
+  });
+});
