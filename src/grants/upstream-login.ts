@@ -22,6 +22,14 @@ export interface CallbackInput {
 }
 
 const START_AGAIN = "Go back to your application and start the sign-in again.";
+const ALREADY_USED = new PageError(400, "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
+
+/**
+ * Upstream calls one callback makes at most (code exchange, identity, e-mails), each bounded by
+ * UPSTREAM_TIMEOUT_SECONDS; the margin covers the database writes around them.
+ */
+const UPSTREAM_CALLS_PER_CALLBACK = 3;
+const EXCHANGE_MARGIN_MS = 60_000;
 
 export class UpstreamLogin implements UpstreamLoginStarter {
   readonly providerName: string;
@@ -35,6 +43,17 @@ export class UpstreamLogin implements UpstreamLoginStarter {
 
   get callbackUri(): string {
     return `${this.ctx.config.publicUrl}/oauth/callback`;
+  }
+
+  /** How long a claimed ("exchanging") transaction may take before it counts as abandoned. */
+  private exchangeDeadlineMs(): number {
+    return UPSTREAM_CALLS_PER_CALLBACK * this.ctx.config.upstream.timeoutMs + EXCHANGE_MARGIN_MS;
+  }
+
+  /** Ends a transaction whose callback was refused; only one still waiting for its callback. */
+  private async abandon(id: string, clientId: string, reason: string, ip: string | undefined): Promise<void> {
+    const ended = await this.ctx.db.authTransaction.updateMany({ where: { id, status: "approved" }, data: { status: "failed", upstreamVerifierEnc: null } });
+    if (ended.count === 1) await audit(this.ctx.db, { type: "login.failed", clientId, ip, detail: { reason } });
   }
 
   async start(transactionId: string): Promise<string> {
@@ -70,16 +89,26 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     if (!state) throw new PageError(400, "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
     if (!tx) throw new PageError(400, "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
+    if (tx.status !== "approved") throw ALREADY_USED;
     if (!input.browserSessionId || tx.browserSessionId !== input.browserSessionId) {
-      throw new PageError(403, "Sign-in started in another browser", "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it.", "Finish the sign-in in the browser where you started it.");
+      // A callback URL that leaked (history, logs, a shared screen) must not complete the login
+      // later in the right browser either: any refused callback ends its transaction.
+      await this.abandon(tx.id, tx.clientId, "browser_mismatch", input.ip);
+      throw new PageError(403, "Sign-in started in another browser", "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.", "Go back to your application and start the sign-in again in one browser.");
     }
-    if (tx.status !== "approved") {
-      throw new PageError(400, "Sign-in already completed", "This sign-in response was already used.", START_AGAIN);
+    const now = new Date();
+    if (tx.expiresAt <= now) {
+      await this.abandon(tx.id, tx.clientId, "expired", input.ip);
+      throw new PageError(400, "Sign-in expired", "This sign-in took too long.", START_AGAIN);
     }
-    if (tx.expiresAt <= new Date()) throw new PageError(400, "Sign-in expired", "This sign-in took too long.", START_AGAIN);
-    // Claim the transaction: a second callback (replay, double click) finds it taken.
-    const claim = await this.ctx.db.authTransaction.updateMany({ where: { id: tx.id, status: "approved" }, data: { status: "exchanging" } });
-    if (claim.count !== 1) throw new PageError(400, "Sign-in already completed", "This sign-in response was already used.", START_AGAIN);
+    // Claim the transaction: a second callback (replay, double click) finds it taken. Its
+    // deadline shrinks to what the exchange can take, so a process that dies mid-exchange (kill -9)
+    // leaves a transaction the sweep removes soon after, instead of one that looks alive.
+    const claim = await this.ctx.db.authTransaction.updateMany({
+      where: { id: tx.id, status: "approved" },
+      data: { status: "exchanging", expiresAt: new Date(Math.min(tx.expiresAt.getTime(), now.getTime() + this.exchangeDeadlineMs())) },
+    });
+    if (claim.count !== 1) throw ALREADY_USED;
 
     const toClient = (params: Record<string, string>) =>
       clientRedirectUrl(tx.redirectUri, { ...params, ...(tx.state ? { state: tx.state } : {}), iss: this.ctx.config.publicUrl });
@@ -116,10 +145,10 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     }
 
     const code = mintSecret("authorizationCode");
-    const now = new Date();
+    const issuedAt = new Date();
     const grantId = randomUUID();
     await this.ctx.db.$transaction(async (db) => {
-      const sessionId = await this.sessions.create(db, identity, tokens, now);
+      const sessionId = await this.sessions.create(db, identity, tokens, issuedAt);
       await db.grant.create({
         data: {
           id: grantId,
@@ -129,7 +158,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
           kind: "authorization_code",
           resource: tx.resource,
           scope: tx.scope,
-          ...initialDeadlines(this.ctx.config, now),
+          ...initialDeadlines(this.ctx.config, issuedAt),
         },
       });
       await db.authorizationCode.create({
@@ -142,10 +171,12 @@ export class UpstreamLogin implements UpstreamLoginStarter {
           codeChallenge: tx.codeChallenge,
           resource: tx.resource,
           scope: tx.scope,
-          expiresAt: new Date(now.getTime() + AUTHORIZATION_CODE_TTL_SECONDS * 1000),
+          expiresAt: new Date(issuedAt.getTime() + AUTHORIZATION_CODE_TTL_SECONDS * 1000),
         },
       });
-      await db.authTransaction.update({ where: { id: tx.id }, data: { status: "completed", upstreamVerifierEnc: null } });
+      // Still ours: past its deadline the sweep may have removed it (then nothing is issued).
+      const done = await db.authTransaction.updateMany({ where: { id: tx.id, status: "exchanging" }, data: { status: "completed", upstreamVerifierEnc: null } });
+      if (done.count !== 1) throw ALREADY_USED;
       await audit(db, { type: "login.completed", clientId: tx.clientId, grantId, subject: identity.subject, ip: input.ip, detail: { provider: this.ctx.provider.kind } });
     });
     return toClient({ code: code.value });

@@ -65,16 +65,35 @@ describe("GitHub upstream", () => {
       expect(forged.status).toBe(400);
       expect(await forged.text()).toContain("does not belong to any pending authorization");
 
-      const otherBrowser = await new HttpBrowser().request(callbackAtBroker.href);
-      expect(otherBrowser.status).toBe(403);
-      expect(await otherBrowser.text()).toContain("another browser");
-
       const first = await browser.request(callbackAtBroker.href);
       expect(first.status).toBe(302);
       expect(new URL(first.headers.get("location")!).searchParams.get("code")).toMatch(/^mab_ac_/);
       const replay = await browser.request(callbackAtBroker.href);
       expect(replay.status).toBe(400);
       expect(await replay.text()).toContain("already used");
+    } finally {
+      gh.autoApprove = null;
+    }
+  });
+
+  it("ends the sign-in when its callback is opened in another browser: the leaked URL completes nothing later", async () => {
+    const client = await registerClient(t.url);
+    const victim = new HttpBrowser();
+    gh.autoApprove = "octocat";
+    try {
+      const { callback: leaked } = await authorize(t.url, client, { browser: victim, stopAt: `${t.url}/oauth/callback` });
+      const attacker = await new HttpBrowser().request(leaked.href);
+      expect(attacker.status).toBe(403);
+      expect(await attacker.text()).toContain("another browser");
+      const tx = await t.broker.database.db.authTransaction.findFirstOrThrow({ where: { clientId: client.client_id } });
+      expect(tx).toMatchObject({ status: "failed", upstreamVerifierEnc: null });
+      // The victim's own browser, later: nothing is completed, no grant or code exists.
+      const later = await victim.request(leaked.href);
+      expect(later.status).toBe(400);
+      expect(later.headers.get("location")).toBeNull();
+      expect(await t.broker.database.db.grant.count({ where: { clientId: client.client_id } })).toBe(0);
+      const events = await t.broker.database.db.auditEvent.findMany({ where: { clientId: client.client_id, type: "login.failed" } });
+      expect(events.map((e) => JSON.parse(e.detail ?? "{}") as { reason?: string }).map((d) => d.reason)).toContain("browser_mismatch");
     } finally {
       gh.autoApprove = null;
     }

@@ -1,0 +1,48 @@
+// The real broker process (`npm start`'s command) on an ephemeral port, for tests that need what
+// only a process shows: that it survives a fault, or what a kill -9 leaves behind.
+import type { ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { freePort } from "./start-broker.ts";
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { cleanEnv, projectRoot, waitForOutput } from "./spawn.ts";
+
+export interface BrokerProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  /** Everything the process wrote to stderr and stdout so far (its log and banner). */
+  output(): string;
+  /** Resolves when the process has exited (with its exit code or signal). */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGKILL, as a crash or `kill -9` would. */
+  kill(): Promise<void>;
+}
+
+export async function startBrokerProcess(cwd: string, env: Record<string, string>): Promise<BrokerProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // Node itself with tsx's loader (not the tsx binary, which runs the program in a child process
+  // that a SIGKILL of the parent would leave running).
+  const loader = pathToFileURL(path.join(projectRoot, "node_modules/tsx/dist/loader.mjs")).href;
+  const child = spawn(process.execPath, ["--import", loader, path.join(projectRoot, "src/main.ts")], {
+    cwd,
+    env: cleanEnv({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: url, SECRET_KEY: randomBytes(32).toString("base64"), LOG_LEVEL: "warn", ...env }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  await waitForOutput(child, /mcp-auth-broker is running/, 30_000);
+  return {
+    child,
+    url,
+    output: () => output,
+    exited,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
