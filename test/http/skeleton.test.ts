@@ -82,13 +82,14 @@ describe("logging", () => {
     const server = await listen(app.callback(), 0, "127.0.0.1");
     try {
       const secret = "mab_at_SUPERSECRETTOKENVALUE1234567890";
-      await fetch(`http://127.0.0.1:${server.port}/healthz?code=CODESECRET123&access_token=${secret}&state=STATESECRET&ok=visible`, {
+      await fetch(`http://127.0.0.1:${server.port}/healthz?code=CODESECRET123&access_token=${secret}&state=STATESECRET&scope=visible`, {
         headers: { authorization: `Bearer ${secret}`, cookie: "mab_session=COOKIESECRET" },
       });
       await fetch(`http://127.0.0.1:${server.port}/token?client_secret=CLIENTSECRET9`, { method: "POST" });
       logger.info({ headers: { authorization: `Bearer ${secret}`, cookie: "COOKIESECRET" }, body: { refresh_token: "RTSECRET", client_secret: "CLIENTSECRET9" } }, "explicit");
       await new Promise((r) => setTimeout(r, 50));
-      expect(output).toContain("ok=visible");
+      // An allow-listed, harmless parameter stays readable; every other value is hidden.
+      expect(output).toContain("scope=visible");
       expect(output).toContain("[redacted]");
       for (const s of [secret, "CODESECRET123", "STATESECRET", "COOKIESECRET", "CLIENTSECRET9", "RTSECRET"]) expect(output).not.toContain(s);
     } finally {
@@ -98,7 +99,7 @@ describe("logging", () => {
   });
 
   it("redacts sensitive query parameters", () => {
-    expect(redactUrl("/cb?code=abc&state=xyz&x=1")).toBe("/cb?code=%5Bredacted%5D&state=%5Bredacted%5D&x=1");
+    expect(redactUrl("/cb?code=abc&state=xyz&x=1&scope=mcp")).toBe("/cb?code=[redacted]&state=[redacted]&x=[redacted]&scope=mcp");
     expect(redactUrl("/plain")).toBe("/plain");
   });
 });
