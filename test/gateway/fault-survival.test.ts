@@ -1,0 +1,106 @@
+// The real broker process survives database faults at /mcp (attack trial, issue 17 item 2): with
+// the database gone, locked by another process, or read-only, `initialize` (claims a new MCP
+// session), `DELETE` (releases one) and a plain call are answered — 503 with Retry-After where the
+// database is needed, 200 from memory where it is not — and /healthz still answers 200. Before the
+// fix, the proxy destroyed the MCP server's answer with no error listener and the process died.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import Database from "libsql";
+import { startBrokerProcess, type BrokerProcess } from "../support/broker-process.ts";
+import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
+import { obtainTokens } from "../support/oauth-flow.ts";
+
+const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+
+function mcp(broker: BrokerProcess, token: string, init: { method?: string; session?: string; body?: unknown } = {}): Promise<Response> {
+  return fetch(`${broker.url}/mcp`, {
+    method: init.method ?? "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-06-18",
+      ...(init.session ? { "mcp-session-id": init.session } : {}),
+    },
+    ...(init.method === "DELETE" ? {} : { body: JSON.stringify(init.body ?? initialize) }),
+  });
+}
+
+/** A token and an open MCP session, both now in the broker's memory. */
+async function openSession(broker: BrokerProcess): Promise<{ token: string; session: string }> {
+  const { tokens } = await obtainTokens(broker.url);
+  const res = await mcp(broker, tokens.access_token);
+  expect(res.status).toBe(200);
+  await res.text();
+  return { token: tokens.access_token, session: res.headers.get("mcp-session-id")! };
+}
+
+/** Drives initialize, DELETE and a plain call during a fault; the process must answer and live on. */
+async function underFault(broker: BrokerProcess, token: string, session: string, expectedStatus: number): Promise<void> {
+  const fresh = await mcp(broker, token);
+  expect(fresh.status).toBe(expectedStatus);
+  if (expectedStatus === 503) expect(fresh.headers.get("retry-after")).toBe("5");
+  await fresh.text();
+  const plain = await mcp(broker, token, { session, body: { jsonrpc: "2.0", id: 2, method: "tools/list" } });
+  expect(plain.status).toBe(200);
+  expect(await plain.text()).toContain("whoami");
+  const ended = await mcp(broker, token, { method: "DELETE", session });
+  expect(ended.status).toBe(expectedStatus);
+  await ended.text();
+  const health = await fetch(`${broker.url}/healthz`);
+  expect(health.status).toBe(200);
+  expect(broker.child.exitCode).toBeNull();
+}
+
+describe("database faults at /mcp, real broker process", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), "mab-fault-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  (postgresAvailable ? it : it.skip)("PostgreSQL stopped", async () => {
+    const database: TestPostgresDatabase = await createPostgresDatabase();
+    const broker = await startBrokerProcess(dir, { DATABASE_URL: database.url });
+    try {
+      const { token, session } = await openSession(broker);
+      await database.goDown();
+      try {
+        await underFault(broker, token, session, 503);
+      } finally {
+        await database.comeBack();
+      }
+      // Recovered by itself: a new session is claimed again.
+      const again = await mcp(broker, token);
+      expect(again.status).toBe(200);
+      await again.text();
+    } finally {
+      await broker.kill();
+      await database.drop();
+    }
+  }, 60_000);
+
+  it("SQLite write-locked by another process", async () => {
+    const file = path.join(dir, "locked.db");
+    const broker = await startBrokerProcess(dir, { DATABASE_URL: `file:${file}` });
+    try {
+      const { token, session } = await openSession(broker);
+      // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s).
+      const other = new Database(file);
+      other.exec("BEGIN IMMEDIATE");
+      try {
+        await underFault(broker, token, session, 503);
+      } finally {
+        other.exec("ROLLBACK");
+        other.close();
+      }
+      const again = await mcp(broker, token);
+      expect(again.status).toBe(200);
+      await again.text();
+    } finally {
+      await broker.kill();
+    }
+  }, 60_000);
+});
