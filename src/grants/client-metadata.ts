@@ -20,15 +20,22 @@ const httpsUrl = z
     }
   }, "must be an https URL");
 
+/**
+ * A lone UTF-16 surrogate (JSON allows "\ud800"): not text, and no database or UTF-8 encoder takes
+ * it as such.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 /** Text stored and shown as is: no control characters (a NUL cannot even be stored in PostgreSQL). */
 const text = (max: number) =>
   z
     .string()
     .max(max)
-    .regex(/^[^\u0000-\u001f\u007f]*$/, "must not contain control characters");
+    .regex(/^[^\u0000-\u001f\u007f]*$/, "must not contain control characters")
+    .refine((v) => !LONE_SURROGATE.test(v), "must be valid Unicode text");
 
 const Schema = z.object({
-  redirect_uris: z.array(z.string().max(2000)).max(20).optional(),
+  redirect_uris: z.array(text(2000)).max(20).optional(),
   token_endpoint_auth_method: z.enum(["none", "client_secret_basic", "client_secret_post"]).optional(),
   grant_types: z.array(z.enum(["authorization_code", "refresh_token", "client_credentials"])).max(10).optional(),
   response_types: z.array(z.enum(["code"])).max(10).optional(),
