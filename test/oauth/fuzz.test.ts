@@ -97,7 +97,13 @@ function generator(seed: number, k: Known): () => FuzzRequest {
     return pick([k.pub.client_id, k.basic.client_id, k.machine.client_id, k.accessToken, k.refreshToken, k.pub.redirect_uri, `${k.url}/mcp`, "authorization_code", "refresh_token", "client_credentials"]);
   };
   /** Percent-encodes the UTF-8 bytes (a lone surrogate becomes U+FFFD, as a browser sends it). */
-  const pct = (v: string) => [...Buffer.from(v, "utf8")].map((b) => (/[A-Za-z0-9\-._~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, "0")}`)).join("");
+  const pct = (v: string) => {
+    try {
+      return encodeURIComponent(v);
+    } catch {
+      return encodeURIComponent(Buffer.from(v, "utf8").toString("utf8"));
+    }
+  };
   /** pct, sometimes followed by an invalid UTF-8 or broken escape. */
   const enc = (v: string) => (chance(0.1) ? `${pct(v)}%${pick(["ff", "c0%ae", "e0%a4", "zz", ""])}` : pct(v));
   const query = (names: readonly string[]) => {
