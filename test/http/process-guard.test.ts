@@ -9,10 +9,10 @@ describe("process guard", () => {
   it("logs uncaught exceptions and unhandled rejections at error, with their message, and counts them", () => {
     let output = "";
     const logger = createLogger("info", new Writable({ write: (chunk: Buffer, _enc, done) => ((output += chunk.toString()), done()) }));
-    const target = new EventEmitter() as unknown as NodeJS.Process;
-    const guard = installProcessGuard(logger, target);
-    target.emit("uncaughtException", Object.assign(new Error("aborted"), { code: "UND_ERR_ABORTED" }), "uncaughtException");
-    target.emit("unhandledRejection", new Error("late rejection"), Promise.resolve());
+    const events = new EventEmitter();
+    const guard = installProcessGuard(logger, events as unknown as NodeJS.Process);
+    events.emit("uncaughtException", Object.assign(new Error("aborted"), { code: "UND_ERR_ABORTED" }), "uncaughtException");
+    events.emit("unhandledRejection", new Error("late rejection"), Promise.resolve());
     expect(guard.caught()).toBe(2);
     const lines = output.trim().split("\n").map((l) => JSON.parse(l) as { level: number; msg: string; err: { message: string }; origin: string });
     expect(lines.map((l) => [l.level, l.origin, l.err.message])).toEqual([
@@ -20,6 +20,6 @@ describe("process guard", () => {
       [50, "unhandledRejection", "late rejection"],
     ]);
     guard.uninstall();
-    expect((target as unknown as EventEmitter).listenerCount("uncaughtException")).toBe(0);
+    expect(events.listenerCount("uncaughtException")).toBe(0);
   });
 });
