@@ -48,7 +48,24 @@ class ConfiguredConnections implements Client {
 
   async execute(stmt: InStatement): Promise<ResultSet> {
     await this.#configure();
-    return this.inner.execute(stmt);
+    try {
+      return await this.inner.execute(stmt);
+    } catch (err) {
+      if (!openedReadOnly(err)) throw err;
+      // SQLite opens a connection read-only when the file cannot be written at that moment, and
+      // it stays so. The file may be writable again (permissions fixed): retry once on a new
+      // connection. Safe: a statement refused as read-only changed nothing.
+      await this.#replaceConnection();
+      await this.#configure();
+      return this.inner.execute(stmt);
+    }
+  }
+
+  /** The client keeps no handle to drop its connection; handing it to a transaction does. */
+  async #replaceConnection(): Promise<void> {
+    const tx = await this.inner.transaction("deferred");
+    this.#fresh = true;
+    tx.close();
   }
 
   async batch(stmts: Array<InStatement>, mode?: TransactionMode): Promise<Array<ResultSet>> {
@@ -86,6 +103,12 @@ class ConfiguredConnections implements Client {
   get protocol(): string {
     return this.inner.protocol;
   }
+}
+
+/** SQLITE_READONLY and its extended codes, as libsql reports them. */
+function openedReadOnly(err: unknown): boolean {
+  const rawCode = (err as { rawCode?: unknown } | null)?.rawCode;
+  return typeof rawCode === "number" && (rawCode & 0xff) === 8;
 }
 
 /** PrismaLibSQL whose client applies SQLITE_CONNECTION_PRAGMAS to every connection. */
