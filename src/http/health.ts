@@ -8,11 +8,18 @@ export function healthRouter(database: Database): Router {
     ctx.set("Cache-Control", "no-store");
     ctx.body = { status: "ok" };
   });
+  // Ready = the database answers and this process can write to it: a broker that can only read
+  // fails every login, token and revocation, so it must leave the load balancer's rotation.
   router.get("/readyz", async (ctx) => {
     ctx.set("Cache-Control", "no-store");
     try {
-      await database.db.$queryRawUnsafe("SELECT 1");
-      ctx.body = { status: "ready", database: "reachable" };
+      const check = await database.checkWritable();
+      if (check.ok) {
+        ctx.body = { status: "ready", database: "writable" };
+      } else {
+        ctx.status = 503;
+        ctx.body = { status: "not ready", database: "not writable", reason: check.reason };
+      }
     } catch {
       ctx.status = 503;
       ctx.body = { status: "not ready", database: "unreachable" };

@@ -7,6 +7,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as SqliteClient } from "./generated/sqlite/client.ts";
 import { PrismaClient as PostgresClient } from "./generated/postgres/client.ts";
 import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
+import { assertWritable, checkWritable, DatabaseNotWritableError, type WritableTarget, type WriteCheck } from "./writability.ts";
 
 export type Db = SqliteClient;
 export type { Prisma } from "./generated/sqlite/client.ts";
@@ -27,21 +28,33 @@ export interface Database {
   readonly kind: DatabaseKind;
   /** Counts every query the client sends; the benchmark reads it to prove the hot path is cache-only. */
   readonly queryCount: () => number;
+  /** Whether this process can write to the database right now (for /readyz). */
+  readonly checkWritable: () => Promise<WriteCheck>;
   readonly close: () => Promise<void>;
 }
 
+/**
+ * Opens the database and checks that this process can write to it: a read-only file, folder or
+ * server fails here with a one-line DatabaseNotWritableError that names it and says what to change
+ * (a database that is only busy or unreachable right now does not stop the start).
+ */
 export async function openDatabase(url: string, cwd: string = process.cwd()): Promise<Database> {
   const kind = databaseKindOf(url);
   let queries = 0;
   let db: Db;
+  let file: string | undefined;
   if (kind === "postgres") {
     const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url }) });
     // The two generated clients differ only in PostgreSQL-only options ($transaction isolation
     // levels); every query the application makes is valid on both.
     db = client as unknown as Db;
   } else {
-    const file = sqliteFilePath(url, cwd);
-    mkdirSync(path.dirname(file), { recursive: true });
+    file = sqliteFilePath(url, cwd);
+    try {
+      mkdirSync(path.dirname(file), { recursive: true });
+    } catch (err) {
+      throw new DatabaseNotWritableError(`cannot create the database folder ${path.dirname(file)} (${(err as NodeJS.ErrnoException).code}): create it, writable by the user running the broker, or change DATABASE_URL`);
+    }
     // busy_timeout, synchronous and foreign_keys are set on every connection by the adapter.
     db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }) });
   }
@@ -53,15 +66,24 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
       },
     },
   }) as unknown as Db;
-  if (kind === "sqlite") {
-    // WAL lets the CLI and the server share the file (readers never block the writer). It is
-    // recorded in the file, so once is enough for every connection.
-    await db.$queryRawUnsafe("PRAGMA journal_mode = WAL");
+  const target: WritableTarget = { kind, db: counted, file, url };
+  try {
+    // First, before WAL is set: on a read-only file that would fail less clearly.
+    await assertWritable(target);
+    if (kind === "sqlite") {
+      // WAL lets the CLI and the server share the file (readers never block the writer). It is
+      // recorded in the file, so once is enough for every connection.
+      await db.$queryRawUnsafe("PRAGMA journal_mode = WAL");
+    }
+  } catch (err) {
+    await db.$disconnect().catch(() => undefined);
+    throw err;
   }
   return {
     db: counted,
     kind,
     queryCount: () => queries,
+    checkWritable: () => checkWritable(target),
     close: () => db.$disconnect(),
   };
 }
