@@ -1,24 +1,74 @@
-// Request body readers with size limits. OAuth needs more than a generic body parser: duplicated
-// parameters must be detected (RFC 6749 §3.1), and the content type is part of the contract.
+// Request body readers with size and time limits. OAuth needs more than a generic body parser:
+// duplicated parameters must be detected (RFC 6749 §3.1), and the content type is part of the contract.
+//
+// A body refused before it was read whole (too large, too slow, or too many in flight from one
+// address) is answered with Connection: close and the request is left unread: the response reaches
+// the client, then Node closes the socket. Destroying the request first would reset the connection
+// before the client could read why.
 import type Koa from "koa";
 import { OAuthError } from "./errors.ts";
+import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES } from "./slow-requests.ts";
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
+const CLOSE = { Connection: "close" } as const;
+
+function tooLarge(limit: number): OAuthError {
+  return new OAuthError("invalid_request", `Request body too large (limit ${limit} bytes).`, { status: 413, headers: CLOSE });
+}
+
+/**
+ * The request stream failed: the client hung up mid-body, or sent bytes Node's HTTP parser refused
+ * (in which case Node has already answered 400 itself). A client error, never the broker's.
+ */
+function unreadable(cause: unknown): OAuthError {
+  return new OAuthError("invalid_request", "The request body could not be read (the connection failed or the body is malformed).", { status: 400, headers: CLOSE, cause });
+}
+
+/**
+ * The body as text. A body still arriving takes one of the client address's places
+ * (http/slow-requests.ts) and must be whole within `bodyDeadlineMs`, else 408.
+ */
 async function readRaw(ctx: Koa.Context, limit: number): Promise<string> {
   const declared = Number(ctx.get("content-length") || "0");
-  if (declared > limit) throw new OAuthError("invalid_request", `Request body too large (limit ${limit} bytes).`, { status: 413 });
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      ctx.req.destroy();
-      throw new OAuthError("invalid_request", `Request body too large (limit ${limit} bytes).`, { status: 413 });
+  if (declared > limit) throw tooLarge(limit);
+  const req = ctx.req;
+  let release: (() => void) | undefined;
+  if (!req.complete) {
+    release = admitReceiving(ctx);
+    if (release === undefined) {
+      throw new OAuthError("invalid_request", TOO_MANY_BODIES, { status: 429, headers: { "Retry-After": String(retryAfterSeconds(ctx.app)), ...CLOSE } });
     }
-    chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  const { bodyDeadlineMs } = slowClientLimits(ctx.app);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (err: OAuthError | null) => {
+      req.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
+      clearTimeout(timer);
+      release?.();
+      if (err === null) return resolve(Buffer.concat(chunks).toString("utf8"));
+      // Stop reading; the error answer says Connection: close, and Node ends the socket after it.
+      req.pause();
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return settle(tooLarge(limit));
+      chunks.push(chunk);
+    };
+    const onEnd = () => settle(null);
+    const onError = (err: Error) => settle(unreadable(err));
+    const onClose = () => settle(unreadable(new Error("aborted")));
+    // A client gone before the handler got here has had its "close" already.
+    if (req.destroyed) return settle(unreadable(new Error("aborted")));
+    req.on("data", onData).once("end", onEnd).once("error", onError).once("close", onClose);
+    if (release !== undefined) {
+      timer = setTimeout(() => settle(new OAuthError("invalid_request", `The request body did not arrive within ${bodyDeadlineMs / 1000} s.`, { status: 408, headers: CLOSE })), bodyDeadlineMs);
+    }
+  });
 }
 
 /** Parameters of an application/x-www-form-urlencoded body; duplicates are an invalid_request. */

@@ -1,5 +1,7 @@
 // Turns every error into the response its route promises: OAuth JSON, an HTML page, or a JSON-RPC
 // error for /mcp. Unexpected errors are logged with the request id and answered 500 without details.
+// A failure of the client's own request stream (it hung up mid-body, or sent bytes Node's HTTP parser
+// refused) is the client's doing: logged at info, answered 400 if anyone is still listening.
 import type Koa from "koa";
 import { OAuthError, PageError, type ErrorFormat } from "./errors.ts";
 import type { RequestState } from "./request-context.ts";
@@ -29,6 +31,22 @@ function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: strin
   }
 }
 
+/**
+ * The code of a failure of the client's request stream, or undefined for any other error. Node's
+ * IncomingMessage reports a client that went away as "aborted" (ECONNRESET) and a body its parser
+ * refused (malformed chunked encoding…) as HPE_*; such errors may reach here raw or as the cause of
+ * an OAuthError (http/body.ts). An ECONNRESET counts only while the request itself is cut short:
+ * the same code from an outbound call (the identity provider) is the broker's problem, not the client's.
+ */
+function clientStreamFailure(ctx: Koa.Context, err: unknown): string | undefined {
+  const e = (err instanceof OAuthError ? err.cause : err) as { code?: unknown; message?: unknown } | null | undefined;
+  const code = typeof e?.code === "string" ? e.code : undefined;
+  if (code?.startsWith("HPE_")) return code;
+  const cutShort = ctx.req.destroyed || !ctx.req.complete;
+  if (cutShort && (code === "ECONNRESET" || code === "ECONNABORTED" || e?.message === "aborted")) return code ?? "aborted";
+  return undefined;
+}
+
 function pageTitle(status: number): string {
   if (status === 404) return "Page not found";
   if (status === 403) return "Not allowed";
@@ -46,6 +64,14 @@ export function errorHandler(): Koa.Middleware {
       }
     } catch (err) {
       const format = state.errorFormat ?? "oauth";
+      const failure = clientStreamFailure(ctx, err);
+      if (failure !== undefined) {
+        state.log.info({ code: failure }, "client request body failed");
+        if (!(err instanceof OAuthError)) {
+          send(ctx, format, 400, "invalid_request", "The request body could not be read.");
+          return;
+        }
+      }
       if (err instanceof OAuthError) {
         for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
         if (err.status >= 500) state.log.warn({ err: err.message }, "oauth error");
