@@ -10,11 +10,53 @@ export interface RunningServer {
   close(deadlineMs?: number): Promise<{ forced: boolean }>;
 }
 
-export async function listen(handler: http.RequestListener, port: number, host: string): Promise<RunningServer> {
-  const server = http.createServer(handler);
-  // Long-lived SSE streams must not be cut by Node's default request timeout.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
+/** Node's own deadlines on receiving a request. Responses (SSE streams) have none. */
+export interface ServerTimeouts {
+  /**
+   * The request line and headers must have arrived within this time, else Node answers 408 and
+   * closes. Real clients send them in one packet; the time is for slow links, not for slowloris.
+   */
+  readonly headersTimeoutMs: number;
+  /**
+   * The whole request, body included, must have arrived within this time: a backstop behind the
+   * body deadlines of http/slow-requests.ts. Node applies it to receiving the request only (checked:
+   * a response may stream for hours), so long-lived SSE responses are not affected.
+   */
+  readonly requestTimeoutMs: number;
+  /** How often Node looks for connections past those deadlines (each may be exceeded by up to this). */
+  readonly checkIntervalMs: number;
+  /**
+   * A response sent before its request's body has arrived (401 at /mcp, 404, 405…): Node reads
+   * and drops the rest to reuse the connection. A body not done within this time closes it instead.
+   */
+  readonly unreadBodyGraceMs: number;
+}
+
+export const DEFAULT_SERVER_TIMEOUTS: ServerTimeouts = {
+  headersTimeoutMs: 15_000,
+  requestTimeoutMs: 300_000,
+  checkIntervalMs: 5_000,
+  unreadBodyGraceMs: 2_000,
+};
+
+/** Closes `socket` unless the request's body, answered already, ends within `graceMs`. */
+function closeUnlessBodyEnds(req: http.IncomingMessage, socket: Socket, graceMs: number): void {
+  const timer = setTimeout(() => socket.destroy(), graceMs);
+  const done = () => {
+    clearTimeout(timer);
+    req.off("end", done);
+    socket.off("close", done);
+  };
+  req.once("end", done);
+  socket.once("close", done);
+}
+
+export async function listen(handler: http.RequestListener, port: number, host: string, timeouts: Partial<ServerTimeouts> = {}): Promise<RunningServer> {
+  const limits = { ...DEFAULT_SERVER_TIMEOUTS, ...timeouts };
+  const server = http.createServer(
+    { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: limits.checkIntervalMs },
+    handler,
+  );
   server.keepAliveTimeout = 65_000;
   let active = 0;
   let closing = false;
@@ -37,6 +79,7 @@ export async function listen(handler: http.RequestListener, port: number, host: 
     res.on("close", () => {
       active--;
       if (sockets.has(socket)) sockets.set(socket, (sockets.get(socket) ?? 1) - 1);
+      if (!req.complete && !socket.destroyed) closeUnlessBodyEnds(req, socket, limits.unreadBodyGraceMs);
       if (closing) drained();
     });
   });
