@@ -15,7 +15,8 @@ import type { CallerIdentity } from "./identity.ts";
 import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
-import { upstreamBody } from "./request-body.ts";
+import { isStreamed, upstreamBody } from "./request-body.ts";
+import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
 
 export interface McpProxyOptions {
   /** The MCP server's endpoint URL (MCP_SERVER_URL). */
@@ -50,6 +51,8 @@ const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", 
 class UpstreamTimeout extends Error {}
 class ClientGone extends Error {}
 class ShuttingDown extends Error {}
+/** The client's upload came too slowly (http/slow-requests.ts); the message is the client's answer. */
+class SlowUpload extends Error {}
 
 function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: string): void {
   ctx.status = status;
@@ -57,24 +60,88 @@ function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: s
   ctx.body = { jsonrpc: "2.0", error: { code, message }, id: null };
 }
 
+const noop = () => {};
+
+interface RequestDeadline {
+  /** The body's head has arrived and the rest now streams to the MCP server: the rate rule applies. */
+  streaming(): void;
+  disarm(): void;
+}
+
 /**
- * Fires `onExpire` once `ms` pass without response headers and without upload progress: the
- * request socket's byte count is looked at when the timer fires (no work per chunk), and bytes
- * that arrived since the last look earn another `ms`. So the deadline falls between `ms` and
- * `2 ms` after the client's last byte, whether its upload is still open or has just completed.
+ * The request's one timer. Progress is read off the request socket's byte count when it fires (no
+ * work per chunk).
+ *
+ * Always: fires `UpstreamTimeout` once `ms` pass without response headers and without upload
+ * progress; bytes that arrived since the last look earn another `ms`. So the deadline falls between
+ * `ms` and `2 ms` after the client's last byte, whether its upload is still open or has just completed.
+ *
+ * With `upload` (the body was still arriving when the proxy started), also `SlowUpload`: when the
+ * part of the body read before the MCP server is contacted (request-body.ts) has not arrived within
+ * `bodyDeadlineMs`, however steadily it trickles; and, once the rest streams, when a `rateWindowMs`
+ * brings less than `minUploadBytesPerSecond`, unless bytes wait unread in the broker (then the MCP
+ * server is the slow side, and the inactivity rule is the one that speaks).
  */
-function inactivityDeadline(ms: number, request: IncomingMessage, onExpire: () => void): { disarm(): void } {
+function requestDeadline(ms: number, request: IncomingMessage, upload: SlowClientLimits | undefined, expire: (reason: Error) => void): RequestDeadline {
   let seen = request.socket?.bytesRead ?? 0;
-  const timer = setTimeout(function check() {
-    const now = request.socket?.bytesRead ?? seen;
-    if (now !== seen) {
-      seen = now;
-      timer.refresh();
-      return;
+  if (upload === undefined) {
+    const timer = setTimeout(function check() {
+      const now = request.socket?.bytesRead ?? seen;
+      if (now !== seen) {
+        seen = now;
+        timer.refresh();
+        return;
+      }
+      expire(new UpstreamTimeout());
+    }, ms);
+    return { streaming: noop, disarm: () => clearTimeout(timer) };
+  }
+  const started = Date.now();
+  let lastProgress = started;
+  let phase: "head" | "stream" | "done" = "head";
+  let windowStart = started;
+  let windowBytes = seen;
+  let timer: NodeJS.Timeout;
+  const arm = (now: number) => {
+    let next = lastProgress + ms - now;
+    if (phase === "head") next = Math.min(next, started + upload.bodyDeadlineMs - now);
+    else if (phase === "stream") next = Math.min(next, windowStart + upload.rateWindowMs - now);
+    timer = setTimeout(check, Math.max(1, next));
+  };
+  const check = () => {
+    const now = Date.now();
+    const bytes = request.socket?.bytesRead ?? seen;
+    if (bytes !== seen) {
+      seen = bytes;
+      lastProgress = now;
     }
-    onExpire();
-  }, ms);
-  return { disarm: () => clearTimeout(timer) };
+    if (request.complete) phase = "done";
+    if (phase === "head" && now - started >= upload.bodyDeadlineMs) {
+      return expire(new SlowUpload(`The upload did not arrive within ${upload.bodyDeadlineMs / 1000} s.`));
+    }
+    if (phase === "stream" && now - windowStart >= upload.rateWindowMs) {
+      const rate = ((bytes - windowBytes) * 1000) / (now - windowStart);
+      if (rate < upload.minUploadBytesPerSecond && request.readableLength === 0) {
+        return expire(new SlowUpload(`The upload is too slow (under ${upload.minUploadBytesPerSecond} bytes per second).`));
+      }
+      windowStart = now;
+      windowBytes = bytes;
+    }
+    if (now - lastProgress >= ms) return expire(new UpstreamTimeout());
+    arm(now);
+  };
+  arm(started);
+  return {
+    streaming() {
+      if (phase !== "head") return;
+      phase = "stream";
+      windowStart = Date.now();
+      windowBytes = request.socket?.bytesRead ?? seen;
+      clearTimeout(timer);
+      arm(windowStart);
+    },
+    disarm: () => clearTimeout(timer),
+  };
 }
 
 /**
@@ -105,6 +172,13 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
   function failed(ctx: Koa.Context, log: Logger, reason: unknown, err: unknown): void {
     if (reason instanceof ClientGone || ctx.req.socket.destroyed) {
       log.debug("client went away before the MCP server answered");
+      return;
+    }
+    if (reason instanceof SlowUpload) {
+      log.info({ err: reason.message }, "client upload too slow");
+      // The rest of the body is not wanted: the connection closes after this answer.
+      ctx.set("Connection", "close");
+      jsonRpcError(ctx, 408, -32000, reason.message);
       return;
     }
     if (reason instanceof ShuttingDown) {
@@ -148,9 +222,21 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     }
     if (ctx.req.readableDidRead) throw new Error("The /mcp request body was already read: the MCP route must not have a body parser.");
 
+    // A body still arriving takes one of the client address's places until it has arrived; an
+    // address with none left is refused at once (http/slow-requests.ts).
+    let release: (() => void) | undefined;
+    if (ctx.method === "POST" && !ctx.req.complete) {
+      release = admitReceiving(ctx);
+      if (release === undefined) {
+        ctx.set("Retry-After", String(retryAfterSeconds(ctx.app)));
+        ctx.set("Connection", "close");
+        return jsonRpcError(ctx, 429, -32000, TOO_MANY_BODIES);
+      }
+    }
+
     const controller = new AbortController();
     inFlight.add(controller);
-    const deadline = inactivityDeadline(options.timeoutMs, ctx.req, () => controller.abort(new UpstreamTimeout()));
+    const deadline = requestDeadline(options.timeoutMs, ctx.req, release && slowClientLimits(ctx.app), (reason) => controller.abort(reason));
     const onClose = () => {
       if (!ctx.res.writableFinished) controller.abort(new ClientGone());
     };
@@ -159,6 +245,12 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       let upstream: Awaited<ReturnType<Pool["request"]>>;
       try {
         const body = await upstreamBody(ctx.req, controller.signal);
+        if (release !== undefined) {
+          if (isStreamed(body)) {
+            deadline.streaming();
+            ctx.req.once("end", release);
+          } else release();
+        }
         upstream = await pool.request({
           method: ctx.method as "GET" | "POST" | "DELETE",
           path,
@@ -214,6 +306,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       }
     } finally {
       deadline.disarm();
+      release?.();
       ctx.res.off("close", onClose);
       inFlight.delete(controller);
     }

@@ -1,7 +1,10 @@
 // The body of a request forwarded to the MCP server. JSON-RPC messages are small: a body with a
 // Content-Length up to SMALL_BODY_BYTES is read whole (bounded memory) and leaves in the same write
-// as the request headers, which saved ~15% of the broker's CPU per request over a stream. Anything
-// larger, or of unknown length, is streamed as it arrives, with backpressure.
+// as the request headers, which saved ~15% of the broker's CPU per request over a stream. A larger
+// body, or one of unknown length, is read up to SMALL_BODY_BYTES too (the whole of it when it ends
+// before) and only then streamed with backpressure. So no connection to the MCP server is taken for
+// a body that has not arrived: a client trickling its upload holds only its own connection, until
+// the deadlines of proxy.ts (http/slow-requests.ts limits) cut it.
 import type { IncomingMessage } from "node:http";
 
 export const SMALL_BODY_BYTES = 64 * 1024;
@@ -14,9 +17,21 @@ export async function upstreamBody(request: IncomingMessage, signal: AbortSignal
   const header = request.headers["content-length"];
   const length = header === undefined ? NaN : Number(header);
   if (Number.isSafeInteger(length) && length <= SMALL_BODY_BYTES) return readWhole(request, signal);
+  const head = await readHead(request, signal, SMALL_BODY_BYTES);
+  if (head.ended) return head.data;
   // An iterator that undici may abandon on failure without destroying the client's request (and
   // with it the socket), so that the client can still be answered 502/504.
-  return request.iterator({ destroyOnReturn: false }) as AsyncIterableIterator<Buffer>;
+  return prefixed(head.data, request.iterator({ destroyOnReturn: false }) as AsyncIterableIterator<Buffer>);
+}
+
+/** Whether `body` is streamed (the upload goes on while the MCP server is already connected). */
+export function isStreamed(body: UpstreamBody): body is AsyncIterable<Buffer> {
+  return body !== null && !Buffer.isBuffer(body);
+}
+
+async function* prefixed(head: Buffer, rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  yield head;
+  yield* rest;
 }
 
 /** Reads the whole body; rejects when the client goes away or `signal` aborts first. */
@@ -34,6 +49,39 @@ function readWhole(request: IncomingMessage, signal: AbortSignal): Promise<Buffe
     const onClose = () => settle(new Error("the client closed the connection during its upload"));
     const onAbort = () => settle(signal.reason);
     if (signal.aborted) return onAbort();
+    if (request.destroyed) return onClose();
+    request.on("data", onData).once("end", onEnd).once("error", settle).once("close", onClose);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * Reads until the body ends (`ended`: data is all of it) or more than `limit` bytes have come
+ * (data is its head; the request is left paused with the rest unread).
+ */
+function readHead(request: IncomingMessage, signal: AbortSignal, limit: number): Promise<{ data: Buffer; ended: boolean }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (err: unknown | null, ended = false) => {
+      request.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
+      signal.removeEventListener("abort", onAbort);
+      if (err === null) resolve({ data: Buffer.concat(chunks), ended });
+      else reject(err instanceof Error ? err : new Error(String(err)));
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size > limit) {
+        request.pause();
+        settle(null);
+      }
+    };
+    const onEnd = () => settle(null, true);
+    const onClose = () => settle(new Error("the client closed the connection during its upload"));
+    const onAbort = () => settle(signal.reason);
+    if (signal.aborted) return onAbort();
+    if (request.destroyed) return onClose();
     request.on("data", onData).once("end", onEnd).once("error", settle).once("close", onClose);
     signal.addEventListener("abort", onAbort, { once: true });
   });
