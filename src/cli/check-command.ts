@@ -8,6 +8,7 @@ import { createUpstreamProvider } from "../upstream/create.ts";
 import { UpstreamError } from "../upstream/provider.ts";
 import { cliConfig } from "./context.ts";
 import { CliError, jsonCommand, printJson } from "./output.ts";
+import type { CliIo } from "./io.ts";
 
 interface CheckResult {
   readonly check: string;
@@ -15,17 +16,18 @@ interface CheckResult {
   readonly detail: string;
 }
 
-async function checkDatabase(config: Config): Promise<CheckResult> {
+async function checkDatabase(config: Config, cwd: string): Promise<CheckResult> {
   const where = config.databaseKind === "postgres" ? "PostgreSQL" : `SQLite (${config.databaseUrl})`;
-  const database = await openDatabase(config.databaseUrl);
+  let database;
   try {
+    database = await openDatabase(config.databaseUrl, cwd);
     const pending = await pendingMigrations(database);
     if (pending.length) return { check: "database", ok: false, detail: `${where} is reachable but ${pending.length} migration(s) are pending (${pending.join(", ")}): run npx mcp-auth-broker migrate (npm start does it too)` };
     return { check: "database", ok: true, detail: `${where} is reachable and up to date` };
   } catch (err) {
     return { check: "database", ok: false, detail: `cannot use ${where}: ${(err as Error).message.split("\n")[0]} (check DATABASE_URL and that the server is running)` };
   } finally {
-    await database.close();
+    await database?.close();
   }
 }
 
@@ -56,16 +58,16 @@ async function checkMcpServer(config: Config): Promise<CheckResult> {
   }
 }
 
-export function registerCheckCommand(program: Command): void {
+export function registerCheckCommand(program: Command, io: CliIo): void {
   jsonCommand(program, "check", "check the configuration, the database, the identity provider credentials and the MCP server")
     .action(async (opts: { json?: boolean }) => {
-      const config = cliConfig();
+      const config = cliConfig(io);
       const results: CheckResult[] = [
         { check: "configuration", ok: true, detail: `PUBLIC_URL ${config.publicUrl}, ${config.demoMode ? "demo mode" : `${config.upstream.provider} login`}, ${config.databaseKind}` },
-        ...(await Promise.all([checkDatabase(config), checkUpstream(config), checkMcpServer(config)])),
+        ...(await Promise.all([checkDatabase(config, io.cwd), checkUpstream(config), checkMcpServer(config)])),
       ];
-      if (opts.json) printJson(results);
-      else for (const r of results) process.stdout.write(`${r.ok ? "ok  " : "FAIL"}  ${r.check.padEnd(17)}  ${r.detail}\n`);
+      if (opts.json) printJson(io, results);
+      else for (const r of results) io.out(`${r.ok ? "ok  " : "FAIL"}  ${r.check.padEnd(17)}  ${r.detail}\n`);
       if (results.some((r) => !r.ok)) throw new CliError(`${results.filter((r) => !r.ok).length} check(s) failed`);
     });
 }

@@ -4,6 +4,7 @@
 import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printFields, printJson, printTable } from "./output.ts";
+import type { CliIo } from "./io.ts";
 import { ClientRegistry } from "../grants/clients.ts";
 import { parseClientMetadata } from "../grants/client-metadata.ts";
 import { clientMetadataResponse } from "../oauth/register.ts";
@@ -25,15 +26,16 @@ function describe(client: RegisteredClient): Record<string, string> {
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
-export function registerClientCommands(program: Command): void {
+export function registerClientCommands(program: Command, io: CliIo): void {
   const clients = program.command("clients").description("list, add, show and remove registered MCP clients");
 
   jsonCommand(clients, "list", "list registered clients")
     .action(async (opts: { json?: boolean }) => {
-      await withContext(async ({ database }) => {
+      await withContext(io, async ({ database }) => {
         const list = await new ClientRegistry(database.db).list();
-        if (opts.json) return printJson(list.map((c) => ({ ...clientMetadataResponse(c), registration_type: c.registrationType, last_used_at: c.lastUsedAt?.toISOString() ?? null })));
+        if (opts.json) return printJson(io, list.map((c) => ({ ...clientMetadataResponse(c), registration_type: c.registrationType, last_used_at: c.lastUsedAt?.toISOString() ?? null })));
         printTable(
+          io,
           list.map((c) => ({ id: c.id, name: c.clientName ?? "-", type: c.tokenEndpointAuthMethod === "none" ? "public" : "confidential", registered: c.registrationType, lastUsed: iso(c.lastUsedAt) })),
           "No clients registered.",
         );
@@ -65,38 +67,38 @@ export function registerClientCommands(program: Command): void {
         if (err instanceof OAuthError) throw new CliError(`invalid client: ${err.description}`, 2);
         throw err;
       }
-      await withContext(async ({ database }) => {
+      await withContext(io, async ({ database }) => {
         const { client, clientSecret } = await new ClientRegistry(database.db).register(metadata, "manual");
-        if (opts.json) return printJson(clientMetadataResponse(client, clientSecret));
-        printFields({ ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
-        if (clientSecret) process.stdout.write("\nStore the secret now: it is shown only this once.\n");
+        if (opts.json) return printJson(io, clientMetadataResponse(client, clientSecret));
+        printFields(io, { ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
+        if (clientSecret) io.out("\nStore the secret now: it is shown only this once.\n");
       });
     });
 
   jsonCommand(clients, "show", "show one client")
     .argument("<id>", "client id")
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withContext(async ({ database }) => {
+      await withContext(io, async ({ database }) => {
         const client = await new ClientRegistry(database.db).get(id);
         if (!client) throw new CliError(`no client with id ${id}`);
         const live = await database.db.grant.count({ where: { clientId: id, revokedAt: null, absoluteExpiresAt: { gt: new Date() }, idleExpiresAt: { gt: new Date() } } });
-        if (opts.json) return printJson({ ...clientMetadataResponse(client), registration_type: client.registrationType, live_grants: live });
-        printFields({ ...describe(client), "live grants": String(live) });
+        if (opts.json) return printJson(io, { ...clientMetadataResponse(client), registration_type: client.registrationType, live_grants: live });
+        printFields(io, { ...describe(client), "live grants": String(live) });
       });
     });
 
   jsonCommand(clients, "remove", "remove a client; its grants and tokens stop working at once")
     .argument("<id>", "client id")
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withContext(async ({ database, services }) => {
+      await withContext(io, async ({ database, services }) => {
         const registry = new ClientRegistry(database.db);
         if (!(await registry.get(id))) throw new CliError(`no client with id ${id}`);
         // Revoke first so upstream tokens are released, then remove the rows.
         const live = await database.db.grant.findMany({ where: { clientId: id, revokedAt: null }, select: { id: true } });
         const revoked = await services.grants.lifecycle.revokeGrants(live.map((g) => g.id), "client_removed");
         await registry.remove(id);
-        if (opts.json) return printJson({ removed: id, revokedGrants: revoked.length });
-        process.stdout.write(`Removed client ${id} (${revoked.length} grant(s) revoked).\n`);
+        if (opts.json) return printJson(io, { removed: id, revokedGrants: revoked.length });
+        io.out(`Removed client ${id} (${revoked.length} grant(s) revoked).\n`);
       });
     });
 }

@@ -1,10 +1,10 @@
 // Opens what a CLI command needs: the same configuration, database and services as the server.
 import { ConfigError, loadConfig, readEnvironment, type Config } from "../config.ts";
-import pino from "pino";
 import { createLogger } from "../logger.ts";
 import { openDatabase, type Database } from "../store/db.ts";
 import { createServices, type Services } from "../services.ts";
 import { CliError } from "./output.ts";
+import type { CliIo } from "./io.ts";
 
 export interface CliContext {
   readonly config: Config;
@@ -13,18 +13,18 @@ export interface CliContext {
   close(): Promise<void>;
 }
 
-export function cliConfig(): Config {
+export function cliConfig(io: CliIo): Config {
   try {
-    return loadConfig(readEnvironment(process.cwd()));
+    return loadConfig(readEnvironment(io.cwd, io.env), io.cwd);
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(`configuration error: ${err.message}`);
     throw err;
   }
 }
 
-export async function openCliContext(): Promise<CliContext> {
-  const config = cliConfig();
-  const database = await openDatabase(config.databaseUrl);
+export async function openCliContext(io: CliIo): Promise<CliContext> {
+  const config = cliConfig(io);
+  const database = await openDatabase(config.databaseUrl, io.cwd);
   try {
     await database.db.client.count();
   } catch {
@@ -32,7 +32,7 @@ export async function openCliContext(): Promise<CliContext> {
     throw new CliError("the database is not ready (not migrated, or unreachable); run `npx mcp-auth-broker migrate` first and check DATABASE_URL");
   }
   // Logs go to stderr at warn so command output stays clean for scripts.
-  const logger = createLogger(process.env.LOG_LEVEL === "debug" ? "debug" : "warn", pino.destination(2));
+  const logger = createLogger(io.env.LOG_LEVEL === "debug" ? "debug" : "warn", { write: (line: string) => io.err(line) });
   const services = createServices(config, database, logger);
   return {
     config,
@@ -45,8 +45,8 @@ export async function openCliContext(): Promise<CliContext> {
   };
 }
 
-export async function withContext<T>(run: (ctx: CliContext) => Promise<T>): Promise<T> {
-  const ctx = await openCliContext();
+export async function withContext<T>(io: CliIo, run: (ctx: CliContext) => Promise<T>): Promise<T> {
+  const ctx = await openCliContext(io);
   try {
     return await run(ctx);
   } finally {

@@ -3,9 +3,10 @@
 import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printJson, printTable } from "./output.ts";
+import type { CliIo } from "./io.ts";
 import { grantDeathReason } from "../grants/lifecycle.ts";
 
-export function registerGrantCommands(program: Command): void {
+export function registerGrantCommands(program: Command, io: CliIo): void {
   // "sessions" is the name the outside contract uses for the same thing: what a user signed in to.
   const grants = program.command("grants").alias("sessions").description("list and revoke grants (what a client may do for a user; alias: sessions)");
 
@@ -14,7 +15,7 @@ export function registerGrantCommands(program: Command): void {
     .option("--client <id>", "only grants of this client")
     .option("--all", "include revoked and expired grants")
     .action(async (opts: { user?: string; client?: string; all?: boolean; json?: boolean }) => {
-      await withContext(async ({ database }) => {
+      await withContext(io, async ({ database }) => {
         const now = new Date();
         const rows = await database.db.grant.findMany({
           where: {
@@ -42,8 +43,9 @@ export function registerGrantCommands(program: Command): void {
           revokedReason: g.revokedReason,
           status: grantDeathReason(g, now) ? (g.revokedAt ? "revoked" : "expired") : "live",
         }));
-        if (opts.json) return printJson(list);
+        if (opts.json) return printJson(io, list);
         printTable(
+          io,
           list.map((g) => ({ id: g.id, user: g.subject ?? "(client credentials)", client: g.clientName ?? g.clientId, status: g.status, lastUsed: iso(new Date(g.lastUsedAt)) })),
           opts.all ? "No grants." : "No live grants.",
         );
@@ -56,7 +58,7 @@ export function registerGrantCommands(program: Command): void {
     .action(async (id: string | undefined, opts: { user?: string; json?: boolean }) => {
       if (!id && !opts.user) throw new CliError("give a grant id or --user <subject>", 2);
       if (id && opts.user) throw new CliError("give either a grant id or --user, not both", 2);
-      await withContext(async ({ database, services }) => {
+      await withContext(io, async ({ database, services }) => {
         let revoked: string[];
         if (id) {
           const grant = await database.db.grant.findUnique({ where: { id } });
@@ -65,8 +67,8 @@ export function registerGrantCommands(program: Command): void {
         } else {
           revoked = await services.grants.lifecycle.revokeSubject(opts.user!, "operator");
         }
-        if (opts.json) return printJson({ revoked });
-        process.stdout.write(revoked.length === 0 ? "Nothing to revoke: no live grant matched.\n" : `Revoked ${revoked.length} grant(s): ${revoked.join(", ")}\n`);
+        if (opts.json) return printJson(io, { revoked });
+        io.out(revoked.length === 0 ? "Nothing to revoke: no live grant matched.\n" : `Revoked ${revoked.length} grant(s): ${revoked.join(", ")}\n`);
       });
     });
 }

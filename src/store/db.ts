@@ -33,6 +33,15 @@ export interface Database {
   readonly close: () => Promise<void>;
 }
 
+/** Creates the SQLite file's folder if needed; a clear DatabaseNotWritableError when it cannot. */
+export function prepareSqliteFolder(file: string): void {
+  try {
+    mkdirSync(path.dirname(file), { recursive: true });
+  } catch (err) {
+    throw new DatabaseNotWritableError(`cannot create the database folder ${path.dirname(file)} (${(err as NodeJS.ErrnoException).code}): create it, writable by the user running the broker, or change DATABASE_URL`);
+  }
+}
+
 /**
  * Opens the database and checks that this process can write to it: a read-only file, folder or
  * server fails here with a one-line DatabaseNotWritableError that names it and says what to change
@@ -50,11 +59,7 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     db = client as unknown as Db;
   } else {
     file = sqliteFilePath(url, cwd);
-    try {
-      mkdirSync(path.dirname(file), { recursive: true });
-    } catch (err) {
-      throw new DatabaseNotWritableError(`cannot create the database folder ${path.dirname(file)} (${(err as NodeJS.ErrnoException).code}): create it, writable by the user running the broker, or change DATABASE_URL`);
-    }
+    prepareSqliteFolder(file);
     // busy_timeout, synchronous and foreign_keys are set on every connection by the adapter.
     db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }) });
   }

@@ -4,7 +4,8 @@ import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Database } from "./db.ts";
+import { prepareSqliteFolder, sqliteFilePath, type Database } from "./db.ts";
+import { DatabaseNotWritableError, sqliteFileProblem } from "./writability.ts";
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -18,9 +19,15 @@ export class MigrationError extends Error {}
 export async function migrateDatabase(databaseUrl: string, cwd: string = process.cwd()): Promise<MigrateResult> {
   // The CLI resolves file: URLs against its cwd (the project root); pass an absolute path so the
   // broker's cwd decides, as it does for the running client.
-  const url = /^file:/i.test(databaseUrl)
-    ? `file:${path.resolve(cwd, databaseUrl.replace(/^file:/i, "").replace(/\?.*$/, ""))}`
-    : databaseUrl;
+  const file = /^file:/i.test(databaseUrl) ? sqliteFilePath(databaseUrl, cwd) : undefined;
+  if (file) {
+    // Migrations are the first write: a read-only file or folder is named here, with what to do,
+    // rather than as the migration engine's "attempt to write a readonly database".
+    prepareSqliteFolder(file);
+    const problem = sqliteFileProblem(file);
+    if (problem) throw new DatabaseNotWritableError(problem.detail);
+  }
+  const url = file ? `file:${file}` : databaseUrl;
   const cli = path.join(projectRoot, "node_modules/prisma/build/index.js");
   const output = await new Promise<string>((resolve, reject) => {
     const child = spawn(process.execPath, [cli, "migrate", "deploy"], {

@@ -9,17 +9,23 @@ import { obtainTokens } from "../support/oauth-flow.ts";
 import { cleanEnv, projectRoot, type Finished } from "../support/spawn.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
+import { runCli } from "../../src/cli/program.ts";
 
 let t: TestBroker;
 let env: Record<string, string>;
 
-function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Finished> {
+/** The CLI in-process: the same program as the binary, on this test's environment and output. */
+async function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Finished> {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(args, { cwd: options.cwd ?? t.dir, env: cleanEnv(options.env ?? env), out: (s) => void (stdout += s), err: (s) => void (stderr += s) });
+  return { code, stdout, stderr };
+}
+
+/** The real binary, for what only a process shows (argv, exit code, output streams). */
+function binary(args: string[]): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(projectRoot, "bin/mcp-auth-broker.js"), ...args], {
-      cwd: options.cwd ?? t.dir,
-      env: cleanEnv(options.env ?? env),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(process.execPath, [path.join(projectRoot, "bin/mcp-auth-broker.js"), ...args], { cwd: t.dir, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -45,6 +51,15 @@ beforeAll(async () => {
 afterAll(async () => t.stop());
 
 describe("mcp-auth-broker CLI", () => {
+  it("the binary lists its commands with --help, prints its version, and exits 2 on usage errors", async () => {
+    const [help, version, bad] = await Promise.all([binary(["--help"]), binary(["--version"]), binary(["clients", "show"])]);
+    expect(help.code).toBe(0);
+    for (const command of ["clients", "grants", "migrate", "purge", "check"]) expect(help.stdout).toContain(command);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("missing required argument");
+  });
+
   it("lists its commands with --help, and exits 2 on usage errors", async () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
@@ -132,7 +147,8 @@ describe("mcp-auth-broker CLI", () => {
     const byUser = await cli(["grants", "revoke", "--user", "demo:bob", "--json"]);
     expect(JSON.parse(byUser.stdout).revoked).toHaveLength(1);
     // Without a manual poll: the feed's own period (1 s) is enough.
-    await new Promise((r) => setTimeout(r, 1500));
+    const deadline = Date.now() + 3000;
+    while ((await mcpStatus(bob.tokens.access_token)) !== 401 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(await mcpStatus(bob.tokens.access_token)).toBe(401);
     const refresh = await fetch(`${t.url}/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: bob.tokens.refresh_token, client_id: bob.client.client_id }) });
     expect(((await refresh.json()) as { error: string }).error).toBe("invalid_grant");

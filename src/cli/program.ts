@@ -1,0 +1,49 @@
+// The operator CLI as a function of its arguments and its I/O: the binary (main.ts) runs it on
+// the process; tests run it in-process. Exit codes: 0 done, 1 failed (message on stderr), 2 usage.
+import { readFileSync } from "node:fs";
+import { Command, CommanderError } from "commander";
+import { registerGrantCommands } from "./grants-commands.ts";
+import { registerMaintenanceCommands } from "./maintenance-commands.ts";
+import { registerClientCommands } from "./clients-commands.ts";
+import { registerCheckCommand } from "./check-command.ts";
+import { CliError } from "./output.ts";
+import type { CliIo } from "./io.ts";
+import { MigrationError, projectRoot } from "../store/migrate.ts";
+import { DatabaseNotWritableError } from "../store/writability.ts";
+
+const version = (JSON.parse(readFileSync(`${projectRoot}/package.json`, "utf8")) as { version: string }).version;
+
+/** Runs one command line (the arguments after the program name); resolves to the exit code. */
+export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+  const program = new Command()
+    .name("mcp-auth-broker")
+    .description("Operator commands for mcp-auth-broker (reads the same .env / environment as the server)")
+    .version(version)
+    .showHelpAfterError("(run with --help for usage)")
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .exitOverride();
+  registerClientCommands(program, io);
+  registerGrantCommands(program, io);
+  registerMaintenanceCommands(program, io);
+  registerCheckCommand(program, io);
+  try {
+    await program.parseAsync([...args], { from: "user" });
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version are not errors; usage errors were already printed by commander.
+      return ["commander.helpDisplayed", "commander.help", "commander.version"].includes(err.code) ? 0 : 2;
+    }
+    if (err instanceof CliError) {
+      io.err(`mcp-auth-broker: ${err.message}\n`);
+      return err.exitCode;
+    }
+    // Says what is wrong and what to do, like a CliError.
+    if (err instanceof DatabaseNotWritableError || err instanceof MigrationError) {
+      io.err(`mcp-auth-broker: ${err.message}\n`);
+      return 1;
+    }
+    io.err(`mcp-auth-broker: unexpected error: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}\n`);
+    return 1;
+  }
+}
