@@ -11,6 +11,7 @@ import Database from "libsql";
 import { startBrokerProcess, type BrokerProcess } from "../support/broker-process.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
+import { makeUnwritable, mechanism } from "../support/unwritable.ts";
 
 const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
 
@@ -95,6 +96,29 @@ describe("database faults at /mcp, real broker process", () => {
       } finally {
         other.exec("ROLLBACK");
         other.close();
+      }
+      const again = await mcp(broker, token);
+      expect(again.status).toBe(200);
+      await again.text();
+    } finally {
+      await broker.kill();
+    }
+  }, 60_000);
+
+  // chattr +i (root): genuinely read-only even for root. Not the -shm file: SQLite maps it, and a
+  // mapping that cannot grow ends the process with SIGBUS (the closing note of issue 17 says so).
+  (mechanism === "chattr" ? it : it.skip)("SQLite file made read-only under the running broker", async () => {
+    const file = path.join(dir, "readonly.db");
+    const broker = await startBrokerProcess(dir, { DATABASE_URL: `file:${file}` });
+    try {
+      const { token, session } = await openSession(broker);
+      const undo = makeUnwritable([file, `${file}-wal`]);
+      try {
+        await underFault(broker, token, session, 503);
+        const ready = await fetch(`${broker.url}/readyz`);
+        expect(ready.status).toBe(503);
+      } finally {
+        undo();
       }
       const again = await mcp(broker, token);
       expect(again.status).toBe(200);

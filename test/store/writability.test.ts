@@ -8,8 +8,8 @@
 //   cannot write them, verified below before use); a normal user chmods them;
 // - PostgreSQL: default_transaction_read_only on the database, as on a read-only replica.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import Database from "libsql";
@@ -23,8 +23,8 @@ import { PrismaClient as PostgresClient } from "../../src/store/generated/postgr
 import { cleanEnv, projectRoot, runToEnd, tsxBin } from "../support/spawn.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
+import { isRoot, makeUnwritable, mechanism } from "../support/unwritable.ts";
 
-const isRoot = process.getuid?.() === 0;
 
 /** Runs a command as a user who cannot write root's 0444 files: nobody when we are root, else ourselves. */
 function asUnprivileged(command: string, args: string[]): [string, string[]] {
@@ -32,40 +32,8 @@ function asUnprivileged(command: string, args: string[]): [string, string[]] {
 }
 const unprivilegedAvailable = !isRoot || spawnSync("runuser", ["-u", "nobody", "--", "true"]).status === 0;
 
-/** root: chattr +i, after checking on a scratch file that it really stops a write here. */
-function immutableWorks(): boolean {
-  if (!isRoot) return false;
-  const dir = mkdtempSync(path.join(tmpdir(), "mab-chattr-"));
-  const file = path.join(dir, "probe");
-  writeFileSync(file, "x");
-  try {
-    if (spawnSync("chattr", ["+i", file]).status !== 0) return false;
-    try {
-      closeSync(openSync(file, "r+"));
-      return false;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === "EPERM";
-    } finally {
-      spawnSync("chattr", ["-i", file]);
-    }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-const mechanism: "chattr" | "chmod" | undefined = isRoot ? (immutableWorks() ? "chattr" : undefined) : "chmod";
 if (!mechanism) process.stdout.write("[notice] chattr +i does not work on this file system as root: in-process read-only tests skipped\n");
 if (!unprivilegedAvailable) process.stdout.write("[notice] runuser -u nobody is not available: start-check tests skipped\n");
-
-/** Makes files unwritable for this process by `mechanism`; returns the undo. */
-function makeUnwritable(paths: string[]): () => void {
-  const files = paths.filter((f) => existsSync(f));
-  if (mechanism === "chattr") {
-    execFileSync("chattr", ["+i", ...files]);
-    return () => execFileSync("chattr", ["-i", ...files]);
-  }
-  for (const f of files) chmodSync(f, 0o444);
-  return () => files.forEach((f) => chmodSync(f, 0o644));
-}
 
 describe("isDatabaseUnavailable with errors from real SQLite", () => {
   let dir: string;
