@@ -83,19 +83,21 @@ describe("database faults at /mcp, real broker process", () => {
     }
   }, 60_000);
 
-  it("SQLite write-locked by another process", async () => {
-    const file = path.join(dir, "locked.db");
+  /**
+   * A broker process on a SQLite file: `inject` starts the fault and returns its end; during it the
+   * broker must answer as `underFault` says, afterwards it works again without a restart.
+   */
+  async function sqliteFault(name: string, inject: (file: string) => () => void, duringFault?: (broker: BrokerProcess) => Promise<void>): Promise<void> {
+    const file = path.join(dir, `${name}.db`);
     const broker = await startBrokerProcess(dir, { DATABASE_URL: `file:${file}` });
     try {
       const { token, session } = await openSession(broker);
-      // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s).
-      const other = new Database(file);
-      other.exec("BEGIN IMMEDIATE");
+      const end = inject(file);
       try {
         await underFault(broker, token, session, 503);
+        await duringFault?.(broker);
       } finally {
-        other.exec("ROLLBACK");
-        other.close();
+        end();
       }
       const again = await mcp(broker, token);
       expect(again.status).toBe(200);
@@ -103,28 +105,27 @@ describe("database faults at /mcp, real broker process", () => {
     } finally {
       await broker.kill();
     }
+  }
+
+  it("SQLite write-locked by another process", async () => {
+    // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s).
+    await sqliteFault("locked", (file) => {
+      const other = new Database(file);
+      other.exec("BEGIN IMMEDIATE");
+      return () => {
+        other.exec("ROLLBACK");
+        other.close();
+      };
+    });
   }, 60_000);
 
   // chattr +i (root): genuinely read-only even for root. Not the -shm file: SQLite maps it, and a
   // mapping that cannot grow ends the process with SIGBUS (the closing note of issue 17 says so).
   (mechanism === "chattr" ? it : it.skip)("SQLite file made read-only under the running broker", async () => {
-    const file = path.join(dir, "readonly.db");
-    const broker = await startBrokerProcess(dir, { DATABASE_URL: `file:${file}` });
-    try {
-      const { token, session } = await openSession(broker);
-      const undo = makeUnwritable([file, `${file}-wal`]);
-      try {
-        await underFault(broker, token, session, 503);
-        const ready = await fetch(`${broker.url}/readyz`);
-        expect(ready.status).toBe(503);
-      } finally {
-        undo();
-      }
-      const again = await mcp(broker, token);
-      expect(again.status).toBe(200);
-      await again.text();
-    } finally {
-      await broker.kill();
-    }
+    await sqliteFault(
+      "readonly",
+      (file) => makeUnwritable([file, `${file}-wal`]),
+      async (broker) => expect((await fetch(`${broker.url}/readyz`)).status).toBe(503),
+    );
   }, 60_000);
 });

@@ -3,14 +3,9 @@
 // because only known names were redacted. A real broker logs at trace level into a captured
 // stream; only a short list of harmless parameters keeps its value.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { loadConfig } from "../../src/config.ts";
-import { createBroker, type Broker } from "../../src/broker.ts";
-import { createLogger, redactUrl } from "../../src/logger.ts";
-import { freePort } from "../support/start-broker.ts";
+import { redactUrl } from "../../src/logger.ts";
+import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 
 describe("redactUrl", () => {
   it.each([
@@ -39,36 +34,18 @@ describe("redactUrl", () => {
 });
 
 describe("the request log of a broker at trace level", () => {
-  let broker: Broker;
-  let dir: string;
+  let t: TestBroker;
   let origin: string;
   let output = "";
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), "mab-log-"));
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
-    const config = loadConfig(
-      {
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        // With a path: the OAuth endpoints are served under /broker and without it.
-        PUBLIC_URL: `${origin}/broker`,
-        DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
-        SECRET_KEY: randomBytes(32).toString("base64"),
-        LOG_LEVEL: "trace",
-      },
-      dir,
-    );
-    const logger = createLogger("trace", { write: (line: string) => void (output += line) });
-    broker = await createBroker(config, { cwd: dir, logger });
-    await broker.listen();
+    // With a path: the OAuth endpoints are served under /broker and without it.
+    t = await startBroker({ PORT: String(port), PUBLIC_URL: `${origin}/broker`, LOG_LEVEL: "trace" }, { logDestination: { write: (line: string) => void (output += line) } });
   });
 
-  afterAll(async () => {
-    await broker.stop(2000);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => t.stop());
 
   it("never shows a token sent in ?transaction= or under an unknown name, on any path", async () => {
     const secrets: string[] = [];

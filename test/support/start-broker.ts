@@ -8,6 +8,7 @@ import { loadConfig } from "../../src/config.ts";
 import { createBroker, type Broker, type BrokerOptions } from "../../src/broker.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createServer } from "node:net";
+import type { DestinationStream } from "pino";
 
 export interface TestBroker {
   readonly broker: Broker;
@@ -34,7 +35,10 @@ export async function freePort(): Promise<number> {
  * `env` overrides the defaults (demo provider, fresh SQLite, random SECRET_KEY). PUBLIC_URL must
  * know the port, so a free port is chosen first.
  */
-export async function startBroker(env: Record<string, string> = {}, options: Omit<BrokerOptions, "cwd" | "logger"> = {}): Promise<TestBroker> {
+export async function startBroker(
+  env: Record<string, string> = {},
+  options: Omit<BrokerOptions, "cwd" | "logger"> & { readonly logDestination?: DestinationStream } = {},
+): Promise<TestBroker> {
   const dir = mkdtempSync(path.join(tmpdir(), "mab-test-"));
   const port = await freePort();
   const config = loadConfig(
@@ -49,7 +53,8 @@ export async function startBroker(env: Record<string, string> = {}, options: Omi
     },
     dir,
   );
-  const broker = await createBroker(config, { ...options, cwd: dir, logger: createLogger(config.logLevel) });
+  const { logDestination, ...brokerOptions } = options;
+  const broker = await createBroker(config, { ...brokerOptions, cwd: dir, logger: createLogger(config.logLevel, logDestination) });
   await broker.listen();
   return {
     broker,
