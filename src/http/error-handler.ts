@@ -86,14 +86,14 @@ export function errorHandler(): Koa.Middleware {
       const status = e.status ?? e.statusCode;
       if (status && status >= 400 && status < 500 && e.expose !== false) {
         // Client errors raised by Koa or body parsing (413, 415, 400): safe to describe.
-        send(ctx, format, status, status === 413 ? "invalid_request" : "invalid_request", e.message ?? "Bad request.");
+        send(ctx, format, status, "invalid_request", e.message ?? "Bad request.");
         return;
       }
       if (isDatabaseUnavailable(err)) {
         // Not a bug: the database is down or unreachable. Clients retry; the operator sees why.
         state.log.warn({ err: (err as Error).message }, "database unreachable");
         ctx.set("Retry-After", String(DATABASE_RETRY_AFTER_SECONDS));
-        send(ctx, format, 503, "temporarily_unavailable", "The service cannot reach its database right now. Please try again in a few seconds.", undefined, "Temporarily unavailable");
+        send(ctx, format, 503, "temporarily_unavailable", "The service cannot use its database right now (unreachable, busy or not writable). Please try again in a few seconds.", undefined, "Temporarily unavailable");
         return;
       }
       state.log.error({ err }, "unexpected error");
