@@ -1,10 +1,10 @@
 // Applies pending migrations with the Prisma CLI (JS schema engine, nothing downloaded), for
 // `npm start` and `mcp-auth-broker migrate`.
 import { spawn } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { prepareSqliteFolder, sqliteFilePath, type Database } from "./db.ts";
+import { openDatabase, prepareSqliteFolder, sqliteFilePath, type Database } from "./db.ts";
 import { DatabaseNotWritableError, sqliteFileProblem } from "./writability.ts";
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -28,6 +28,10 @@ export async function migrateDatabase(databaseUrl: string, cwd: string = process
     if (problem) throw new DatabaseNotWritableError(problem.detail);
   }
   const url = file ? `file:${file}` : databaseUrl;
+  // Most starts find nothing to apply: a query answers that in milliseconds, where the migration
+  // engine takes over a second to start. It runs only when something is pending (or the check
+  // itself fails, so that its error is the engine's clear one).
+  if ((!file || existsSync(file)) && (await nothingPending(databaseUrl, cwd))) return { applied: [], output: "No pending migrations to apply." };
   const cli = path.join(projectRoot, "node_modules/prisma/build/index.js");
   const output = await new Promise<string>((resolve, reject) => {
     const child = spawn(process.execPath, [cli, "migrate", "deploy"], {
@@ -58,6 +62,18 @@ export async function migrateDatabase(databaseUrl: string, cwd: string = process
   });
   const applied = [...output.matchAll(/└─ (\S+)\//g)].map((m) => m[1]!).filter((n) => /^\d{14}_/.test(n));
   return { applied, output };
+}
+
+async function nothingPending(databaseUrl: string, cwd: string): Promise<boolean> {
+  let database: Database | undefined;
+  try {
+    database = await openDatabase(databaseUrl, cwd);
+    return (await pendingMigrations(database)).length === 0;
+  } catch {
+    return false;
+  } finally {
+    await database?.close();
+  }
 }
 
 /** Migrations checked in for this kind of database that the database has not applied yet. */

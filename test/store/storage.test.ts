@@ -6,7 +6,8 @@ import { migrateDatabase, pendingMigrations } from "../../src/store/migrate.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 
-const targets = databaseTargets("storage tests");
+// Empty databases: the first test applies the migrations itself.
+const targets = databaseTargets("storage tests", { migrated: false });
 
 describe.each(targets)("storage on $name", (target) => {
   let database: Database;

@@ -4,19 +4,24 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createPostgresDatabase, postgresAvailable } from "./pg-database.ts";
+import { copyMigratedSqlite } from "./template-db.ts";
 
 export interface DatabaseTarget {
   readonly name: "sqlite" | "postgres";
   setup(): Promise<{ url: string; cleanup(): Promise<void> }>;
 }
 
-export function databaseTargets(what: string): DatabaseTarget[] {
+/** `migrated` (default true): the databases come with every migration applied. */
+export function databaseTargets(what: string, options: { migrated?: boolean } = {}): DatabaseTarget[] {
+  const migrated = options.migrated ?? true;
   const targets: DatabaseTarget[] = [
     {
       name: "sqlite",
       async setup() {
         const dir = mkdtempSync(path.join(tmpdir(), "mab-store-"));
-        return { url: `file:${path.join(dir, "broker.db")}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+        const file = path.join(dir, "broker.db");
+        if (migrated) await copyMigratedSqlite(file);
+        return { url: `file:${file}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
       },
     },
   ];
@@ -24,7 +29,7 @@ export function databaseTargets(what: string): DatabaseTarget[] {
     targets.push({
       name: "postgres",
       async setup() {
-        const db = await createPostgresDatabase();
+        const db = await createPostgresDatabase({ migrated });
         return { url: db.url, cleanup: db.drop };
       },
     });

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes, randomUUID } from "node:crypto";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { migrateDatabase } from "../../src/store/migrate.ts";
+import { copyMigratedSqlite } from "./template-db.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import { SecretBox } from "../../src/store/secrets.ts";
 import { createGrants, type Grants } from "../../src/grants/index.ts";
@@ -27,7 +27,7 @@ export async function grantsHarness(env: Record<string, string>, provider: Upstr
     { PUBLIC_URL: "http://127.0.0.1:9", PORT: "9", DATABASE_URL: `file:${path.join(dir, "broker.db")}`, SECRET_KEY: randomBytes(32).toString("base64"), ...env },
     dir,
   );
-  await migrateDatabase(config.databaseUrl, dir);
+  await copyMigratedSqlite(path.join(dir, "broker.db"));
   const database = await openDatabase(config.databaseUrl, dir);
   const secrets = new SecretBox(config.secretKey);
   const grants = createGrants({ db: database.db, config, secrets, provider, logger: createLogger("silent") });

@@ -1,6 +1,7 @@
 // A fresh, empty PostgreSQL database per test file on the suite's server.
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { migratedPostgresTemplate } from "./template-db.ts";
 
 export const postgresAvailable = Boolean(process.env.MAB_TEST_POSTGRES_URL);
 
@@ -23,14 +24,13 @@ async function adminQuery(base: string, sql: string, params: unknown[] = []): Pr
   }
 }
 
-export async function createPostgresDatabase(): Promise<TestPostgresDatabase> {
+/** A fresh database: migrated (a copy of the migrated template) unless `migrated: false`. */
+export async function createPostgresDatabase(options: { migrated?: boolean } = {}): Promise<TestPostgresDatabase> {
   const base = process.env.MAB_TEST_POSTGRES_URL;
   if (!base) throw new Error("no PostgreSQL server for tests");
   const name = `mab_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: `${base}/postgres` });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
+  const template = (options.migrated ?? true) ? await migratedPostgresTemplate(base) : undefined;
+  await adminQuery(base, `CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`);
   return {
     url: `${base}/${name}`,
     async goDown() {

@@ -9,6 +9,7 @@ import { createBroker, type Broker, type BrokerOptions } from "../../src/broker.
 import { createLogger } from "../../src/logger.ts";
 import { createServer } from "node:net";
 import type { DestinationStream } from "pino";
+import { copyMigratedSqlite } from "./template-db.ts";
 
 export interface TestBroker {
   readonly broker: Broker;
@@ -40,6 +41,8 @@ export async function startBroker(
   options: Omit<BrokerOptions, "cwd" | "logger"> & { readonly logDestination?: DestinationStream } = {},
 ): Promise<TestBroker> {
   const dir = mkdtempSync(path.join(tmpdir(), "mab-test-"));
+  // A migrated copy: the broker's own migration step then finds nothing to do.
+  if (env.DATABASE_URL === undefined) await copyMigratedSqlite(path.join(dir, "broker.db"));
   const port = await freePort();
   const config = loadConfig(
     {
