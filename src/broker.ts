@@ -15,7 +15,8 @@ import { authorizationServerRouter } from "./oauth/router.ts";
 import { callbackRouter } from "./oauth/callback.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
-import { createDatabaseSessionBinding } from "./gateway/database-session-binding.ts";
+import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
+import { createMcpSessionStore } from "./store/mcp-sessions.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
 import type { MountedDemoIdentityProvider } from "./demo/mount.ts";
 import { DEFAULT_SCOPE } from "./grants/types.ts";
@@ -96,7 +97,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         timeoutMs: config.proxyTimeoutMs,
         forwardUpstreamToken: config.forwardUpstreamToken,
         logger,
-        sessionBinding: createDatabaseSessionBinding(database.db),
+        sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
         mountPaths,
         publicUrl: config.publicUrl,
       });

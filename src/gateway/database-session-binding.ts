@@ -1,9 +1,10 @@
-// MCP session binding shared by every broker instance through the database. The owner of a
-// session never changes once bound, so each instance keeps what it has seen in memory: after a
-// session's first request on an instance, its requests there touch the database no more.
+// MCP session binding shared by every broker instance through the database (store/mcp-sessions.ts).
+// The owner of a session never changes once bound, so each instance keeps what it has seen in
+// memory: after a session's first request on an instance, its requests there touch the database
+// no more. That caching is the gateway's policy, built on the store's first-claim-wins rule.
 import { LRUCache } from "lru-cache";
 import type { Db } from "../store/db.ts";
-import { sha256Hex } from "../store/secrets.ts";
+import { createMcpSessionStore, type McpSessionStore } from "../store/mcp-sessions.ts";
 import { SingleFlight } from "../grants/single-flight.ts";
 import type { McpSessionBinding } from "./session-binding.ts";
 
@@ -12,11 +13,8 @@ export interface DatabaseSessionBindingOptions {
   readonly maxCached?: number;
 }
 
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "P2002";
-}
-
-export function createDatabaseSessionBinding(db: Db, options: DatabaseSessionBindingOptions = {}): McpSessionBinding {
+/** The binding over a shared store, remembering in this process every owner it has seen. */
+export function cachedSessionBinding(store: McpSessionStore, options: DatabaseSessionBindingOptions = {}): McpSessionBinding {
   // Keyed by the session id itself (it is in this process's memory anyway): only the database
   // sees hashes, and a request answered from memory hashes nothing.
   const owners = new LRUCache<string, string>({ max: options.maxCached ?? 100_000 });
@@ -24,9 +22,9 @@ export function createDatabaseSessionBinding(db: Db, options: DatabaseSessionBin
 
   const load = (sessionId: string) =>
     lookups.run(sessionId, async () => {
-      const row = await db.mcpSession.findUnique({ where: { sessionHash: sha256Hex(sessionId) }, select: { owner: true } });
-      if (row) owners.set(sessionId, row.owner);
-      return row?.owner;
+      const owner = await store.ownerOf(sessionId);
+      if (owner !== undefined) owners.set(sessionId, owner);
+      return owner;
     });
 
   return {
@@ -36,21 +34,18 @@ export function createDatabaseSessionBinding(db: Db, options: DatabaseSessionBin
     async claim(sessionId, owner) {
       const known = owners.get(sessionId);
       if (known !== undefined) return known;
-      try {
-        await db.mcpSession.create({ data: { sessionHash: sha256Hex(sessionId), owner } });
-        owners.set(sessionId, owner);
-        return owner;
-      } catch (err) {
-        // Another instance (or request) bound it first: its owner stands.
-        if (!isUniqueViolation(err)) throw err;
-        const bound = await load(sessionId);
-        if (bound === undefined) throw err;
-        return bound;
-      }
+      const bound = await store.claim(sessionId, owner);
+      owners.set(sessionId, bound);
+      return bound;
     },
     async release(sessionId) {
       owners.delete(sessionId);
-      await db.mcpSession.deleteMany({ where: { sessionHash: sha256Hex(sessionId) } });
+      await store.release(sessionId);
     },
   };
+}
+
+/** The same over a bare Prisma client (for callers that hold only the client, e.g. older tests). */
+export function createDatabaseSessionBinding(db: Db, options: DatabaseSessionBindingOptions = {}): McpSessionBinding {
+  return cachedSessionBinding(createMcpSessionStore({ db }), options);
 }

@@ -5,8 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { migrateDatabase } from "../../src/store/migrate.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
-import { createDatabaseSessionBinding } from "../../src/gateway/database-session-binding.ts";
+import { cachedSessionBinding } from "../../src/gateway/database-session-binding.ts";
+import { createMcpSessionStore } from "../../src/store/mcp-sessions.ts";
 import { databaseTargets } from "../support/database-targets.ts";
+
+const binding = (database: Database) => cachedSessionBinding(createMcpSessionStore(database));
 
 describe.each(databaseTargets("MCP session binding tests"))("MCP session binding in the database ($name)", (target) => {
   let a: Database;
@@ -24,8 +27,8 @@ describe.each(databaseTargets("MCP session binding tests"))("MCP session binding
   });
 
   it("a session bound on one instance is owned there on the other; the first claim wins", async () => {
-    const onA = createDatabaseSessionBinding(a.db);
-    const onB = createDatabaseSessionBinding(b.db);
+    const onA = binding(a);
+    const onB = binding(b);
     const session = randomUUID();
     expect(await onB.ownerOf(session)).toBeUndefined();
     expect(await onA.claim(session, "github:1")).toBe("github:1");
@@ -34,8 +37,8 @@ describe.each(databaseTargets("MCP session binding tests"))("MCP session binding
   });
 
   it("concurrent claims of one session on both instances agree on a single owner", async () => {
-    const onA = createDatabaseSessionBinding(a.db);
-    const onB = createDatabaseSessionBinding(b.db);
+    const onA = binding(a);
+    const onB = binding(b);
     for (let round = 0; round < 10; round++) {
       const session = randomUUID();
       const owners = await Promise.all([onA.claim(session, "alice"), onB.claim(session, "bob"), onA.claim(session, "carol"), onB.claim(session, "dave")]);
@@ -46,9 +49,9 @@ describe.each(databaseTargets("MCP session binding tests"))("MCP session binding
   });
 
   it("answers a known session from memory: no query per request", async () => {
-    const onB = createDatabaseSessionBinding(b.db);
+    const onB = binding(b);
     const session = randomUUID();
-    await createDatabaseSessionBinding(a.db).claim(session, "github:7");
+    await binding(a).claim(session, "github:7");
     const before = b.queryCount();
     const owners = await Promise.all(Array.from({ length: 50 }, () => onB.ownerOf(session)));
     expect(new Set(owners)).toEqual(new Set(["github:7"]));
@@ -59,7 +62,7 @@ describe.each(databaseTargets("MCP session binding tests"))("MCP session binding
   });
 
   it("stores only a hash of the session id; release forgets it everywhere it was not yet seen", async () => {
-    const onA = createDatabaseSessionBinding(a.db);
+    const onA = binding(a);
     const session = randomUUID();
     await onA.claim(session, "github:9");
     const rows = await a.db.mcpSession.findMany({ where: { owner: "github:9" } });
@@ -67,6 +70,6 @@ describe.each(databaseTargets("MCP session binding tests"))("MCP session binding
     expect(rows[0]!.sessionHash).not.toContain(session);
     await onA.release(session);
     expect(await onA.ownerOf(session)).toBeUndefined();
-    expect(await createDatabaseSessionBinding(b.db).ownerOf(session)).toBeUndefined();
+    expect(await binding(b).ownerOf(session)).toBeUndefined();
   });
 });
