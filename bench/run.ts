@@ -177,6 +177,20 @@ async function main(): Promise<void> {
         await stop(broker.child);
       }
     }
+    // (e) start-up to /healthz 200: on a fresh database (the migrations run), then a restart on it
+    // (nothing pending: no migration engine).
+    const startups: string[] = [];
+    for (const when of ["fresh database", "restart"]) {
+      const started = performance.now();
+      const broker = await startBrokerProcess("30", "startup.db");
+      try {
+        if ((await fetch(`${broker.url}/healthz`)).status !== 200) throw new Error("/healthz did not answer 200");
+        startups.push(`${when} ${(performance.now() - started).toFixed(0)} ms`);
+      } finally {
+        await stop(broker.child);
+      }
+    }
+    rows.push(["(e) process start to /healthz 200", startups.join(", ")]);
   } finally {
     await stop(mcpChild);
     await gh.close();
