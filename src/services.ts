@@ -5,6 +5,8 @@ import type { Logger } from "./logger.ts";
 import type { Database } from "./store/db.ts";
 import { SecretBox, purposeKey } from "./store/secrets.ts";
 import { createGrants, type Grants } from "./grants/index.ts";
+import { ClientRegistry } from "./grants/clients.ts";
+import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
 
@@ -12,6 +14,10 @@ export interface Services {
   readonly secrets: SecretBox;
   readonly provider: UpstreamProvider;
   readonly grants: Grants;
+  /** The registry of MCP clients (registration, lookup, removal). */
+  readonly clients: ClientRegistry;
+  /** Grants as the operator lists them. */
+  readonly grantListing: GrantListing;
 }
 
 /** Where demo mode serves its embedded identity provider. */
@@ -28,5 +34,5 @@ export function createServices(config: Config, database: Database, logger: Logge
   const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
   const provider = createUpstreamProvider(config.upstream, { demoIssuer: demoIssuerUrl(config), demoClientSecret: demoClientSecret(config) });
   const grants = createGrants({ db: database.db, config, secrets, provider, logger });
-  return { secrets, provider, grants };
+  return { secrets, provider, grants, clients: new ClientRegistry(database.db), grantListing: createGrantListing(database.db) };
 }

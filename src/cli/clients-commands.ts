@@ -5,7 +5,6 @@ import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printFields, printJson, printTable } from "./output.ts";
 import type { CliIo } from "./io.ts";
-import { ClientRegistry } from "../grants/clients.ts";
 import { parseClientMetadata } from "../grants/client-metadata.ts";
 import { clientMetadataResponse } from "../oauth/register.ts";
 import { OAuthError } from "../http/errors.ts";
@@ -31,8 +30,8 @@ export function registerClientCommands(program: Command, io: CliIo): void {
 
   jsonCommand(clients, "list", "list registered clients")
     .action(async (opts: { json?: boolean }) => {
-      await withContext(io, async ({ database }) => {
-        const list = await new ClientRegistry(database.db).list();
+      await withContext(io, async ({ services }) => {
+        const list = await services.clients.list();
         if (opts.json) return printJson(io, list.map((c) => ({ ...clientMetadataResponse(c), registration_type: c.registrationType, last_used_at: c.lastUsedAt?.toISOString() ?? null })));
         printTable(
           io,
@@ -67,8 +66,8 @@ export function registerClientCommands(program: Command, io: CliIo): void {
         if (err instanceof OAuthError) throw new CliError(`invalid client: ${err.description}`, 2);
         throw err;
       }
-      await withContext(io, async ({ database }) => {
-        const { client, clientSecret } = await new ClientRegistry(database.db).register(metadata, "manual");
+      await withContext(io, async ({ services }) => {
+        const { client, clientSecret } = await services.clients.register(metadata, "manual");
         if (opts.json) return printJson(io, clientMetadataResponse(client, clientSecret));
         printFields(io, { ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
         if (clientSecret) io.out("\nStore the secret now: it is shown only this once.\n");
@@ -78,10 +77,10 @@ export function registerClientCommands(program: Command, io: CliIo): void {
   jsonCommand(clients, "show", "show one client")
     .argument("<id>", "client id")
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withContext(io, async ({ database }) => {
-        const client = await new ClientRegistry(database.db).get(id);
+      await withContext(io, async ({ services }) => {
+        const client = await services.clients.get(id);
         if (!client) throw new CliError(`no client with id ${id}`);
-        const live = await database.db.grant.count({ where: { clientId: id, revokedAt: null, absoluteExpiresAt: { gt: new Date() }, idleExpiresAt: { gt: new Date() } } });
+        const live = (await services.grantListing.listGrants({ client: id })).length;
         if (opts.json) return printJson(io, { ...clientMetadataResponse(client), registration_type: client.registrationType, live_grants: live });
         printFields(io, { ...describe(client), "live grants": String(live) });
       });
@@ -90,13 +89,13 @@ export function registerClientCommands(program: Command, io: CliIo): void {
   jsonCommand(clients, "remove", "remove a client; its grants and tokens stop working at once")
     .argument("<id>", "client id")
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withContext(io, async ({ database, services }) => {
-        const registry = new ClientRegistry(database.db);
-        if (!(await registry.get(id))) throw new CliError(`no client with id ${id}`);
-        // Revoke first so upstream tokens are released, then remove the rows.
-        const live = await database.db.grant.findMany({ where: { clientId: id, revokedAt: null }, select: { id: true } });
-        const revoked = await services.grants.lifecycle.revokeGrants(live.map((g) => g.id), "client_removed");
-        await registry.remove(id);
+      await withContext(io, async ({ services }) => {
+        if (!(await services.clients.get(id))) throw new CliError(`no client with id ${id}`);
+        // Revoke first so upstream tokens are released, then remove the rows. Expired grants are
+        // revoked too: their upstream sessions may still hold tokens.
+        const unrevoked = (await services.grantListing.listGrants({ client: id, all: true })).filter((g) => g.revokedAt === null);
+        const revoked = await services.grants.lifecycle.revokeGrants(unrevoked.map((g) => g.id), "client_removed");
+        await services.clients.remove(id);
         if (opts.json) return printJson(io, { removed: id, revokedGrants: revoked.length });
         io.out(`Removed client ${id} (${revoked.length} grant(s) revoked).\n`);
       });

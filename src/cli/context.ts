@@ -1,14 +1,15 @@
 // Opens what a CLI command needs: the same configuration, database and services as the server.
 import { ConfigError, loadConfig, readEnvironment, type Config } from "../config.ts";
 import { createLogger } from "../logger.ts";
-import { openDatabase, type Database } from "../store/db.ts";
+import { openDatabase } from "../store/db.ts";
+import { schemaIsReady } from "../store/readiness.ts";
 import { createServices, type Services } from "../services.ts";
 import { CliError } from "./output.ts";
 import type { CliIo } from "./io.ts";
 
+/** Commands act through the services, never on the database itself (storage stays in grants/ and store/). */
 export interface CliContext {
   readonly config: Config;
-  readonly database: Database;
   readonly services: Services;
   close(): Promise<void>;
 }
@@ -25,9 +26,7 @@ export function cliConfig(io: CliIo): Config {
 export async function openCliContext(io: CliIo): Promise<CliContext> {
   const config = cliConfig(io);
   const database = await openDatabase(config.databaseUrl, io.cwd);
-  try {
-    await database.db.client.count();
-  } catch {
+  if (!(await schemaIsReady(database))) {
     await database.close();
     throw new CliError("the database is not ready (not migrated, or unreachable); run `npx mcp-auth-broker migrate` first and check DATABASE_URL");
   }
@@ -36,7 +35,6 @@ export async function openCliContext(io: CliIo): Promise<CliContext> {
   const services = createServices(config, database, logger);
   return {
     config,
-    database,
     services,
     async close() {
       await services.grants.usage.flush();

@@ -4,7 +4,6 @@ import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printJson, printTable } from "./output.ts";
 import type { CliIo } from "./io.ts";
-import { grantDeathReason } from "../grants/lifecycle.ts";
 
 export function registerGrantCommands(program: Command, io: CliIo): void {
   // "sessions" is the name the outside contract uses for the same thing: what a user signed in to.
@@ -15,33 +14,14 @@ export function registerGrantCommands(program: Command, io: CliIo): void {
     .option("--client <id>", "only grants of this client")
     .option("--all", "include revoked and expired grants")
     .action(async (opts: { user?: string; client?: string; all?: boolean; json?: boolean }) => {
-      await withContext(io, async ({ database }) => {
-        const now = new Date();
-        const rows = await database.db.grant.findMany({
-          where: {
-            ...(opts.user ? { subject: opts.user } : {}),
-            ...(opts.client ? { clientId: opts.client } : {}),
-            ...(opts.all ? {} : { revokedAt: null, idleExpiresAt: { gt: now }, absoluteExpiresAt: { gt: now } }),
-          },
-          include: { client: { select: { clientName: true } }, upstreamSession: { select: { login: true } } },
-          orderBy: { createdAt: "desc" },
-        });
-        const list = rows.map((g) => ({
-          id: g.id,
-          clientId: g.clientId,
-          clientName: g.client.clientName,
-          subject: g.subject,
-          user: g.upstreamSession?.login ?? null,
-          kind: g.kind,
-          scope: g.scope,
-          resource: g.resource,
+      await withContext(io, async ({ services }) => {
+        const list = (await services.grantListing.listGrants({ user: opts.user, client: opts.client, all: opts.all })).map((g) => ({
+          ...g,
           createdAt: g.createdAt.toISOString(),
           lastUsedAt: g.lastUsedAt.toISOString(),
           idleExpiresAt: g.idleExpiresAt.toISOString(),
           absoluteExpiresAt: g.absoluteExpiresAt.toISOString(),
           revokedAt: g.revokedAt?.toISOString() ?? null,
-          revokedReason: g.revokedReason,
-          status: grantDeathReason(g, now) ? (g.revokedAt ? "revoked" : "expired") : "live",
         }));
         if (opts.json) return printJson(io, list);
         printTable(
@@ -58,10 +38,10 @@ export function registerGrantCommands(program: Command, io: CliIo): void {
     .action(async (id: string | undefined, opts: { user?: string; json?: boolean }) => {
       if (!id && !opts.user) throw new CliError("give a grant id or --user <subject>", 2);
       if (id && opts.user) throw new CliError("give either a grant id or --user, not both", 2);
-      await withContext(io, async ({ database, services }) => {
+      await withContext(io, async ({ services }) => {
         let revoked: string[];
         if (id) {
-          const grant = await database.db.grant.findUnique({ where: { id } });
+          const grant = await services.grantListing.findGrant(id);
           if (!grant) throw new CliError(`no grant with id ${id}`);
           revoked = await services.grants.lifecycle.revokeGrants([id], "operator");
         } else {

@@ -160,6 +160,22 @@ describe("mcp-auth-broker CLI", () => {
     expect(unknown.stderr).toContain("no grant with id");
   });
 
+  it("grants list filters by client, --all adds revoked grants with their reason; clients show counts live grants", async () => {
+    const erin = await obtainTokens(t.url, { user: "erin" });
+    const clientId = erin.client.client_id;
+    const listed = async (...args: string[]) => JSON.parse((await cli(["grants", "list", "--client", clientId, "--json", ...args])).stdout) as Array<{ id: string; subject: string; user: string; clientId: string; status: string; revokedReason: string | null; revokedAt: string | null }>;
+    const live = await listed();
+    expect(live).toEqual([expect.objectContaining({ subject: "demo:erin", user: "erin", clientId, status: "live", revokedAt: null })]);
+    expect(JSON.parse((await cli(["clients", "show", clientId, "--json"])).stdout).live_grants).toBe(1);
+
+    expect((await cli(["grants", "revoke", live[0]!.id])).code).toBe(0);
+    expect(await listed()).toEqual([]);
+    expect(await listed("--all")).toEqual([expect.objectContaining({ id: live[0]!.id, status: "revoked", revokedReason: "operator", revokedAt: expect.any(String) })]);
+    expect(JSON.parse((await cli(["clients", "show", clientId, "--json"])).stdout).live_grants).toBe(0);
+    const human = await cli(["grants", "list", "--all", "--client", clientId]);
+    expect(human.stdout).toMatch(/demo:erin .*revoked/);
+  });
+
   it("clients remove revokes the client's grants and removes it", async () => {
     const carol = await obtainTokens(t.url, { user: "carol" });
     const removed = await cli(["clients", "remove", carol.client.client_id]);
@@ -187,6 +203,13 @@ describe("mcp-auth-broker CLI", () => {
     const res = await cli(["clients", "list"], { env: { ...env, DATABASE_URL: "mysql://x" } });
     expect(res.code).toBe(1);
     expect(res.stderr.trim()).toMatch(/^mcp-auth-broker: configuration error: DATABASE_URL/);
+  });
+
+  it("says to migrate first when the database has no schema yet", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "mab-cli-"));
+    const res = await cli(["grants", "list"], { cwd: dir, env: { ...env, DATABASE_URL: `file:${path.join(dir, "empty.db")}` } });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/the database is not ready .*run `npx mcp-auth-broker migrate` first/);
   });
 
   describe("check", () => {
