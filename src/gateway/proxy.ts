@@ -204,7 +204,8 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
 
   async function middleware(ctx: Koa.Context, identity: CallerIdentity): Promise<void> {
     // Looked up only when something is logged: the request's child logger is made on first use.
-    const log = (): Logger => (ctx.state as { log?: Logger }).log ?? options.logger;
+    // Without the broker's requestContext (the proxy used on its own) there is none.
+    const log = (): Logger => ctx.state.log ?? options.logger;
     if (!ALLOWED_METHODS.includes(ctx.method)) {
       ctx.set("Allow", ALLOWED_METHODS.join(", "));
       return jsonRpcError(ctx, 405, -32000, `Method ${ctx.method} is not allowed on the MCP endpoint; use GET, POST or DELETE.`);

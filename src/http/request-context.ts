@@ -2,11 +2,25 @@
 import { randomUUID } from "node:crypto";
 import type Koa from "koa";
 import { redactUrl, type Logger } from "../logger.ts";
+import type { ErrorFormat } from "./errors.ts";
+import type { CallerIdentity } from "../gateway/identity.ts";
 
+/** What the broker's middleware keep in `ctx.state`, for every route. */
 export interface RequestState {
+  /** Set by requestContext (below) before anything else runs. */
   requestId: string;
+  /** The request's child logger (with its request id); set by requestContext. */
   log: Logger;
-  errorFormat?: import("./errors.ts").ErrorFormat;
+  /** How the error middleware renders this route's errors; set by the router (default: OAuth JSON). */
+  errorFormat?: ErrorFormat;
+  /** The authenticated caller of /mcp; set by the bearer middleware (gateway/bearer.ts). */
+  identity?: CallerIdentity;
+}
+
+// The one declaration of the state's type: every Koa and @koa/router middleware sees it as
+// ctx.state, with no cast (as the MCP SDK declares req.auth).
+declare module "koa" {
+  interface DefaultState extends RequestState {}
 }
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{8,128}$/;
@@ -20,7 +34,7 @@ export function requestContext(logger: Logger, quietPaths: readonly string[] = [
   return async (ctx, next) => {
     const incoming = ctx.get("x-request-id");
     const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    const state = ctx.state as RequestState;
+    const state = ctx.state;
     state.requestId = requestId;
     // The child logger (with its redaction setup) is made on first use: most /mcp requests log nothing.
     let child: Logger | undefined;
