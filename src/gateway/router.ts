@@ -1,21 +1,50 @@
 // PUBLIC_URL/mcp and below: bearer authentication, then the streaming proxy (or, for library use,
 // any Koa handler that serves MCP in-process).
+//
+// Every error of this router reaches the client as a JSON-RPC error body, whoever raised it (the
+// bearer middleware, the session binding's database, an unexpected fault): MCP clients read
+// JSON-RPC. The bearer middleware's 401/403 keep their WWW-Authenticate challenge (RFC 6750), which
+// is where MCP clients look for what to do.
 import Router from "@koa/router";
 import type Koa from "koa";
-import { bearerAuth, type BearerOptions, type BearerState } from "./bearer.ts";
+import { bearerAuth, type BearerOptions } from "./bearer.ts";
 import { cors } from "../http/cors.ts";
 import type { CallerIdentity } from "./identity.ts";
 
 export type McpHandler = (ctx: Koa.Context, identity: CallerIdentity) => Promise<void>;
 
-export function mcpRouter(options: BearerOptions & { readonly handler: McpHandler; readonly mountPaths?: readonly string[] }): Router {
+export type McpRouterOptions = {
+  readonly handler: McpHandler;
+  readonly mountPaths?: readonly string[];
+} & (
+  | BearerOptions
+  | {
+      /**
+       * Authenticates the caller instead of the broker's bearer tokens: sets ctx.state.identity or
+       * throws (an application that embeds the router with its own authentication; tests).
+       */
+      readonly authenticate: Koa.Middleware;
+    }
+);
+
+/** The error format of the MCP endpoint, chosen before anything else on the route can fail. */
+const jsonRpcErrors: Koa.Middleware = async (ctx, next) => {
+  ctx.state.errorFormat = "jsonrpc";
+  await next();
+};
+
+export function mcpRouter(options: McpRouterOptions): Router {
   const router = new Router();
   const mounts = [...(options.mountPaths ?? ["/mcp"])];
-  const auth = bearerAuth(options);
+  const auth = "authenticate" in options ? options.authenticate : bearerAuth(options);
   // Browser-based clients (the MCP Inspector) preflight without a token.
   const allowBrowsers = cors({ methods: "GET, POST, DELETE, OPTIONS" });
-  const forward: Koa.Middleware = async (ctx) => options.handler(ctx, (ctx.state as BearerState).identity);
-  router.all(mounts, allowBrowsers, auth, forward);
-  router.all(mounts.map((mount) => `${mount}/{*rest}`), allowBrowsers, auth, forward);
+  const forward: Koa.Middleware = async (ctx) => {
+    const { identity } = ctx.state;
+    if (!identity) throw new Error("the MCP route's authentication set no caller identity");
+    await options.handler(ctx, identity);
+  };
+  router.all(mounts, jsonRpcErrors, allowBrowsers, auth, forward);
+  router.all(mounts.map((mount) => `${mount}/{*rest}`), jsonRpcErrors, allowBrowsers, auth, forward);
   return router;
 }

@@ -103,7 +103,9 @@ describe("bearer validation at /mcp", () => {
   it("refuses tokens in the query string or a form body with 400, ignoring them", async () => {
     const inQuery = await refused({}, `${t.url}/mcp?access_token=${token}`);
     expect(inQuery.status).toBe(400);
-    expect((await inQuery.json()) as Record<string, string>).toMatchObject({ error: "invalid_request" });
+    // The MCP endpoint's error format (JSON-RPC); the RFC 6750 error is in the challenge.
+    expect(await inQuery.json()).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/never in the URL/) }, id: null });
+    expect(inQuery.headers.get("www-authenticate")).toContain('error="invalid_request"');
     const inBody = await refused({ "content-type": "application/x-www-form-urlencoded" }, undefined, `access_token=${token}`);
     expect(inBody.status).toBe(400);
   });

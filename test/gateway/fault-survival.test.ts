@@ -40,16 +40,18 @@ async function openSession(broker: BrokerProcess): Promise<{ token: string; sess
 
 /** Drives initialize, DELETE and a plain call during a fault; the process must answer and live on. */
 async function underFault(broker: BrokerProcess, token: string, session: string, expectedStatus: number): Promise<void> {
-  const fresh = await mcp(broker, token);
-  expect(fresh.status).toBe(expectedStatus);
-  if (expectedStatus === 503) expect(fresh.headers.get("retry-after")).toBe("5");
-  await fresh.text();
+  const answered = async (res: Response) => {
+    expect(res.status).toBe(expectedStatus);
+    if (expectedStatus !== 503) return void (await res.text());
+    expect(res.headers.get("retry-after")).toBe("5");
+    // The MCP endpoint's error format, as its router sets it in production.
+    expect(await res.json()).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/database/) }, id: null });
+  };
+  await answered(await mcp(broker, token));
   const plain = await mcp(broker, token, { session, body: { jsonrpc: "2.0", id: 2, method: "tools/list" } });
   expect(plain.status).toBe(200);
   expect(await plain.text()).toContain("whoami");
-  const ended = await mcp(broker, token, { method: "DELETE", session });
-  expect(ended.status).toBe(expectedStatus);
-  await ended.text();
+  await answered(await mcp(broker, token, { method: "DELETE", session }));
   const health = await fetch(`${broker.url}/healthz`);
   expect(health.status).toBe(200);
   expect(broker.child.exitCode).toBeNull();

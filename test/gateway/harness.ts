@@ -1,15 +1,18 @@
-// Test harness for the MCP proxy: a Koa app built with the broker's own middleware whose /mcp
-// route takes the caller from test headers (standing in for the bearer middleware) and calls
-// the proxy; plus SDK client, raw SSE and polling helpers.
-import Koa from "koa";
+// Test harness for the MCP proxy: the broker's own Koa app (createApp) with the production /mcp
+// router (mcpRouter: error format, CORS, mount paths) in front of the proxy; only the caller's
+// authentication is stood in for, taken from test headers instead of bearer tokens. Plus SDK
+// client, raw SSE and polling helpers.
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import type Koa from "koa";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
+import { createApp } from "../../src/app.ts";
 import { listen } from "../../src/http/server.ts";
-import { requestContext } from "../../src/http/request-context.ts";
-import { securityHeaders } from "../../src/http/security-headers.ts";
-import { errorHandler } from "../../src/http/error-handler.ts";
+import { mcpRouter } from "../../src/gateway/router.ts";
 import { createMcpProxy, type McpProxyOptions } from "../../src/gateway/proxy.ts";
 import { createMemorySessionBinding, type McpSessionBinding } from "../../src/gateway/session-binding.ts";
 import type { CallerIdentity } from "../../src/gateway/identity.ts";
@@ -39,7 +42,11 @@ export interface TestGateway {
 export async function startGateway(
   options: Partial<Omit<McpProxyOptions, "logger" | "sessionBinding">> & { targetUrl: string },
 ): Promise<TestGateway> {
-  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? "silent");
+  const config = loadConfig(
+    { HOST: "127.0.0.1", PUBLIC_URL: options.publicUrl ?? "http://127.0.0.1", SECRET_KEY: randomBytes(32).toString("base64"), LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent" },
+    tmpdir(),
+  );
+  const logger = createLogger(config.logLevel);
   const binding = createMemorySessionBinding();
   const proxy = createMcpProxy({
     timeoutMs: 10_000,
@@ -48,16 +55,11 @@ export async function startGateway(
     logger,
     sessionBinding: binding,
   });
-  const app = new Koa();
-  app.silent = true;
-  app.use(requestContext(logger));
-  app.use(securityHeaders({ https: false }));
-  app.use(errorHandler());
-  app.use(async (ctx, next) => {
-    if (ctx.path !== "/mcp" && !ctx.path.startsWith("/mcp/")) return next();
-    (ctx.state as { errorFormat?: string }).errorFormat = "jsonrpc";
-    await proxy.middleware(ctx, testIdentity(ctx));
-  });
+  const authenticate: Koa.Middleware = async (ctx, next) => {
+    ctx.state.identity = testIdentity(ctx);
+    await next();
+  };
+  const app = createApp({ config, logger, routers: [mcpRouter({ authenticate, handler: proxy.middleware, mountPaths: options.mountPaths ?? ["/mcp"] })] });
   const server = await listen(app.callback(), 0, "127.0.0.1");
   return {
     url: `http://127.0.0.1:${server.port}/mcp`,

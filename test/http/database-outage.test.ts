@@ -56,7 +56,8 @@ import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
       await expectUnavailable(registration, oauthJson);
       // A token this instance has not seen cannot be checked: refused for now, not let through.
       const unknown = await fetch(`${t.url}/mcp`, { method: "POST", headers: mcpHeaders(`mab_at_${"x".repeat(43)}`), body: "{}" });
-      await expectUnavailable(unknown, (text) => expect(text).toContain("database"));
+      const jsonRpc = (text: string) => expect(JSON.parse(text)).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/database/) }, id: null });
+      await expectUnavailable(unknown, jsonRpc);
       const page = await fetch(`${t.url}/authorize?client_id=${client.client_id}&response_type=code`);
       await expectUnavailable(page, (text) => expect(text).toContain("Temporarily unavailable"));
 
