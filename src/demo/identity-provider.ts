@@ -37,8 +37,6 @@ export interface DemoIdentityProvider {
   addClient(client: DemoClient): Promise<void>;
   /** When on, every request answers 503 (an IdP outage). */
   setOutage(on: boolean): void;
-  /** Requests served, by path (tests count introspection calls). */
-  readonly requestCounts: Map<string, number>;
 }
 
 /** A memory adapter that can also list tokens by account, for revokeSubject. */
@@ -167,7 +165,6 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
   const provider = new Provider(options.issuer, configuration);
   provider.proxy = true;
   let outage = false;
-  const requestCounts = new Map<string, number>();
   const callback = provider.callback();
 
   async function grantEverything(details: Awaited<ReturnType<Provider["interactionDetails"]>>): Promise<string> {
@@ -184,7 +181,6 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
   const interaction = /^\/interaction\/([A-Za-z0-9_-]+)(\/login)?$/;
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
-    requestCounts.set(path, (requestCounts.get(path) ?? 0) + 1);
     if (outage) {
       res.writeHead(503, { "content-type": "application/json", "retry-after": "5" }).end('{"error":"temporarily_unavailable"}');
       return;
@@ -241,7 +237,6 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
     setOutage(on: boolean) {
       outage = on;
     },
-    requestCounts,
   };
 }
 
