@@ -5,6 +5,7 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { parse as parseDotenv } from "dotenv";
 import { z } from "zod";
+import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
 
 export type UpstreamKind = "github" | "google" | "oidc" | "demo";
 
@@ -16,7 +17,7 @@ export interface Config {
   /** Canonical URI of the protected MCP endpoint (PUBLIC_URL/mcp). */
   readonly resourceUrl: string;
   readonly databaseUrl: string;
-  readonly databaseKind: "sqlite" | "postgres";
+  readonly databaseKind: DatabaseKind;
   /** Undefined: the built-in demo MCP server is started and fronted. */
   readonly mcpServerUrl: string | undefined;
   readonly demoMode: boolean;
@@ -42,8 +43,6 @@ export interface Config {
   readonly secretKey: Buffer;
   /** Keys that were rotated out: still accepted for reading old rows and cookies. */
   readonly previousSecretKeys: readonly Buffer[];
-  /** Where SECRET_KEY came from, for the start-up banner. */
-  readonly secretKeySource: "env" | "generated" | "file";
   readonly dynamicRegistration: boolean;
   readonly forwardUpstreamToken: boolean;
   readonly logLevel: string;
@@ -58,6 +57,14 @@ export class ConfigError extends Error {
     super(`${variable}: ${message}`);
     this.name = "ConfigError";
   }
+}
+
+/** Where the upstream IdP sends the browser back, relative to PUBLIC_URL. */
+export const callbackPath = "/oauth/callback";
+
+/** The redirect URI registered at the upstream IdP (GitHub, Google…): PUBLIC_URL/oauth/callback. */
+export function callbackUrl(publicUrl: string): string {
+  return `${publicUrl}${callbackPath}`;
 }
 
 const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
@@ -129,17 +136,17 @@ export function decodeSecretKey(value: string): Buffer | null {
 const secretKeyExpectation =
   "at least 32 bytes of key material as hex (64+ hex digits) or base64 (44+ characters); generate one with: node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"";
 
-function loadOrCreateDemoSecret(dataDir: string): { key: Buffer; source: "generated" | "file" } {
+function loadOrCreateDemoSecret(dataDir: string): Buffer {
   const file = path.join(dataDir, "secret.key");
   if (existsSync(file)) {
     const key = decodeSecretKey(readFileSync(file, "utf8").trim());
     if (!key) throw new ConfigError("SECRET_KEY", `the demo key file ${file} is corrupt; delete it and start again`);
-    return { key, source: "file" };
+    return key;
   }
   mkdirSync(dataDir, { recursive: true });
   const key = randomBytes(32);
   writeFileSync(file, key.toString("base64") + "\n", { mode: 0o600 });
-  return { key, source: "generated" };
+  return key;
 }
 
 /**
@@ -164,7 +171,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/i).optional(),
     "a SQLite file URL (file:./data/broker.db) or a PostgreSQL URL (postgresql://user:pass@host:5432/db)",
   ) ?? "file:./data/broker.db";
-  const databaseKind = /^postgres/i.test(databaseUrl) ? "postgres" : "sqlite";
+  const databaseKind = databaseKindOf(databaseUrl);
 
   const mcpServerUrl = parseVar(env, "MCP_SERVER_URL", httpUrl.optional(), "the absolute http(s) URL of the MCP server to protect, e.g. http://127.0.0.1:8080/mcp");
 
@@ -204,17 +211,13 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
 
   const dataDir = path.resolve(cwd, "data");
   let secretKey: Buffer;
-  let secretKeySource: Config["secretKeySource"];
   const secretRaw = env.SECRET_KEY?.trim();
   if (secretRaw) {
     const key = decodeSecretKey(secretRaw);
     if (!key) throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation}, got a value that decodes to fewer than 32 bytes`);
     secretKey = key;
-    secretKeySource = "env";
   } else if (demoMode) {
-    const loaded = loadOrCreateDemoSecret(dataDir);
-    secretKey = loaded.key;
-    secretKeySource = loaded.source;
+    secretKey = loadOrCreateDemoSecret(dataDir);
   } else {
     throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation} (required outside demo mode), it is not set`);
   }
@@ -260,7 +263,6 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     sessionMaxAgeSeconds,
     refreshGraceSeconds,
     secretKey,
-    secretKeySource,
     previousSecretKeys,
     dynamicRegistration,
     forwardUpstreamToken,

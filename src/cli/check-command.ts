@@ -1,7 +1,7 @@
 // `check`: what an operator runs after editing .env, before (or instead of) reading logs. Each
 // line says what was checked and, when it failed, what to change. Exit 1 when anything failed.
 import type { Command } from "commander";
-import type { Config } from "../config.ts";
+import { callbackUrl, type Config } from "../config.ts";
 import { openDatabase } from "../store/db.ts";
 import { pendingMigrations } from "../store/migrate.ts";
 import { createUpstreamProvider } from "../upstream/create.ts";
@@ -36,7 +36,7 @@ async function checkUpstream(config: Config): Promise<CheckResult> {
   const provider = createUpstreamProvider(config.upstream);
   try {
     await provider.prepare?.();
-    await provider.verifyCredentials(`${config.publicUrl}/oauth/callback`);
+    await provider.verifyCredentials(callbackUrl(config.publicUrl));
     return { check: "identity provider", ok: true, detail: `${provider.displayName} accepts UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET` };
   } catch (err) {
     const message = err instanceof UpstreamError ? err.message : String(err);

@@ -2,7 +2,7 @@
 // PUBLIC_URL/demo-idp, with the broker registered as its client.
 import Router from "@koa/router";
 import type Koa from "koa";
-import type { Config } from "../config.ts";
+import { callbackUrl, type Config } from "../config.ts";
 import { purposeKey } from "../store/secrets.ts";
 import { DEMO_CLIENT_ID } from "../upstream/create.ts";
 import { demoClientSecret, demoIssuerUrl } from "../services.ts";
@@ -17,7 +17,7 @@ export interface MountedDemoIdentityProvider {
 export async function mountDemoIdentityProvider(config: Config): Promise<MountedDemoIdentityProvider> {
   const idp = await createDemoIdentityProvider({
     issuer: demoIssuerUrl(config),
-    clients: [{ client_id: DEMO_CLIENT_ID, client_secret: demoClientSecret(config), redirect_uris: [`${config.publicUrl}/oauth/callback`] }],
+    clients: [{ client_id: DEMO_CLIENT_ID, client_secret: demoClientSecret(config), redirect_uris: [callbackUrl(config.publicUrl)] }],
     cookieKeys: [Buffer.from(purposeKey(config.secretKey, "demo-idp-cookies/v1")).toString("base64url")],
   });
   const prefix = new URL(demoIssuerUrl(config)).pathname;

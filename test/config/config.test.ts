@@ -30,11 +30,9 @@ describe("loadConfig", () => {
     expect(config.publicUrl).toBe("http://localhost:3000");
     expect(config.resourceUrl).toBe("http://localhost:3000/mcp");
     expect(config.databaseUrl).toBe("file:./data/broker.db");
-    expect(config.secretKeySource).toBe("generated");
     expect(existsSync(path.join(dir, "data/secret.key"))).toBe(true);
     // The key is stable across restarts.
     const again = loadConfig({}, dir);
-    expect(again.secretKeySource).toBe("file");
     expect(again.secretKey.equals(config.secretKey)).toBe(true);
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -66,7 +64,7 @@ describe("loadConfig", () => {
     expect(config.forwardUpstreamToken).toBe(true);
     expect(config.upstream.githubUrl).toBe("https://github.com");
     expect(config.upstream.githubApiUrl).toBe("https://api.github.com");
-    expect(config.secretKeySource).toBe("env");
+    expect(config.secretKey.equals(Buffer.alloc(32, 1))).toBe(true);
   });
 
   it("gives google its issuer by default", () => {
