@@ -1,10 +1,11 @@
 // GitHub (github.com or GitHub Enterprise Server) as the upstream IdP: OAuth apps and GitHub Apps
 // with expiring user tokens. Endpoints as GitHub documents them; the token check and revocation
 // use the application endpoints, authenticated with the app's client id and secret.
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { CREDENTIAL_CHECK_CODE, expectCodeRefused, UpstreamError, type UpstreamAuthorizationRequest, type UpstreamCallbackInput, type UpstreamCheck, type UpstreamIdentity, type UpstreamProvider, type UpstreamTokens } from "./provider.ts";
 import { classifyFailure, kindOf } from "./errors.ts";
+import { s256Challenge } from "../crypto/pkce.ts";
 
 export interface GitHubProviderOptions {
   readonly clientId: string;
@@ -67,7 +68,7 @@ export class GitHubProvider implements UpstreamProvider {
     url.searchParams.set("redirect_uri", redirectUri);
     url.searchParams.set("scope", this.options.scopes);
     url.searchParams.set("state", state);
-    url.searchParams.set("code_challenge", createHash("sha256").update(codeVerifier).digest("base64url"));
+    url.searchParams.set("code_challenge", s256Challenge(codeVerifier));
     url.searchParams.set("code_challenge_method", "S256");
     url.searchParams.set("allow_signup", "true");
     return { url: url.href, state, codeVerifier };

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { GitHubProvider } from "../../src/upstream/github.ts";
 import { UpstreamError } from "../../src/upstream/provider.ts";
+import { s256Challenge } from "../../src/crypto/pkce.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 
 const REDIRECT = "http://127.0.0.1:9/oauth/callback";
@@ -25,6 +26,12 @@ beforeAll(async () => {
 });
 afterAll(async () => gh.close());
 
+describe("PKCE S256 (src/crypto/pkce.ts)", () => {
+  it("matches the example of RFC 7636 appendix B", () => {
+    expect(s256Challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")).toBe("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+  });
+});
+
 describe("GitHubProvider", () => {
   it("verifies its app credentials without a user: right ones pass, a wrong secret or an unreachable GitHub say so", async () => {
     await expect(provider().verifyCredentials(REDIRECT)).resolves.toBeUndefined();
@@ -39,6 +46,7 @@ describe("GitHubProvider", () => {
     expect(url.searchParams.get("client_id")).toBe("Iv1.test");
     expect(url.searchParams.get("redirect_uri")).toBe(REDIRECT);
     expect(url.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(url.searchParams.get("code_challenge")).toBe(s256Challenge(request.codeVerifier));
     expect(url.searchParams.get("state")).toBe(request.state);
     expect(url.searchParams.get("scope")).toBe("read:user user:email");
   });
