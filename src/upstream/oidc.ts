@@ -22,11 +22,13 @@ export interface OidcProviderOptions {
   readonly offline?: boolean;
 }
 
-function tokensFrom(response: client.TokenEndpointResponse, previous?: UpstreamTokens): UpstreamTokens {
+function tokensFrom(response: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers, previous?: UpstreamTokens): UpstreamTokens {
   return {
     accessToken: response.access_token,
     refreshToken: response.refresh_token ?? previous?.refreshToken,
     idToken: response.id_token ?? previous?.idToken,
+    // openid-client validated the ID token before returning its claims.
+    idTokenClaims: response.claims() ?? previous?.idTokenClaims,
     accessExpiresAt: typeof response.expires_in === "number" ? new Date(Date.now() + response.expires_in * 1000) : undefined,
     scope: response.scope ?? previous?.scope,
   };
@@ -125,11 +127,7 @@ export class OidcProvider implements UpstreamProvider {
 
   async fetchIdentity(tokens: UpstreamTokens): Promise<UpstreamIdentity> {
     const config = await this.config();
-    let claims: Record<string, unknown> = {};
-    if (tokens.idToken) {
-      const [, payload] = tokens.idToken.split(".");
-      claims = JSON.parse(Buffer.from(payload ?? "", "base64url").toString("utf8")) as Record<string, unknown>;
-    }
+    const claims = tokens.idTokenClaims ?? {};
     const sub = typeof claims.sub === "string" ? claims.sub : undefined;
     let userinfo: Record<string, unknown> = {};
     try {

@@ -6,6 +6,12 @@ export interface UpstreamTokens {
   readonly accessToken: string;
   readonly refreshToken?: string | undefined;
   readonly idToken?: string | undefined;
+  /**
+   * The claims of the ID token, as the provider validated it (signature, issuer, audience, nonce)
+   * when the tokens were issued. Only these count as identity; the raw idToken is never decoded.
+   * Not stored: present only on the tokens of the exchange (or refresh) that returned them.
+   */
+  readonly idTokenClaims?: Readonly<Record<string, unknown>> | undefined;
   /** Absolute expiry of the access token, when the IdP says. */
   readonly accessExpiresAt?: Date | undefined;
   readonly scope?: string | undefined;

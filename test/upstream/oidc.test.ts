@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { OidcProvider } from "../../src/upstream/oidc.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
-import type { UpstreamProvider } from "../../src/upstream/provider.ts";
+import { UpstreamError, type UpstreamProvider } from "../../src/upstream/provider.ts";
 import { loginWithoutBrowser } from "../support/oidc-login.ts";
 
 const REDIRECT = "http://127.0.0.1:9/oauth/callback";
@@ -45,6 +45,18 @@ describe("OidcProvider", () => {
     const identity = await p.fetchIdentity(tokens);
     expect(identity).toMatchObject({ subject: "oidc:alice", login: "alice", email: "alice@demo.invalid" });
     expect(await p.check(tokens)).toMatchObject({ status: "active" });
+  });
+
+  it("takes identity only from the ID token claims it validated, never from a token string it was handed", async () => {
+    const p = oidc();
+    const { tokens } = await signIn(p, "carol");
+    expect(tokens.idTokenClaims).toMatchObject({ sub: "carol", iss: idp.url, aud: "broker" });
+    // The validated claims carry the identity even when userinfo refuses the access token.
+    expect(await p.fetchIdentity({ ...tokens, accessToken: "not-an-access-token" })).toMatchObject({ subject: "oidc:carol" });
+    // An ID token nobody validated (here: made up) names no one; userinfo has the last word.
+    const payload = Buffer.from(JSON.stringify({ iss: idp.url, aud: "broker", sub: "mallory" })).toString("base64url");
+    const forged = { accessToken: "not-an-access-token", idToken: `eyJhbGciOiJub25lIn0.${payload}.` };
+    await expect(p.fetchIdentity(forged)).rejects.toBeInstanceOf(UpstreamError);
   });
 
   it("the Google preset asks for offline access and prefixes google:", async () => {
