@@ -7,7 +7,7 @@ import { CliError, jsonCommand, iso, printFields, printJson, printTable } from "
 import type { CliIo } from "./io.ts";
 import { parseClientMetadata } from "../grants/client-metadata.ts";
 import { clientMetadataResponse } from "../oauth/register.ts";
-import { OAuthError } from "../http/errors.ts";
+import { DomainError } from "../grants/errors.ts";
 import type { RegisteredClient } from "../grants/types.ts";
 
 function describe(client: RegisteredClient): Record<string, string> {
@@ -63,7 +63,7 @@ export function registerClientCommands(program: Command, io: CliIo): void {
           ...(opts.logoUri ? { logo_uri: opts.logoUri } : {}),
         }, "manual");
       } catch (err) {
-        if (err instanceof OAuthError) throw new CliError(`invalid client: ${err.description}`, 2);
+        if (err instanceof DomainError) throw new CliError(`invalid client: ${err.description}`, 2);
         throw err;
       }
       await withContext(io, async ({ services }) => {

@@ -5,8 +5,7 @@ import type Koa from "koa";
 import { OAuthError } from "../http/errors.ts";
 import type { RequestState } from "../http/request-context.ts";
 import type { AccessValidator, ValidatedAccess } from "../grants/access-validation.ts";
-import { CredentialRejected, UpstreamUnavailable } from "../grants/errors.ts";
-import { unavailableError } from "../grants/token-service.ts";
+import { CredentialRejected } from "../grants/errors.ts";
 import type { CallerIdentity } from "./identity.ts";
 
 export interface BearerOptions {
@@ -72,8 +71,9 @@ export function bearerAuth(options: BearerOptions): Koa.Middleware {
     try {
       access = await options.validator.validate(match[1]!);
     } catch (err) {
+      // The challenge is this endpoint's to give; UpstreamUnavailable goes on to the error
+      // handler as it is (503 with Retry-After).
       if (err instanceof CredentialRejected) throw reject(401, "invalid_token", err.reason);
-      if (err instanceof UpstreamUnavailable) throw unavailableError(err);
       throw err;
     }
     if (!access.scopes.includes(options.requiredScope)) {

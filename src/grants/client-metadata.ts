@@ -2,7 +2,7 @@
 // the operator CLI's `clients add`. What differs between them is what a registration may ask for:
 // a self-registered client never gets a grant without a user.
 import { z } from "zod";
-import { OAuthError } from "../http/errors.ts";
+import { InvalidClientMetadata, InvalidRedirectUri } from "./errors.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";
 import { SUPPORTED_SCOPES, type GrantType, type RegisteredClient } from "./types.ts";
 
@@ -47,8 +47,8 @@ const Schema = z.object({
   software_version: text(100).optional(),
 });
 
-function fail(field: string, message: string, code: "invalid_client_metadata" | "invalid_redirect_uri" = "invalid_client_metadata"): never {
-  throw new OAuthError(code, `${field} ${message}`);
+function fail(field: string, message: string, As: typeof InvalidClientMetadata | typeof InvalidRedirectUri = InvalidClientMetadata): never {
+  throw new As(`${field} ${message}`);
 }
 
 /**
@@ -63,7 +63,7 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin):
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.join(".") || "metadata";
-    fail(field, `is invalid: ${issue.message}.`, field.startsWith("redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata");
+    fail(field, `is invalid: ${issue.message}.`, field.startsWith("redirect_uris") ? InvalidRedirectUri : InvalidClientMetadata);
   }
   const m = parsed.data;
   // RFC 7591 §2 defaults; MCP clients send "none" explicitly.
@@ -78,10 +78,10 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin):
   }
   if (grantTypes.includes("client_credentials") && tokenEndpointAuthMethod === "none") fail("grant_types", '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic or client_secret_post).');
   const redirectUris = [...new Set(m.redirect_uris ?? [])];
-  if (usesCode && redirectUris.length === 0) fail("redirect_uris", "is required for the authorization_code grant.", "invalid_redirect_uri");
+  if (usesCode && redirectUris.length === 0) fail("redirect_uris", "is required for the authorization_code grant.", InvalidRedirectUri);
   for (const uri of redirectUris) {
     const problem = redirectUriProblem(uri);
-    if (problem) fail("redirect_uris", `contains ${JSON.stringify(uri)}, which ${problem}.`, "invalid_redirect_uri");
+    if (problem) fail("redirect_uris", `contains ${JSON.stringify(uri)}, which ${problem}.`, InvalidRedirectUri);
   }
   let scope: string | null = null;
   if (m.scope !== undefined) {

@@ -1,12 +1,11 @@
 // Issues, rotates, revokes and describes the broker's own tokens (the TokenIssuer behind /token,
 // /revoke and /introspect). Every state change of one step happens in one database transaction.
 import { randomUUID } from "node:crypto";
-import { OAuthError } from "../http/errors.ts";
 import type { GrantsContext, RevocationBus } from "./context.ts";
 import { grantDeathReason, initialDeadlines, type GrantLifecycle } from "./lifecycle.ts";
 import type { UpstreamSessions } from "./upstream-sessions.ts";
 import type { AccessValidator } from "./access-validation.ts";
-import { CredentialRejected, UpstreamUnavailable } from "./errors.ts";
+import { CredentialRejected, InvalidGrant, InvalidRequest, InvalidScope, InvalidTarget, UnauthorizedClient } from "./errors.ts";
 import { deriveSecret, hashPresentedToken, mintSecret, type MintedSecret } from "./token-format.ts";
 import { verifyPkceS256 } from "./pkce.ts";
 import { audit } from "./audit.ts";
@@ -31,10 +30,6 @@ interface GrantRow {
   revokedAt: Date | null;
   idleExpiresAt: Date;
   absoluteExpiresAt: Date;
-}
-
-export function unavailableError(err: UpstreamUnavailable): OAuthError {
-  return new OAuthError("temporarily_unavailable", err.message, { status: 503, headers: { "Retry-After": String(err.retryAfterSeconds) } });
 }
 
 function scopeSet(scope: string): Set<string> {
@@ -114,14 +109,17 @@ export class TokenService implements TokenIssuer {
     await tx.grant.update({ where: { id: grantId }, data: { lastUsedAt, idleExpiresAt } });
   }
 
-  /** Re-checks the upstream session behind a grant (refresh and code exchange honour it too). */
-  private async ensureUpstream(grant: GrantRow): Promise<void> {
-    if (!grant.upstreamSessionId) return;
+  /**
+   * Re-checks the upstream session behind a grant (refresh and introspection honour it too): the
+   * rejection when it is dead, null when alive or absent. UpstreamUnavailable goes through.
+   */
+  private async upstreamRejection(grant: GrantRow): Promise<CredentialRejected | null> {
+    if (!grant.upstreamSessionId) return null;
     try {
       await this.sessions.ensureChecked(grant.upstreamSessionId);
+      return null;
     } catch (err) {
-      if (err instanceof CredentialRejected) throw new OAuthError("invalid_grant", err.reason);
-      if (err instanceof UpstreamUnavailable) throw unavailableError(err);
+      if (err instanceof CredentialRejected) return err;
       throw err;
     }
   }
@@ -133,20 +131,20 @@ export class TokenService implements TokenIssuer {
     codeVerifier: string | undefined;
     resource: string | undefined;
   }): Promise<TokenResponse> {
-    if (!input.codeVerifier) throw new OAuthError("invalid_request", "code_verifier is required: PKCE (S256) is mandatory.");
-    if (!input.redirectUri) throw new OAuthError("invalid_request", "redirect_uri is required and must equal the one of the authorization request.");
+    if (!input.codeVerifier) throw new InvalidRequest("code_verifier is required: PKCE (S256) is mandatory.");
+    if (!input.redirectUri) throw new InvalidRequest("redirect_uri is required and must equal the one of the authorization request.");
     const row = await this.db.authorizationCode.findUnique({ where: { codeHash: hashPresentedToken(input.code) }, include: { grant: true } });
-    if (!row || row.clientId !== input.client.id) throw new OAuthError("invalid_grant", INVALID_CODE);
+    if (!row || row.clientId !== input.client.id) throw new InvalidGrant(INVALID_CODE);
     if (row.consumedAt) return this.codeReplayed(row.grantId, row.clientId);
     const now = new Date();
-    if (row.expiresAt <= now) throw new OAuthError("invalid_grant", INVALID_CODE);
-    if (input.redirectUri !== row.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request.");
-    if (!verifyPkceS256(input.codeVerifier, row.codeChallenge)) throw new OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match code_challenge.");
+    if (row.expiresAt <= now) throw new InvalidGrant(INVALID_CODE);
+    if (input.redirectUri !== row.redirectUri) throw new InvalidGrant("redirect_uri does not match the authorization request.");
+    if (!verifyPkceS256(input.codeVerifier, row.codeChallenge)) throw new InvalidGrant("PKCE verification failed: code_verifier does not match code_challenge.");
     if (input.resource !== undefined && input.resource !== row.resource) {
-      throw new OAuthError("invalid_target", "resource does not match the resource of the authorization request.");
+      throw new InvalidTarget("resource does not match the resource of the authorization request.");
     }
     const death = grantDeathReason(row.grant, now);
-    if (death) throw new OAuthError("invalid_grant", death);
+    if (death) throw new InvalidGrant(death);
 
     try {
       const { response } = await this.db.$transaction(async (tx) => {
@@ -168,31 +166,32 @@ export class TokenService implements TokenIssuer {
   private async codeReplayed(grantId: string, clientId: string): Promise<never> {
     await audit(this.db, { type: "code.replayed", clientId, grantId });
     await this.lifecycle.revokeGrant(grantId, "code_replay");
-    throw new OAuthError("invalid_grant", INVALID_CODE);
+    throw new InvalidGrant(INVALID_CODE);
   }
 
   async refresh(input: { refreshToken: string; client: RegisteredClient; scope: string | undefined; resource: string | undefined }): Promise<TokenResponse> {
     const presentedHash = hashPresentedToken(input.refreshToken);
     const row = await this.db.refreshToken.findUnique({ where: { tokenHash: presentedHash }, include: { grant: true } });
-    if (!row || row.clientId !== input.client.id) throw new OAuthError("invalid_grant", INVALID_REFRESH);
+    if (!row || row.clientId !== input.client.id) throw new InvalidGrant(INVALID_REFRESH);
     const now = new Date();
     // The grant's death says more (idle, maximum age) than the token's own expiry.
     const death = grantDeathReason(row.grant, now);
-    if (death) throw new OAuthError("invalid_grant", death);
-    if (row.revokedAt || row.expiresAt <= now) throw new OAuthError("invalid_grant", INVALID_REFRESH);
+    if (death) throw new InvalidGrant(death);
+    if (row.revokedAt || row.expiresAt <= now) throw new InvalidGrant(INVALID_REFRESH);
     if (input.resource !== undefined && input.resource !== row.resource) {
-      throw new OAuthError("invalid_target", "resource does not match the resource this refresh token was issued for.");
+      throw new InvalidTarget("resource does not match the resource this refresh token was issued for.");
     }
     let scope = row.scope;
     if (input.scope !== undefined) {
       const granted = scopeSet(row.scope);
       const requested = [...scopeSet(input.scope)];
       if (requested.length === 0 || requested.some((s) => !granted.has(s))) {
-        throw new OAuthError("invalid_scope", `scope can only narrow on refresh; granted: "${row.scope}".`);
+        throw new InvalidScope(`scope can only narrow on refresh; granted: "${row.scope}".`);
       }
       scope = requested.sort().join(" ");
     }
-    await this.ensureUpstream(row.grant);
+    const rejected = await this.upstreamRejection(row.grant);
+    if (rejected) throw new InvalidGrant(rejected.reason);
 
     const access = deriveSecret("accessToken", this.ctx.rotationKey, input.refreshToken);
     const successor = deriveSecret("refreshToken", this.ctx.rotationKey, input.refreshToken);
@@ -240,19 +239,19 @@ export class TokenService implements TokenIssuer {
     }
     await audit(this.db, { type: "refresh.reused", clientId, grantId });
     await this.lifecycle.revokeGrant(grantId, "refresh_reuse");
-    throw new OAuthError("invalid_grant", INVALID_REFRESH);
+    throw new InvalidGrant(INVALID_REFRESH);
   }
 
   async clientCredentials(input: { client: RegisteredClient; scope: string | undefined; resource: string | undefined }): Promise<TokenResponse> {
     if (input.client.tokenEndpointAuthMethod === "none") {
-      throw new OAuthError("unauthorized_client", "client_credentials requires a confidential client (one with a client secret).");
+      throw new UnauthorizedClient("client_credentials requires a confidential client (one with a client secret).");
     }
     if (!input.client.grantTypes.includes("client_credentials")) {
-      throw new OAuthError("unauthorized_client", "This client is not registered for the client_credentials grant.");
+      throw new UnauthorizedClient("This client is not registered for the client_credentials grant.");
     }
     // Registrations made before /register refused client_credentials may still say so.
     if (input.client.registrationType !== "manual") {
-      throw new OAuthError("unauthorized_client", "client_credentials is only for machine clients the operator registered (npx mcp-auth-broker clients add --grant-type client_credentials).");
+      throw new UnauthorizedClient("client_credentials is only for machine clients the operator registered (npx mcp-auth-broker clients add --grant-type client_credentials).");
     }
     const resource = input.resource ?? this.ctx.config.resourceUrl;
     const scope = input.scope ?? input.client.scope ?? DEFAULT_SCOPE;
@@ -320,7 +319,6 @@ export class TokenService implements TokenIssuer {
         };
       } catch (err) {
         if (err instanceof CredentialRejected) return { active: false };
-        if (err instanceof UpstreamUnavailable) throw unavailableError(err);
         throw err;
       }
     }
@@ -330,12 +328,7 @@ export class TokenService implements TokenIssuer {
       return { active: false };
     }
     if (refresh.consumedAt && !(refresh.graceUntil && now < refresh.graceUntil)) return { active: false };
-    try {
-      await this.ensureUpstream(refresh.grant);
-    } catch (err) {
-      if (err instanceof OAuthError && err.code === "invalid_grant") return { active: false };
-      throw err;
-    }
+    if (await this.upstreamRejection(refresh.grant)) return { active: false };
     return {
       active: true,
       scope: refresh.scope,

@@ -2,8 +2,8 @@
 // upstream IdP; on the callback, exchange its code, read the identity, store the upstream session,
 // create the grant and the broker's own authorization code, and hand back to the client.
 import { randomUUID } from "node:crypto";
-import { PageError } from "../http/errors.ts";
 import type { GrantsContext } from "./context.ts";
+import { SignInError } from "./errors.ts";
 import { initialDeadlines } from "./lifecycle.ts";
 import type { UpstreamSessions } from "./upstream-sessions.ts";
 import { mintSecret } from "./token-format.ts";
@@ -22,7 +22,7 @@ export interface CallbackInput {
 }
 
 const START_AGAIN = "Go back to your application and start the sign-in again.";
-const ALREADY_USED = new PageError(400, "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
+const alreadyUsed = () => new SignInError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
 
 /**
  * Upstream calls one callback makes at most (code exchange, identity, e-mails), each bounded by
@@ -59,14 +59,14 @@ export class UpstreamLogin implements UpstreamLoginStarter {
   async start(transactionId: string): Promise<string> {
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { id: transactionId } });
     if (!tx || tx.status !== "approved" || tx.expiresAt <= new Date()) {
-      throw new PageError(400, "Sign-in expired", "This authorization request is no longer pending.", START_AGAIN);
+      throw new SignInError("invalid_request", "Sign-in expired", "This authorization request is no longer pending.", START_AGAIN);
     }
     let request;
     try {
       request = await this.ctx.provider.createAuthorizationRequest(this.callbackUri);
     } catch (err) {
       this.ctx.logger.error({ err: (err as Error).message }, "cannot start the upstream login");
-      throw new PageError(503, `${this.providerName} is not reachable`, `The sign-in service could not be reached: ${(err as Error).message}`, "Try again in a moment.");
+      throw new SignInError("temporarily_unavailable", `${this.providerName} is not reachable`, `The sign-in service could not be reached: ${(err as Error).message}`, "Try again in a moment.");
     }
     await this.ctx.db.authTransaction.update({
       where: { id: transactionId },
@@ -82,24 +82,24 @@ export class UpstreamLogin implements UpstreamLoginStarter {
   /**
    * Completes the upstream login and returns where to send the browser: the client's redirect URI
    * with the broker's code (or an OAuth error). Problems that must not reach the client (unknown,
-   * replayed or foreign callbacks) are PageErrors.
+   * replayed or foreign callbacks) are SignInErrors, shown to the person in the browser.
    */
   async complete(input: CallbackInput): Promise<string> {
     const state = input.callbackUrl.searchParams.get("state");
-    if (!state) throw new PageError(400, "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
+    if (!state) throw new SignInError("invalid_request", "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
-    if (!tx) throw new PageError(400, "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
-    if (tx.status !== "approved") throw ALREADY_USED;
+    if (!tx) throw new SignInError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
+    if (tx.status !== "approved") throw alreadyUsed();
     if (!input.browserSessionId || tx.browserSessionId !== input.browserSessionId) {
       // A callback URL that leaked (history, logs, a shared screen) must not complete the login
       // later in the right browser either: any refused callback ends its transaction.
       await this.abandon(tx.id, tx.clientId, "browser_mismatch", input.ip);
-      throw new PageError(403, "Sign-in started in another browser", "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.", "Go back to your application and start the sign-in again in one browser.");
+      throw new SignInError("access_denied", "Sign-in started in another browser", "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.", "Go back to your application and start the sign-in again in one browser.");
     }
     const now = new Date();
     if (tx.expiresAt <= now) {
       await this.abandon(tx.id, tx.clientId, "expired", input.ip);
-      throw new PageError(400, "Sign-in expired", "This sign-in took too long.", START_AGAIN);
+      throw new SignInError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
     }
     // Claim the transaction: a second callback (replay, double click) finds it taken. Its
     // deadline shrinks to what the exchange can take, so a process that dies mid-exchange (kill -9)
@@ -108,7 +108,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
       where: { id: tx.id, status: "approved" },
       data: { status: "exchanging", expiresAt: new Date(Math.min(tx.expiresAt.getTime(), now.getTime() + this.exchangeDeadlineMs())) },
     });
-    if (claim.count !== 1) throw ALREADY_USED;
+    if (claim.count !== 1) throw alreadyUsed();
 
     const toClient = (params: Record<string, string>) =>
       clientRedirectUrl(tx.redirectUri, { ...params, ...(tx.state ? { state: tx.state } : {}), iss: this.ctx.config.publicUrl });
@@ -176,7 +176,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
       });
       // Still ours: past its deadline the sweep may have removed it (then nothing is issued).
       const done = await db.authTransaction.updateMany({ where: { id: tx.id, status: "exchanging" }, data: { status: "completed", upstreamVerifierEnc: null } });
-      if (done.count !== 1) throw ALREADY_USED;
+      if (done.count !== 1) throw alreadyUsed();
       await audit(db, { type: "login.completed", clientId: tx.clientId, grantId, subject: identity.subject, ip: input.ip, detail: { provider: this.ctx.provider.kind } });
     });
     return toClient({ code: code.value });

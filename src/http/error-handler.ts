@@ -1,9 +1,12 @@
 // Turns every error into the response its route promises: OAuth JSON, an HTML page, or a JSON-RPC
-// error for /mcp. Unexpected errors are logged with the request id and answered 500 without details.
+// error for /mcp. The domain's errors (grants/errors.ts) carry only an OAuth code and a description;
+// the status and headers are decided here, from the code. Unexpected errors are logged with the
+// request id and answered 500 without details.
 // A failure of the client's own request stream (it hung up mid-body, or sent bytes Node's HTTP parser
 // refused) is the client's doing: logged at info, answered 400 if anyone is still listening.
 import type Koa from "koa";
-import { OAuthError, PageError, type ErrorFormat } from "./errors.ts";
+import { OAuthError, PageError, statusOf, type ErrorFormat } from "./errors.ts";
+import { DomainError, SignInError } from "../grants/errors.ts";
 import type { RequestState } from "./request-context.ts";
 import { renderErrorPage } from "../views/error-page.ts";
 import { isDatabaseUnavailable } from "../store/errors.ts";
@@ -15,6 +18,32 @@ interface HttpLikeError {
   statusCode?: number;
   expose?: boolean;
   message?: string;
+}
+
+/** What an error tells the one who asked. */
+export interface Problem {
+  readonly status: number;
+  readonly code: string;
+  readonly description: string;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Set when it is for the person at the browser: rendered as a page, even on an OAuth route. */
+  readonly page?: { readonly title: string; readonly hint?: string | undefined };
+}
+
+/** The response an expected error stands for; undefined for anything else (a bug, a fault). */
+export function problemOf(err: unknown): Problem | undefined {
+  if (err instanceof DomainError) {
+    return {
+      status: statusOf(err.code),
+      code: err.code,
+      description: err.description,
+      headers: err.retryAfterSeconds === undefined ? {} : { "Retry-After": String(err.retryAfterSeconds) },
+      ...(err instanceof SignInError ? { page: { title: err.title, hint: err.hint } } : {}),
+    };
+  }
+  if (err instanceof OAuthError) return { status: err.status, code: err.code, description: err.description, headers: err.headers };
+  if (err instanceof PageError) return { status: err.status, code: "invalid_request", description: err.detail, headers: {}, page: { title: err.title, hint: err.hint } };
+  return undefined;
 }
 
 function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: string, description: string, hint?: string, title?: string): void {
@@ -72,14 +101,15 @@ export function errorHandler(): Koa.Middleware {
           return;
         }
       }
-      if (err instanceof OAuthError) {
-        for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
-        if (err.status >= 500) state.log.warn({ err: err.message }, "oauth error");
-        send(ctx, format, err.status, err.code, err.description);
-        return;
-      }
-      if (err instanceof PageError) {
-        send(ctx, format === "oauth" ? "page" : format, err.status, "invalid_request", err.detail, err.hint, err.title);
+      const problem = problemOf(err);
+      if (problem) {
+        for (const [k, v] of Object.entries(problem.headers)) ctx.set(k, v);
+        if (problem.page) {
+          send(ctx, format === "oauth" ? "page" : format, problem.status, problem.code, problem.description, problem.page.hint, problem.page.title);
+        } else {
+          if (problem.status >= 500) state.log.warn({ err: (err as Error).message }, "oauth error");
+          send(ctx, format, problem.status, problem.code, problem.description);
+        }
         return;
       }
       const e = err as HttpLikeError;

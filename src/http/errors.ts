@@ -1,25 +1,12 @@
-// Typed errors that the error middleware turns into responses: OAuth JSON for protocol endpoints,
-// a safe HTML page for browser pages. Anything else is an unexpected error: logged, answered 500.
+// Typed errors of the HTTP layer that the error middleware turns into responses: OAuth JSON for
+// protocol endpoints, a safe HTML page for browser pages. The domain's own errors live in
+// grants/errors.ts; anything else is an unexpected error: logged, answered 500.
 
-export type OAuthErrorCode =
-  | "invalid_request"
-  | "invalid_client"
-  | "invalid_grant"
-  | "unauthorized_client"
-  | "unsupported_grant_type"
-  | "invalid_scope"
-  | "invalid_target"
-  | "access_denied"
-  | "unsupported_response_type"
-  | "server_error"
-  | "temporarily_unavailable"
-  | "invalid_redirect_uri"
-  | "invalid_client_metadata"
-  | "invalid_token"
-  | "insufficient_scope"
-  | "unsupported_token_type";
+import type { OAuthErrorCode } from "../grants/errors.ts";
 
-const DEFAULT_STATUS: Partial<Record<OAuthErrorCode, number>> = {
+export type { OAuthErrorCode };
+
+const STATUS: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,
   invalid_token: 401,
   insufficient_scope: 403,
@@ -28,6 +15,15 @@ const DEFAULT_STATUS: Partial<Record<OAuthErrorCode, number>> = {
   temporarily_unavailable: 503,
 };
 
+/** The HTTP status an OAuth error code is answered with (RFC 6749 §5.2: 400 unless said otherwise). */
+export function statusOf(code: OAuthErrorCode): number {
+  return STATUS[code] ?? 400;
+}
+
+/**
+ * An error of the HTTP layer itself (client authentication, body parsing, bearer challenges):
+ * where the status or headers are the point. Domain errors (grants/errors.ts) carry only a code.
+ */
 export class OAuthError extends Error {
   readonly status: number;
   readonly headers: Record<string, string>;
@@ -38,7 +34,7 @@ export class OAuthError extends Error {
   ) {
     super(`${code}: ${description}`, { cause: options.cause });
     this.name = "OAuthError";
-    this.status = options.status ?? DEFAULT_STATUS[code] ?? 400;
+    this.status = options.status ?? statusOf(code);
     this.headers = options.headers ?? {};
   }
 

@@ -4,7 +4,7 @@
 // bound to this browser, then goes to the consent page (or straight upstream when this browser
 // already approved the same client, redirect URI and scope).
 import type Koa from "koa";
-import { OAuthError, PageError } from "../http/errors.ts";
+import { PageError } from "../http/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import type { RequestState } from "../http/request-context.ts";
@@ -15,8 +15,9 @@ import type { AuthorizationTransactions } from "../grants/transactions.ts";
 import type { Consents } from "../grants/consents.ts";
 import type { UpstreamLoginStarter } from "../grants/ports.ts";
 import type { RegisteredClient, ValidatedAuthorizationRequest } from "../grants/types.ts";
-import { resolveResource } from "./resource.ts";
-import { resolveScope } from "./scope.ts";
+import { DomainError, InvalidRequest, UnauthorizedClient, UnsupportedResponseType } from "../grants/errors.ts";
+import { resolveResource } from "../grants/resource.ts";
+import { resolveScope } from "../grants/scope.ts";
 
 export interface AuthorizeDeps {
   readonly issuer: string;
@@ -48,13 +49,13 @@ async function trustedTarget(params: Record<string, string>, clients: ClientRegi
 }
 
 function validate(params: Record<string, string>, client: RegisteredClient, redirectUri: string, deps: AuthorizeDeps, protocolVersion: string | null): ValidatedAuthorizationRequest {
-  if (!params.response_type) throw new OAuthError("invalid_request", "response_type is required (response_type=code).");
-  if (params.response_type !== "code") throw new OAuthError("unsupported_response_type", "Only response_type=code is supported.");
-  if (!client.grantTypes.includes("authorization_code")) throw new OAuthError("unauthorized_client", "This client is not registered for the authorization_code grant.");
-  if (!params.code_challenge) throw new OAuthError("invalid_request", "code_challenge is required (PKCE with S256).");
-  if (params.code_challenge_method !== "S256") throw new OAuthError("invalid_request", "code_challenge_method must be S256.");
-  if (!isValidS256Challenge(params.code_challenge)) throw new OAuthError("invalid_request", "code_challenge is not a valid S256 challenge.");
-  if (params.state !== undefined && params.state.length > 2048) throw new OAuthError("invalid_request", "state is too long.");
+  if (!params.response_type) throw new InvalidRequest("response_type is required (response_type=code).");
+  if (params.response_type !== "code") throw new UnsupportedResponseType("Only response_type=code is supported.");
+  if (!client.grantTypes.includes("authorization_code")) throw new UnauthorizedClient("This client is not registered for the authorization_code grant.");
+  if (!params.code_challenge) throw new InvalidRequest("code_challenge is required (PKCE with S256).");
+  if (params.code_challenge_method !== "S256") throw new InvalidRequest("code_challenge_method must be S256.");
+  if (!isValidS256Challenge(params.code_challenge)) throw new InvalidRequest("code_challenge is not a valid S256 challenge.");
+  if (params.state !== undefined && params.state.length > 2048) throw new InvalidRequest("state is too long.");
   return {
     clientId: client.id,
     redirectUri,
@@ -78,7 +79,7 @@ export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
     try {
       request = validate(params, client, redirectUri, deps, protocolVersion);
     } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
+      if (!(err instanceof DomainError)) throw err;
       ctx.redirect(
         clientRedirectUrl(redirectUri, { error: err.code, error_description: err.description, ...(params.state ? { state: params.state } : {}), iss: deps.issuer }),
       );

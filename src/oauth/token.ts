@@ -7,8 +7,8 @@ import { authenticateClient } from "../http/client-auth.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { TokenIssuer } from "../grants/ports.ts";
 import type { GrantType } from "../grants/types.ts";
-import { resolveResource } from "./resource.ts";
-import { parseScope, resolveScope } from "./scope.ts";
+import { resolveResource } from "../grants/resource.ts";
+import { parseScope, resolveScope } from "../grants/scope.ts";
 
 export interface TokenDeps {
   readonly resource: string;

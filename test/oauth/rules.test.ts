@@ -1,19 +1,19 @@
 // The pure rules behind the endpoints, checked directly (the HTTP tests check them at the edge):
 // PKCE S256, resource canonicalization, redirect URI validation, scopes, client metadata.
 import { describe, expect, it } from "@jest/globals";
-import { OAuthError } from "../../src/http/errors.ts";
+import { DomainError } from "../../src/grants/errors.ts";
 import { isValidS256Challenge, s256Challenge, verifyPkceS256 } from "../../src/grants/pkce.ts";
 import { redirectUriProblem } from "../../src/grants/redirect-uri.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
-import { canonicalUri, resolveResource } from "../../src/oauth/resource.ts";
-import { parseScope, resolveScope } from "../../src/oauth/scope.ts";
+import { canonicalUri, resolveResource } from "../../src/grants/resource.ts";
+import { parseScope, resolveScope } from "../../src/grants/scope.ts";
 
 const codeOf = (fn: () => unknown): string | null => {
   try {
     fn();
     return null;
   } catch (err) {
-    return err instanceof OAuthError ? err.code : `not an OAuthError: ${String(err)}`;
+    return err instanceof DomainError ? err.code : `not a DomainError: ${String(err)}`;
   }
 };
 

@@ -1,7 +1,7 @@
 // RFC 8707 resource indicators: canonical form (lower-case scheme and host, default port
 // dropped, no trailing slash, no fragment) and the rule that a resource must name this broker's
 // protected resource.
-import { OAuthError } from "../http/errors.ts";
+import { InvalidTarget } from "./errors.ts";
 
 /** Canonical form of an absolute URI, or null when it is not one (or has a fragment). */
 export function canonicalUri(value: string): string | null {
@@ -26,7 +26,7 @@ export function canonicalUri(value: string): string | null {
 export function resolveResource(value: string | undefined, protectedResource: string): string {
   if (value === undefined) return protectedResource;
   const canonical = canonicalUri(value);
-  if (!canonical) throw new OAuthError("invalid_target", "resource must be an absolute URI without a fragment.");
-  if (canonical !== protectedResource) throw new OAuthError("invalid_target", `This authorization server issues tokens only for ${protectedResource}.`);
+  if (!canonical) throw new InvalidTarget("resource must be an absolute URI without a fragment.");
+  if (canonical !== protectedResource) throw new InvalidTarget(`This authorization server issues tokens only for ${protectedResource}.`);
   return canonical;
 }
