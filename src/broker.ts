@@ -20,6 +20,7 @@ import { createMcpSessionStore } from "./store/mcp-sessions.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
 import type { MountedDemoIdentityProvider } from "./demo/mount.ts";
 import { DEFAULT_SCOPE } from "./grants/types.ts";
+import type { Clock } from "./grants/clock.ts";
 import { publicPaths } from "./http/public-paths.ts";
 
 export interface BrokerOptions {
@@ -36,6 +37,8 @@ export interface BrokerOptions {
    * proxying to MCP_SERVER_URL: the library use of the broker.
    */
   readonly mcpHandler?: McpHandler;
+  /** The time the grants decide by (default: the system clock); tests move a ManualClock. */
+  readonly clock?: Clock;
 }
 
 export interface Broker {
@@ -79,7 +82,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     if (applied.length > 0) logger.info({ applied }, "database migrations applied");
   }
   const database = await openDatabase(config.databaseUrl, options.cwd);
-  const services = createServices(config, database, logger);
+  const services = createServices(config, database, logger, { clock: options.clock });
   const { grants } = services;
   // An unreachable issuer is reported at start with what to check; the broker still starts and
   // retries discovery on first use (the IdP may just be late).

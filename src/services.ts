@@ -9,6 +9,7 @@ import { ClientRegistry } from "./grants/clients.ts";
 import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
+import type { Clock } from "./grants/clock.ts";
 
 export interface Services {
   readonly secrets: SecretBox;
@@ -30,9 +31,9 @@ export function demoClientSecret(config: Config): string {
   return Buffer.from(purposeKey(config.secretKey, "demo-idp-client/v1")).toString("base64url");
 }
 
-export function createServices(config: Config, database: Database, logger: Logger): Services {
+export function createServices(config: Config, database: Database, logger: Logger, options: { readonly clock?: Clock | undefined } = {}): Services {
   const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
   const provider = createUpstreamProvider(config.upstream, { demoIssuer: demoIssuerUrl(config), demoClientSecret: demoClientSecret(config) });
-  const grants = createGrants({ db: database.db, config, secrets, provider, logger });
-  return { secrets, provider, grants, clients: new ClientRegistry(database.db), grantListing: createGrantListing(database.db) };
+  const grants = createGrants({ db: database.db, config, secrets, provider, logger, clock: options.clock });
+  return { secrets, provider, grants, clients: new ClientRegistry(database.db, options.clock), grantListing: createGrantListing(database.db) };
 }

@@ -10,6 +10,7 @@ import { CredentialRejected } from "./errors.ts";
 import { hashPresentedToken } from "./token-format.ts";
 import type { UsageRecorder } from "./usage-recorder.ts";
 import { SingleFlight } from "./single-flight.ts";
+import { dateOf } from "./clock.ts";
 import { machineSubject } from "./types.ts";
 
 export interface ValidatedAccess {
@@ -72,7 +73,7 @@ export class AccessValidator {
    */
   async validate(token: string, options: { requireResource?: boolean } = {}): Promise<ValidatedAccess> {
     const hash = hashPresentedToken(token);
-    const now = Date.now();
+    const now = this.ctx.clock.now();
     let entry = this.cache.get(hash);
     if (entry && entry.validUntil > now) {
       this.stats.hits++;
@@ -108,7 +109,7 @@ export class AccessValidator {
     if (machine && !(row.grant.kind === "client_credentials" && row.grant.client.registrationType === "manual" && (JSON.parse(row.grant.client.grantTypes) as string[]).includes("client_credentials"))) {
       throw new CredentialRejected("this token carries no signed-in user and was not issued to an operator-registered machine client");
     }
-    const now = new Date();
+    const now = dateOf(this.ctx.clock);
     if (row.revokedAt) throw new CredentialRejected("the access token was revoked");
     if (row.expiresAt <= now) throw new CredentialRejected("the access token expired");
     const death = grantDeathReason(row.grant, now);
@@ -139,7 +140,7 @@ export class AccessValidator {
       upstreamAccessToken,
     };
     const entry: CacheEntry = { access, validUntil };
-    if (validUntil > Date.now()) {
+    if (validUntil > this.ctx.clock.now()) {
       this.cache.set(hash, entry);
       let keys = this.byGrant.get(row.grantId);
       if (!keys) this.byGrant.set(row.grantId, (keys = new Set()));

@@ -6,6 +6,7 @@ import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../sto
 import type { ClientMetadata } from "./client-metadata.ts";
 import type { GrantType, RegisteredClient, TokenEndpointAuthMethod } from "./types.ts";
 import { audit } from "./audit.ts";
+import { systemClock, type Clock } from "./clock.ts";
 
 type ClientRow = Awaited<ReturnType<Db["client"]["findUniqueOrThrow"]>>;
 
@@ -37,7 +38,10 @@ export interface Registration {
 export class ClientRegistry {
   private readonly touched = new Map<string, number>();
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   async register(metadata: ClientMetadata, registrationType: "dynamic" | "manual", ip?: string): Promise<Registration> {
     const id = `mab_c_${randomBytes(16).toString("base64url")}`;
@@ -89,7 +93,7 @@ export class ClientRegistry {
 
   /** Records use, at most once a minute per client. */
   touch(id: string): void {
-    const now = Date.now();
+    const now = this.clock.now();
     if (now - (this.touched.get(id) ?? 0) < 60_000) return;
     this.touched.set(id, now);
     void this.db.client.updateMany({ where: { id }, data: { lastUsedAt: new Date(now) } }).catch(() => undefined);

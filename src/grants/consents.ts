@@ -2,6 +2,7 @@
 // redirect URI and these scopes. Only an exact match lets the consent page be skipped.
 import { randomUUID } from "node:crypto";
 import type { Db } from "../store/db.ts";
+import { dateOf, systemClock, type Clock } from "./clock.ts";
 
 export const CONSENT_TTL_SECONDS = 30 * 86400;
 
@@ -13,10 +14,13 @@ export interface ConsentKey {
 }
 
 export class Consents {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   async remember(key: ConsentKey): Promise<void> {
-    const expiresAt = new Date(Date.now() + CONSENT_TTL_SECONDS * 1000);
+    const expiresAt = new Date(this.clock.now() + CONSENT_TTL_SECONDS * 1000);
     await this.db.consent.upsert({
       where: { browserSessionId_clientId_redirectUri_scope: key },
       create: { id: randomUUID(), ...key, expiresAt },
@@ -26,6 +30,6 @@ export class Consents {
 
   async given(key: ConsentKey): Promise<boolean> {
     const row = await this.db.consent.findUnique({ where: { browserSessionId_clientId_redirectUri_scope: key } });
-    return Boolean(row && row.expiresAt > new Date());
+    return Boolean(row && row.expiresAt > dateOf(this.clock));
   }
 }

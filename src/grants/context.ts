@@ -1,10 +1,11 @@
-// What the grants services share: storage, configuration, the upstream provider, and the one
-// place that decides when cached validations must go (revocation listeners).
+// What the grants services share: storage, configuration, the upstream provider, the clock, and
+// the one place that decides when cached validations must go (revocation listeners).
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { UpstreamProvider } from "../upstream/provider.ts";
+import type { Clock } from "./clock.ts";
 
 export interface GrantsContext {
   readonly db: Db;
@@ -14,6 +15,8 @@ export interface GrantsContext {
   readonly logger: Logger;
   /** Key for derived (idempotent) refresh rotation; separate from the encryption key. */
   readonly rotationKey: Uint8Array;
+  /** Every time decision of the grants code reads this clock (tests move it instead of sleeping). */
+  readonly clock: Clock;
 }
 
 export interface Revocation {

@@ -4,6 +4,7 @@ import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
 import { purposeKey, type SecretBox } from "../store/secrets.ts";
 import type { UpstreamProvider } from "../upstream/provider.ts";
+import { dateOf, systemClock, type Clock } from "./clock.ts";
 import { RevocationBus, type GrantsContext } from "./context.ts";
 import { GrantLifecycle } from "./lifecycle.ts";
 import { UpstreamSessions } from "./upstream-sessions.ts";
@@ -27,8 +28,18 @@ export interface Grants {
   sweep(options?: SweepOptions): Promise<SweepResult>;
 }
 
-export function createGrants(input: { db: Db; config: Config; secrets: SecretBox; provider: UpstreamProvider; logger: Logger }): Grants {
-  const context: GrantsContext = { ...input, rotationKey: purposeKey(input.config.secretKey, "refresh-rotation/v1") };
+export interface GrantsInput {
+  readonly db: Db;
+  readonly config: Config;
+  readonly secrets: SecretBox;
+  readonly provider: UpstreamProvider;
+  readonly logger: Logger;
+  /** The time every grants decision reads (default: the system clock). */
+  readonly clock?: Clock | undefined;
+}
+
+export function createGrants({ clock = systemClock, ...input }: GrantsInput): Grants {
+  const context: GrantsContext = { ...input, clock, rotationKey: purposeKey(input.config.secretKey, "refresh-rotation/v1") };
   const bus = new RevocationBus();
   const lifecycle = new GrantLifecycle(context, bus);
   const sessions = new UpstreamSessions(context, lifecycle);
@@ -48,6 +59,6 @@ export function createGrants(input: { db: Db; config: Config; secrets: SecretBox
     upstreamLogin,
     revocationFeed,
     // A session binding outlives no grant: the longest a grant lives bounds it.
-    sweep: (options) => sweep(input.db, lifecycle, { mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds, ...options }),
+    sweep: (options) => sweep(input.db, lifecycle, { now: dateOf(clock), mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds, ...options }),
   };
 }

@@ -2,7 +2,8 @@
 // cascade to every broker token and, when no live grant still needs it, to the upstream token.
 import type { GrantsContext, RevocationBus } from "./context.ts";
 import { audit } from "./audit.ts";
-import type { Db } from "../store/db.ts";
+import type { Tx } from "../store/db.ts";
+import { dateOf } from "./clock.ts";
 
 export type RevocationReason =
   | "client_revoked"
@@ -22,22 +23,20 @@ export interface GrantDeadlines {
 }
 
 /** Why a grant is dead, or null when it is alive at `now`. */
-export function grantDeathReason(grant: GrantDeadlines, now: Date = new Date()): string | null {
+export function grantDeathReason(grant: GrantDeadlines, now: Date): string | null {
   if (grant.revokedAt) return "the grant was revoked";
   if (now >= grant.absoluteExpiresAt) return "the session reached its maximum age; authorize again";
   if (now >= grant.idleExpiresAt) return "the session was idle too long; authorize again";
   return null;
 }
 
-export function initialDeadlines(config: GrantsContext["config"], now: Date = new Date()): { lastUsedAt: Date; idleExpiresAt: Date; absoluteExpiresAt: Date } {
+export function initialDeadlines(config: GrantsContext["config"], now: Date): { lastUsedAt: Date; idleExpiresAt: Date; absoluteExpiresAt: Date } {
   return {
     lastUsedAt: now,
     idleExpiresAt: new Date(now.getTime() + config.sessionIdleTimeoutSeconds * 1000),
     absoluteExpiresAt: new Date(now.getTime() + config.sessionMaxAgeSeconds * 1000),
   };
 }
-
-type Tx = Omit<Db, "$connect" | "$disconnect" | "$on" | "$transaction" | "$extends">;
 
 /** Marks the grants and all their tokens revoked, inside the caller's transaction. Returns the ids revoked now. */
 export async function revokeGrantsInTx(tx: Tx, grantIds: readonly string[], reason: RevocationReason, now: Date): Promise<string[]> {
@@ -60,7 +59,7 @@ export class GrantLifecycle {
 
   /** Revokes grants and their tokens; then the upstream tokens no live grant needs any more. */
   async revokeGrants(grantIds: readonly string[], reason: RevocationReason): Promise<string[]> {
-    const now = new Date();
+    const now = dateOf(this.ctx.clock);
     const revoked = await this.ctx.db.$transaction(async (tx) => {
       const ids = await revokeGrantsInTx(tx, grantIds, reason, now);
       for (const id of ids) await audit(tx, { type: "grant.revoked", grantId: id, detail: { reason } });
@@ -89,7 +88,7 @@ export class GrantLifecycle {
     const grants = await this.ctx.db.grant.findMany({ where: { upstreamSessionId: sessionId, revokedAt: null }, select: { id: true } });
     await this.ctx.db.upstreamSession.updateMany({
       where: { id: sessionId, status: "active" },
-      data: { status: "revoked", revokedAt: new Date(), revokedReason: reason },
+      data: { status: "revoked", revokedAt: dateOf(this.ctx.clock), revokedReason: reason },
     });
     return this.revokeGrants(
       grants.map((g) => g.id),
@@ -105,7 +104,7 @@ export class GrantLifecycle {
     if (grantIds.length === 0) return;
     const grants = await this.ctx.db.grant.findMany({ where: { id: { in: [...grantIds] } }, select: { upstreamSessionId: true } });
     const sessionIds = [...new Set(grants.map((g) => g.upstreamSessionId).filter((id): id is string => id !== null))];
-    const now = new Date();
+    const now = dateOf(this.ctx.clock);
     for (const sessionId of sessionIds) {
       const stillUsed = await this.ctx.db.grant.count({
         where: { upstreamSessionId: sessionId, revokedAt: null, idleExpiresAt: { gt: now }, absoluteExpiresAt: { gt: now } },

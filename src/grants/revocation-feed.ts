@@ -15,6 +15,8 @@ export class RevocationFeed {
     private readonly ctx: GrantsContext,
     private readonly bus: RevocationBus,
   ) {
+    // Not the grants clock: the cursor follows timestamps that other processes wrote with theirs;
+    // it only starts from this machine's time and then moves with the rows it reads.
     this.cursor = new Date(Date.now() - OVERLAP_MS);
   }
 

@@ -12,9 +12,8 @@ import { audit } from "./audit.ts";
 import type { TokenIssuer } from "./ports.ts";
 import type { IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
 import { DEFAULT_SCOPE, machineSubject } from "./types.ts";
-import type { Db } from "../store/db.ts";
-
-type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
+import type { Db, Tx } from "../store/db.ts";
+import { dateOf } from "./clock.ts";
 
 const INVALID_CODE = "The authorization code is invalid, expired or was already used.";
 const INVALID_REFRESH = "The refresh token is invalid, expired or revoked.";
@@ -136,7 +135,7 @@ export class TokenService implements TokenIssuer {
     const row = await this.db.authorizationCode.findUnique({ where: { codeHash: hashPresentedToken(input.code) }, include: { grant: true } });
     if (!row || row.clientId !== input.client.id) throw new InvalidGrant(INVALID_CODE);
     if (row.consumedAt) return this.codeReplayed(row.grantId, row.clientId);
-    const now = new Date();
+    const now = dateOf(this.ctx.clock);
     if (row.expiresAt <= now) throw new InvalidGrant(INVALID_CODE);
     if (input.redirectUri !== row.redirectUri) throw new InvalidGrant("redirect_uri does not match the authorization request.");
     if (!verifyPkceS256(input.codeVerifier, row.codeChallenge)) throw new InvalidGrant("PKCE verification failed: code_verifier does not match code_challenge.");
@@ -173,7 +172,7 @@ export class TokenService implements TokenIssuer {
     const presentedHash = hashPresentedToken(input.refreshToken);
     const row = await this.db.refreshToken.findUnique({ where: { tokenHash: presentedHash }, include: { grant: true } });
     if (!row || row.clientId !== input.client.id) throw new InvalidGrant(INVALID_REFRESH);
-    const now = new Date();
+    const now = dateOf(this.ctx.clock);
     // The grant's death says more (idle, maximum age) than the token's own expiry.
     const death = grantDeathReason(row.grant, now);
     if (death) throw new InvalidGrant(death);
@@ -211,7 +210,7 @@ export class TokenService implements TokenIssuer {
       });
       return response;
     } catch (err) {
-      if (err instanceof LostClaim) return this.presentedAgain(row.id, row.grantId, row.clientId, { access, successor }, new Date());
+      if (err instanceof LostClaim) return this.presentedAgain(row.id, row.grantId, row.clientId, { access, successor }, dateOf(this.ctx.clock));
       throw err;
     }
   }
@@ -255,7 +254,7 @@ export class TokenService implements TokenIssuer {
     }
     const resource = input.resource ?? this.ctx.config.resourceUrl;
     const scope = input.scope ?? input.client.scope ?? DEFAULT_SCOPE;
-    const now = new Date();
+    const now = dateOf(this.ctx.clock);
     const { response } = await this.db.$transaction(async (tx) => {
       const grant = await tx.grant.create({
         data: {
@@ -291,7 +290,7 @@ export class TokenService implements TokenIssuer {
       const row = await this.db.accessToken.findUnique({ where: { tokenHash: hash }, select: { id: true, grantId: true, clientId: true } });
       if (!row) continue;
       if (row.clientId !== input.client.id) return;
-      await this.db.accessToken.updateMany({ where: { id: row.id, revokedAt: null }, data: { revokedAt: new Date() } });
+      await this.db.accessToken.updateMany({ where: { id: row.id, revokedAt: null }, data: { revokedAt: dateOf(this.ctx.clock) } });
       await audit(this.db, { type: "token.revoked", clientId: row.clientId, grantId: row.grantId, detail: { tokenType: "access_token" } });
       this.bus.publish({ tokenHashes: [hash] });
       return;
@@ -323,7 +322,7 @@ export class TokenService implements TokenIssuer {
       }
     }
     const refresh = await this.db.refreshToken.findUnique({ where: { tokenHash: hash }, include: { grant: true } });
-    const now = new Date();
+    const now = dateOf(this.ctx.clock);
     if (!refresh || refresh.clientId !== input.client.id || refresh.revokedAt || refresh.expiresAt <= now || grantDeathReason(refresh.grant, now)) {
       return { active: false };
     }

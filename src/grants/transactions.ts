@@ -6,6 +6,7 @@ import type { Db } from "../store/db.ts";
 import { constantTimeEqual } from "../store/secrets.ts";
 import type { ValidatedAuthorizationRequest } from "./types.ts";
 import { audit } from "./audit.ts";
+import { dateOf, systemClock, type Clock } from "./clock.ts";
 
 export const TRANSACTION_TTL_SECONDS = 600;
 
@@ -15,6 +16,7 @@ export class AuthorizationTransactions {
   constructor(
     private readonly db: Db,
     private readonly csrfKey: Uint8Array,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   csrfToken(transactionId: string, browserSessionId: string): string {
@@ -35,7 +37,7 @@ export class AuthorizationTransactions {
         protocolVersion: request.protocolVersion,
         browserSessionId,
         status: "pending",
-        expiresAt: new Date(Date.now() + TRANSACTION_TTL_SECONDS * 1000),
+        expiresAt: new Date(this.clock.now() + TRANSACTION_TTL_SECONDS * 1000),
       },
     });
   }
@@ -48,7 +50,7 @@ export class AuthorizationTransactions {
   async pendingFor(id: string, browserSessionId: string | null): Promise<Transaction | null> {
     if (!browserSessionId || id.length > 100) return null;
     const tx = await this.db.authTransaction.findUnique({ where: { id } });
-    if (!tx || tx.browserSessionId !== browserSessionId || tx.status !== "pending" || tx.expiresAt <= new Date()) return null;
+    if (!tx || tx.browserSessionId !== browserSessionId || tx.status !== "pending" || tx.expiresAt <= dateOf(this.clock)) return null;
     return tx;
   }
 
@@ -58,7 +60,7 @@ export class AuthorizationTransactions {
    */
   async decide(id: string, browserSessionId: string, csrf: string, decision: "approved" | "denied", ip?: string): Promise<boolean> {
     if (!constantTimeEqual(csrf, this.csrfToken(id, browserSessionId))) return false;
-    const now = new Date();
+    const now = dateOf(this.clock);
     const claimed = await this.db.authTransaction.updateMany({
       where: { id, browserSessionId, status: "pending", expiresAt: { gt: now } },
       data: { status: decision, approvedAt: decision === "approved" ? now : null },
@@ -71,7 +73,7 @@ export class AuthorizationTransactions {
 
   /** Approval without a form, for a consent this browser already gave. */
   async approveRemembered(id: string): Promise<boolean> {
-    const claimed = await this.db.authTransaction.updateMany({ where: { id, status: "pending" }, data: { status: "approved", approvedAt: new Date() } });
+    const claimed = await this.db.authTransaction.updateMany({ where: { id, status: "pending" }, data: { status: "approved", approvedAt: dateOf(this.clock) } });
     return claimed.count === 1;
   }
 }

@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import type { GrantsContext } from "./context.ts";
 import { SignInError } from "./errors.ts";
+import { dateOf } from "./clock.ts";
 import { initialDeadlines } from "./lifecycle.ts";
 import type { UpstreamSessions } from "./upstream-sessions.ts";
 import { mintSecret } from "./token-format.ts";
@@ -58,7 +59,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
 
   async start(transactionId: string): Promise<string> {
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { id: transactionId } });
-    if (!tx || tx.status !== "approved" || tx.expiresAt <= new Date()) {
+    if (!tx || tx.status !== "approved" || tx.expiresAt <= dateOf(this.ctx.clock)) {
       throw new SignInError("invalid_request", "Sign-in expired", "This authorization request is no longer pending.", START_AGAIN);
     }
     let request;
@@ -96,7 +97,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
       await this.abandon(tx.id, tx.clientId, "browser_mismatch", input.ip);
       throw new SignInError("access_denied", "Sign-in started in another browser", "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.", "Go back to your application and start the sign-in again in one browser.");
     }
-    const now = new Date();
+    const now = dateOf(this.ctx.clock);
     if (tx.expiresAt <= now) {
       await this.abandon(tx.id, tx.clientId, "expired", input.ip);
       throw new SignInError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
@@ -145,7 +146,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     }
 
     const code = mintSecret("authorizationCode");
-    const issuedAt = new Date();
+    const issuedAt = dateOf(this.ctx.clock);
     const grantId = randomUUID();
     await this.ctx.db.$transaction(async (db) => {
       const sessionId = await this.sessions.create(db, identity, tokens, issuedAt);

@@ -7,9 +7,8 @@ import { CredentialRejected, UpstreamUnavailable } from "./errors.ts";
 import { audit } from "./audit.ts";
 import { SingleFlight } from "./single-flight.ts";
 import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
-import type { Db } from "../store/db.ts";
-
-type Tx = Pick<Db, "upstreamSession">;
+import type { Tx } from "../store/db.ts";
+import { dateOf } from "./clock.ts";
 
 export interface CheckedSession {
   readonly id: string;
@@ -64,7 +63,7 @@ export class UpstreamSessions {
   private async check(sessionId: string): Promise<CheckedSession> {
     const row = await this.ctx.db.upstreamSession.findUnique({ where: { id: sessionId } });
     if (!row || row.status !== "active") throw new CredentialRejected("the upstream login behind this token has ended");
-    const now = Date.now();
+    const now = this.ctx.clock.now();
     const window = this.ctx.config.upstreamRecheckSeconds * 1000;
     const view = { id: row.id, subject: row.subject, login: row.login };
     if (window > 0 && now - row.lastCheckedAt.getTime() < window) return { ...view, lastCheckedAt: row.lastCheckedAt };
@@ -88,7 +87,7 @@ export class UpstreamSessions {
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_invalid");
       throw new CredentialRejected("the upstream identity provider no longer accepts this login; authorize again");
     }
-    const checkedAt = new Date();
+    const checkedAt = dateOf(this.ctx.clock);
     await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null } });
     return { ...view, lastCheckedAt: checkedAt };
   }
@@ -107,7 +106,7 @@ export class UpstreamSessions {
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_refresh_failed");
       throw new CredentialRejected("the upstream identity provider refused to renew this login; authorize again");
     }
-    const checkedAt = new Date();
+    const checkedAt = dateOf(this.ctx.clock);
     // The rotated upstream refresh token is stored in the same write as the new access token:
     // losing it would orphan the session.
     await this.ctx.db.upstreamSession.update({

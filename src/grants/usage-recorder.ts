@@ -17,7 +17,7 @@ export class UsageRecorder {
     if (lastUsedAt.getTime() > known) this.lastWritten.set(grantId, lastUsedAt.getTime());
   }
 
-  touch(grantId: string, now: number = Date.now()): void {
+  touch(grantId: string, now: number = this.ctx.clock.now()): void {
     const last = this.lastWritten.get(grantId) ?? 0;
     if (now - last < this.intervalMs) return;
     this.lastWritten.set(grantId, now);

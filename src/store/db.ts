@@ -4,13 +4,15 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { PrismaPg } from "@prisma/adapter-pg";
-import { PrismaClient as SqliteClient } from "./generated/sqlite/client.ts";
+import { PrismaClient as SqliteClient, type Prisma } from "./generated/sqlite/client.ts";
 import { PrismaClient as PostgresClient } from "./generated/postgres/client.ts";
 import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
 import { assertWritable, checkWritable, DatabaseNotWritableError, type WritableTarget, type WriteCheck } from "./writability.ts";
 
 export type Db = SqliteClient;
-export type { Prisma } from "./generated/sqlite/client.ts";
+export type { Prisma };
+/** The client inside an interactive transaction (`db.$transaction(async (tx) => …)`). */
+export type Tx = Prisma.TransactionClient;
 export type DatabaseKind = "sqlite" | "postgres";
 
 export function databaseKindOf(url: string): DatabaseKind {

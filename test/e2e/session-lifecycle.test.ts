@@ -13,6 +13,7 @@ import { authorizeInBrowser, describeWithChromium, newUser, useChromium } from "
 import { CallbackServer, connectWithOAuth, TestOAuthProvider, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { cleanEnv, projectRoot } from "../support/spawn.ts";
+import { ManualClock } from "../../src/grants/clock.ts";
 
 const whoami = async (c: ConnectedClient) => {
   const result = CallToolResultSchema.parse(await c.client.callTool({ name: "whoami", arguments: {} }));
@@ -33,8 +34,10 @@ describeWithChromium("a session's life, with the MCP SDK client and Chromium", (
   let callback: CallbackServer;
   // Each user has a browser of their own: one browser stays signed in at the IdP.
   let context: BrowserContext;
+  // The broker's tokens expire by this clock, moved by the test: no waiting for a real expiry.
+  const clock = new ManualClock();
   beforeAll(async () => {
-    [t, callback] = await Promise.all([startBroker({ ACCESS_TOKEN_TTL_SECONDS: "2" }), new CallbackServer().start()]);
+    [t, callback] = await Promise.all([startBroker({ ACCESS_TOKEN_TTL_SECONDS: "2" }, { clock }), new CallbackServer().start()]);
     chromium.cleanup(() => t.stop());
     chromium.cleanup(() => callback.close());
   }, 30_000);
@@ -54,7 +57,7 @@ describeWithChromium("a session's life, with the MCP SDK client and Chromium", (
       const before = { ...c.provider.savedTokens! };
       const refreshesBefore = await t.broker.database.db.refreshToken.count();
 
-      await new Promise((r) => setTimeout(r, 2600));
+      clock.advance(2600);
       const who = await whoami(c);
 
       expect(who.subject).toBe("demo:rita");

@@ -8,6 +8,7 @@ import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emul
 import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
+import { ManualClock } from "../../src/grants/clock.ts";
 
 const mcp = (t: TestBroker, token: string) =>
   fetch(`${t.url}/mcp`, {
@@ -23,9 +24,12 @@ function githubEnv(gh: GitHubEmulator, extra: Record<string, string> = {}): Reco
 describe("GitHub upstream", () => {
   let gh: GitHubEmulator;
   let t: TestBroker;
+  // The broker decides by this clock: a re-check window passes when the test moves it, not while
+  // requests happen to be slow.
+  const clock = new ManualClock();
   beforeAll(async () => {
     gh = await startGitHubEmulator({ clientId: "Iv1.broker", clientSecret: "emulator-secret" });
-    t = await startBroker(githubEnv(gh, { UPSTREAM_RECHECK_SECONDS: "1" }));
+    t = await startBroker(githubEnv(gh, { UPSTREAM_RECHECK_SECONDS: "1" }), { clock });
   });
   afterAll(async () => {
     await t.stop();
@@ -103,7 +107,7 @@ describe("GitHub upstream", () => {
     const { tokens, client } = await obtainTokens(t.url, { user: "hubot" });
     expect((await mcp(t, tokens.access_token)).status).toBe(200);
     gh.revokeUser("hubot");
-    await new Promise((r) => setTimeout(r, 1100));
+    clock.advance(1100);
     const res = await mcp(t, tokens.access_token);
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
@@ -118,7 +122,7 @@ describe("GitHub upstream", () => {
     const { tokens } = await obtainTokens(t.url, { user: "monalisa" });
     gh.expireUser("monalisa");
     // The broker learns of the expiry at its next check; make the stored expiry pass too.
-    await t.broker.database.db.upstreamSession.updateMany({ where: { login: "monalisa" }, data: { accessExpiresAt: new Date(Date.now() - 1000), lastCheckedAt: new Date(0) } });
+    await t.broker.database.db.upstreamSession.updateMany({ where: { login: "monalisa" }, data: { accessExpiresAt: new Date(clock.now() - 1000), lastCheckedAt: new Date(0) } });
     const refreshesBefore = gh.count("POST /login/oauth/access_token");
     const res = await mcp(t, tokens.access_token);
     expect(res.status).toBe(200);
@@ -130,7 +134,7 @@ describe("GitHub upstream", () => {
   it("answers 503 with Retry-After during an outage and recovers by itself", async () => {
     const { tokens } = await obtainTokens(t.url, { user: "outage-user" });
     gh.outage = "503";
-    await new Promise((r) => setTimeout(r, 1100));
+    clock.advance(1100);
     const during = await mcp(t, tokens.access_token);
     expect(during.status).toBe(503);
     expect(during.headers.get("retry-after")).toMatch(/^\d+$/);
@@ -143,7 +147,7 @@ describe("GitHub upstream", () => {
 
   it("shares one upstream check between 50 concurrent requests on a stale session", async () => {
     const { tokens } = await obtainTokens(t.url, { user: "single-flight" });
-    await new Promise((r) => setTimeout(r, 1100));
+    clock.advance(1100);
     const before = gh.count("POST /api/v3/applications/:id/token");
     const responses = await Promise.all(Array.from({ length: 50 }, () => mcp(t, tokens.access_token)));
     expect(responses.map((r) => r.status)).toEqual(Array(50).fill(200));
@@ -229,9 +233,10 @@ describe("opt-in upstream token forwarding and start-up checks", () => {
 describe("timeouts", () => {
   let gh: GitHubEmulator;
   let t: TestBroker;
+  const clock = new ManualClock();
   beforeAll(async () => {
     gh = await startGitHubEmulator({ clientId: "Iv1.broker", clientSecret: "emulator-secret" });
-    t = await startBroker(githubEnv(gh, { SESSION_IDLE_TIMEOUT_SECONDS: "2", SESSION_MAX_AGE_SECONDS: "4" }));
+    t = await startBroker(githubEnv(gh, { SESSION_IDLE_TIMEOUT_SECONDS: "2", SESSION_MAX_AGE_SECONDS: "4" }), { clock });
   });
   afterAll(async () => {
     await t.stop();
@@ -241,7 +246,7 @@ describe("timeouts", () => {
   it("kills a grant unused for the idle timeout: access (401) and refresh (invalid_grant)", async () => {
     const { tokens, client } = await obtainTokens(t.url, { user: "idle" });
     expect((await mcp(t, tokens.access_token)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 2300));
+    clock.advance(2300);
     const res = await mcp(t, tokens.access_token);
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toContain("idle");
@@ -253,7 +258,7 @@ describe("timeouts", () => {
     const { tokens, client } = await obtainTokens(t.url, { user: "busy" });
     let current = tokens;
     for (let i = 0; i < 5; i++) {
-      await new Promise((r) => setTimeout(r, 900));
+      clock.advance(900);
       const refreshed = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: current.refresh_token, client_id: client.client_id });
       if (refreshed.status !== 200) {
         expect(refreshed.body.error).toBe("invalid_grant");

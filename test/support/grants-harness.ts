@@ -12,6 +12,7 @@ import { createGrants, type Grants } from "../../src/grants/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { UpstreamProvider } from "../../src/upstream/provider.ts";
 import type { RegisteredClient } from "../../src/grants/types.ts";
+import type { Clock } from "../../src/grants/clock.ts";
 
 export interface GrantsHarness {
   readonly config: Config;
@@ -21,7 +22,8 @@ export interface GrantsHarness {
   close(): Promise<void>;
 }
 
-export async function grantsHarness(env: Record<string, string>, provider: UpstreamProvider): Promise<GrantsHarness> {
+/** `clock`: the time the grants decide by (default: the system clock), e.g. a ManualClock to move. */
+export async function grantsHarness(env: Record<string, string>, provider: UpstreamProvider, options: { clock?: Clock } = {}): Promise<GrantsHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), "mab-grants-"));
   const config = loadConfig(
     { PUBLIC_URL: "http://127.0.0.1:9", PORT: "9", DATABASE_URL: `file:${path.join(dir, "broker.db")}`, SECRET_KEY: randomBytes(32).toString("base64"), ...env },
@@ -30,7 +32,7 @@ export async function grantsHarness(env: Record<string, string>, provider: Upstr
   await copyMigratedSqlite(path.join(dir, "broker.db"));
   const database = await openDatabase(config.databaseUrl, dir);
   const secrets = new SecretBox(config.secretKey);
-  const grants = createGrants({ db: database.db, config, secrets, provider, logger: createLogger("silent") });
+  const grants = createGrants({ db: database.db, config, secrets, provider, logger: createLogger("silent"), clock: options.clock });
   return {
     config,
     database,
