@@ -10,7 +10,8 @@ import { GrantLifecycle } from "./lifecycle.ts";
 import { UpstreamSessions } from "./upstream-sessions.ts";
 import { UsageRecorder } from "./usage-recorder.ts";
 import { AccessValidator } from "./access-validation.ts";
-import { TokenService } from "./token-service.ts";
+import { createTokenIssuer } from "./token/index.ts";
+import type { TokenIssuer } from "./ports.ts";
 import { UpstreamLogin } from "./upstream-login.ts";
 import { sweep, type SweepOptions, type SweepResult } from "./sweep.ts";
 import { RevocationFeed } from "./revocation-feed.ts";
@@ -22,7 +23,7 @@ export interface Grants {
   readonly sessions: UpstreamSessions;
   readonly usage: UsageRecorder;
   readonly validator: AccessValidator;
-  readonly tokens: TokenService;
+  readonly tokens: TokenIssuer;
   readonly upstreamLogin: UpstreamLogin;
   readonly revocationFeed: RevocationFeed;
   sweep(options?: SweepOptions): Promise<SweepResult>;
@@ -45,7 +46,7 @@ export function createGrants({ clock = systemClock, ...input }: GrantsInput): Gr
   const sessions = new UpstreamSessions(context, lifecycle);
   const usage = new UsageRecorder(context);
   const validator = new AccessValidator(context, sessions, usage, bus);
-  const tokens = new TokenService(context, lifecycle, sessions, validator, bus);
+  const tokens = createTokenIssuer({ ...context, lifecycle, sessions, validator, bus });
   const upstreamLogin = new UpstreamLogin(context, sessions);
   const revocationFeed = new RevocationFeed(context, bus);
   return {

@@ -1,26 +1,19 @@
 // The two boundaries between the authorization server's HTTP endpoints (oauth/) and the token and
 // upstream machinery (grants/): oauth/ validates requests and clients; these do the rest.
-import type { IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
+import type { FormParameters, IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
 
 /**
- * Issues, rotates, revokes and describes the broker's own tokens. Every method throws OAuthError
- * (http/errors.ts) with the RFC 6749 §5.2 code on failure. `resource` arguments are already
- * canonical (oauth/resource.ts) or undefined when the client sent none; `scope` is already checked
- * against the supported scopes.
+ * Issues, rotates, revokes and describes the broker's own tokens. oauth/ reads the form and
+ * authenticates the client; each method parses the parameters it accepts itself and throws the
+ * domain errors of grants/errors.ts (RFC 6749 §5.2 codes) on failure.
  */
 export interface TokenIssuer {
-  exchangeAuthorizationCode(input: {
-    code: string;
-    client: RegisteredClient;
-    redirectUri: string | undefined;
-    codeVerifier: string | undefined;
-    resource: string | undefined;
-  }): Promise<TokenResponse>;
-  refresh(input: { refreshToken: string; client: RegisteredClient; scope: string | undefined; resource: string | undefined }): Promise<TokenResponse>;
-  clientCredentials(input: { client: RegisteredClient; scope: string | undefined; resource: string | undefined }): Promise<TokenResponse>;
+  /** POST /token: the grant named by grant_type, for a client registered for it. */
+  grant(client: RegisteredClient, params: FormParameters): Promise<TokenResponse>;
   /** RFC 7009: unknown tokens and other clients' tokens are silently ignored. */
-  revoke(input: { token: string; client: RegisteredClient; tokenTypeHint: string | undefined }): Promise<void>;
-  introspect(input: { token: string; client: RegisteredClient }): Promise<IntrospectionResponse>;
+  revoke(client: RegisteredClient, params: FormParameters): Promise<void>;
+  /** RFC 7662, for the client the token was issued to (any other learns "inactive"). */
+  introspect(client: RegisteredClient, params: FormParameters): Promise<IntrospectionResponse>;
 }
 
 /** Sends an approved authorization transaction to the upstream IdP. */

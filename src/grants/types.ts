@@ -36,6 +36,9 @@ export interface ValidatedAuthorizationRequest {
   readonly protocolVersion: string | null;
 }
 
+/** A request's form as the HTTP layer read it: each parameter at most once (duplicates are refused there). */
+export type FormParameters = Readonly<Record<string, string>>;
+
 /** The OAuth token endpoint's success response (RFC 6749 §5.1). */
 export interface TokenResponse {
   readonly access_token: string;

@@ -14,7 +14,6 @@ export function introspectHandler(clients: ClientRegistry, tokens: TokenIssuer):
     if (client.tokenEndpointAuthMethod === "none") {
       throw new OAuthError("invalid_client", "Introspection is for confidential clients (with a client secret).", { status: 401, headers: { "WWW-Authenticate": 'Basic realm="mcp-auth-broker"' } });
     }
-    if (!params.token) throw new OAuthError("invalid_request", "token is required.");
-    ctx.body = await tokens.introspect({ token: params.token, client });
+    ctx.body = await tokens.introspect(client, params);
   };
 }

@@ -1,7 +1,6 @@
 // POST /revoke (RFC 7009): authenticated like /token; unknown tokens and other clients' tokens
 // are answered 200 like any other, so nothing is learned from it.
 import type Koa from "koa";
-import { OAuthError } from "../http/errors.ts";
 import { readForm } from "../http/body.ts";
 import { authenticateClient } from "../http/client-auth.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
@@ -12,8 +11,7 @@ export function revokeHandler(clients: ClientRegistry, tokens: TokenIssuer): Koa
     ctx.set("Cache-Control", "no-store");
     const params = await readForm(ctx);
     const client = await authenticateClient(ctx, params, clients);
-    if (!params.token) throw new OAuthError("invalid_request", "token is required.");
-    await tokens.revoke({ token: params.token, client, tokenTypeHint: params.token_type_hint });
+    await tokens.revoke(client, params);
     ctx.status = 200;
     ctx.body = "";
   };

@@ -72,7 +72,7 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   const authorize = authorizeHandler({ ...flow, resource: config.resourceUrl });
   router.get(at("/authorize"), authorize).post(at("/authorize"), authorize);
   router.get(at("/consent"), consentPageHandler(flow)).post(at("/consent"), consentDecisionHandler(flow));
-  router.options(at("/token"), postCors).post(at("/token"), postCors, tokenHandler({ resource: config.resourceUrl, clients, tokens: deps.tokens }));
+  router.options(at("/token"), postCors).post(at("/token"), postCors, tokenHandler({ clients, tokens: deps.tokens }));
   router.options(at("/revoke"), postCors).post(at("/revoke"), postCors, revokeHandler(clients, deps.tokens));
   // Server-to-server only (confidential clients): no CORS.
   router.post(at("/introspect"), introspectHandler(clients, deps.tokens));

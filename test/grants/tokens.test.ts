@@ -3,13 +3,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { grantsHarness, insertClient, type GrantsHarness } from "../support/grants-harness.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
-import { CredentialRejected } from "../../src/grants/errors.ts";
+import { CredentialRejected, InvalidScope, InvalidTarget } from "../../src/grants/errors.ts";
+import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { createDatabaseSessionBinding } from "../../src/gateway/database-session-binding.ts";
 import { randomUUID } from "node:crypto";
 import type { RegisteredClient } from "../../src/grants/types.ts";
 
 let h: GrantsHarness;
 let service: RegisteredClient;
+
+const issueFor = (client: RegisteredClient, params: Record<string, string> = {}) => h.grants.tokens.grant(client, { grant_type: "client_credentials", ...params });
 
 beforeAll(async () => {
   // A GitHub provider pointed at a closed port: client_credentials grants never call upstream.
@@ -23,7 +26,7 @@ afterAll(async () => h.close());
 
 describe("client_credentials", () => {
   it("issues an opaque 256-bit access token bound to the resource, and no refresh token", async () => {
-    const res = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const res = await issueFor(service);
     expect(res.access_token).toMatch(/^mab_at_[A-Za-z0-9_-]{43}$/);
     expect(res.token_type).toBe("Bearer");
     expect(res.expires_in).toBe(60);
@@ -36,15 +39,26 @@ describe("client_credentials", () => {
 
   it("refuses public clients and clients not registered for the grant", async () => {
     const publicClient = await insertClient(h.database, { tokenEndpointAuthMethod: "none" });
-    await expect(h.grants.tokens.clientCredentials({ client: publicClient, scope: undefined, resource: undefined })).rejects.toMatchObject({ code: "unauthorized_client" });
+    await expect(issueFor(publicClient)).rejects.toMatchObject({ code: "unauthorized_client", description: expect.stringContaining("confidential") });
     const codeOnly = await insertClient(h.database, { grantTypes: ["authorization_code"] });
-    await expect(h.grants.tokens.clientCredentials({ client: codeOnly, scope: undefined, resource: undefined })).rejects.toMatchObject({ code: "unauthorized_client" });
+    await expect(issueFor(codeOnly)).rejects.toMatchObject({ code: "unauthorized_client", description: "This client is not registered for the client_credentials grant." });
+    const selfRegistered = await insertClient(h.database, { registrationType: "dynamic" });
+    await expect(issueFor(selfRegistered)).rejects.toMatchObject({ code: "unauthorized_client", description: expect.stringContaining("operator registered") });
+  });
+
+  it("parses its parameters in declared order, each problem as its own error", async () => {
+    await expect(issueFor(service, { resource: "https://other.example/mcp", scope: "admin" })).rejects.toBeInstanceOf(InvalidTarget);
+    await expect(issueFor(service, { scope: "admin" })).rejects.toBeInstanceOf(InvalidScope);
+    await expect(h.grants.tokens.grant(service, {})).rejects.toMatchObject({ code: "invalid_request", description: "grant_type is required." });
+    await expect(h.grants.tokens.grant(service, { grant_type: "password" })).rejects.toMatchObject({ code: "unsupported_grant_type", description: "grant_type password is not supported." });
+    const res = await issueFor(service, { resource: "http://127.0.0.1:9/mcp/", scope: "mcp" });
+    expect(res.scope).toBe("mcp");
   });
 });
 
 describe("validation cache", () => {
   it("answers repeated validations without touching the database", async () => {
-    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const { access_token } = await issueFor(service);
     const first = await h.grants.validator.validate(access_token);
     expect(first.clientId).toBe(service.id);
     expect(first.subject).toBe(`client:${service.id}`);
@@ -55,7 +69,7 @@ describe("validation cache", () => {
   });
 
   it("shares one database read between concurrent first validations", async () => {
-    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const { access_token } = await issueFor(service);
     await h.grants.usage.flush();
     const before = h.database.queryCount();
     await Promise.all(Array.from({ length: 50 }, () => h.grants.validator.validate(access_token)));
@@ -65,14 +79,14 @@ describe("validation cache", () => {
   });
 
   it("evicts at once when the token is revoked in this process", async () => {
-    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const { access_token } = await issueFor(service);
     await h.grants.validator.validate(access_token);
-    await h.grants.tokens.revoke({ token: access_token, client: service, tokenTypeHint: undefined });
+    await h.grants.tokens.revoke(service, { token: access_token });
     await expect(h.grants.validator.validate(access_token)).rejects.toBeInstanceOf(CredentialRejected);
   });
 
   it("evicts every token of a grant revoked by the operator", async () => {
-    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const { access_token } = await issueFor(service);
     const v = await h.grants.validator.validate(access_token);
     await h.grants.lifecycle.revokeGrant(v.grantId, "operator");
     await expect(h.grants.validator.validate(access_token)).rejects.toThrow(/revoked/);
@@ -82,7 +96,8 @@ describe("validation cache", () => {
 
   it("refuses unknown tokens and tokens for another audience", async () => {
     await expect(h.grants.validator.validate("mab_at_unknown")).rejects.toBeInstanceOf(CredentialRejected);
-    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: "https://other.example/mcp" });
+    const { access_token } = await issueFor(service);
+    await h.database.db.accessToken.update({ where: { tokenHash: hashPresentedToken(access_token) }, data: { resource: "https://other.example/mcp" } });
     await expect(h.grants.validator.validate(access_token)).rejects.toThrow(/not issued for this resource/);
   });
 });
@@ -90,26 +105,26 @@ describe("validation cache", () => {
 describe("revocation and introspection", () => {
   it("ignores other clients' tokens and unknown tokens (RFC 7009)", async () => {
     const other = await insertClient(h.database);
-    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
-    await h.grants.tokens.revoke({ token: access_token, client: other, tokenTypeHint: "access_token" });
+    const { access_token } = await issueFor(service);
+    await h.grants.tokens.revoke(other, { token: access_token, token_type_hint: "access_token" });
     await expect(h.grants.validator.validate(access_token)).resolves.toMatchObject({ clientId: service.id });
-    await expect(h.grants.tokens.revoke({ token: "nothing", client: service, tokenTypeHint: undefined })).resolves.toBeUndefined();
+    await expect(h.grants.tokens.revoke(service, { token: "nothing" })).resolves.toBeUndefined();
   });
 
   it("describes live tokens to their client and nothing to others", async () => {
-    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
-    const live = await h.grants.tokens.introspect({ token: access_token, client: service });
+    const { access_token } = await issueFor(service);
+    const live = await h.grants.tokens.introspect(service, { token: access_token });
     expect(live).toMatchObject({ active: true, client_id: service.id, scope: "mcp", aud: "http://127.0.0.1:9/mcp", iss: "http://127.0.0.1:9", token_type: "Bearer" });
     const other = await insertClient(h.database);
-    expect(await h.grants.tokens.introspect({ token: access_token, client: other })).toEqual({ active: false });
-    await h.grants.tokens.revoke({ token: access_token, client: service, tokenTypeHint: undefined });
-    expect(await h.grants.tokens.introspect({ token: access_token, client: service })).toEqual({ active: false });
+    expect(await h.grants.tokens.introspect(other, { token: access_token })).toEqual({ active: false });
+    await h.grants.tokens.revoke(service, { token: access_token });
+    expect(await h.grants.tokens.introspect(service, { token: access_token })).toEqual({ active: false });
   });
 });
 
 describe("sweep", () => {
   it("revokes timed-out grants and removes expired and long-dead rows", async () => {
-    const { access_token } = await h.grants.tokens.clientCredentials({ client: service, scope: undefined, resource: undefined });
+    const { access_token } = await issueFor(service);
     const v = await h.grants.validator.validate(access_token);
     const past = new Date(Date.now() - 3600_000);
     await h.database.db.grant.update({ where: { id: v.grantId }, data: { idleExpiresAt: past } });

@@ -1,0 +1,60 @@
+// grant_type=authorization_code (OAuth 2.1 §4.1.3): the broker's code from the upstream login,
+// with its PKCE verifier and the redirect URI of the authorization request. A code presented
+// twice revokes the grant it created.
+import { z } from "zod";
+import { audit } from "../audit.ts";
+import { dateOf } from "../clock.ts";
+import { InvalidGrant, InvalidTarget } from "../errors.ts";
+import { grantDeathReason } from "../lifecycle.ts";
+import { verifyPkceS256 } from "../pkce.ts";
+import { hashPresentedToken } from "../token-format.ts";
+import { LostClaim, type GrantHandler, type TokenContext } from "./context.ts";
+import { issueTokens, touchGrant } from "./issue.ts";
+import { optionalResource, parseParameters, required } from "./parameters.ts";
+
+const INVALID_CODE = "The authorization code is invalid, expired or was already used.";
+
+export function authorizationCodeGrant(t: TokenContext): GrantHandler {
+  const Parameters = z.object({
+    resource: optionalResource(t.config.resourceUrl),
+    code: required("code"),
+    code_verifier: required("code_verifier", "code_verifier is required: PKCE (S256) is mandatory."),
+    redirect_uri: required("redirect_uri", "redirect_uri is required and must equal the one of the authorization request."),
+  });
+
+  /** A code presented twice: the grant it created is revoked (OAuth 2.1 §4.1.3). */
+  async function replayed(grantId: string, clientId: string): Promise<never> {
+    await audit(t.db, { type: "code.replayed", clientId, grantId });
+    await t.lifecycle.revokeGrant(grantId, "code_replay");
+    throw new InvalidGrant(INVALID_CODE);
+  }
+
+  return async (client, params) => {
+    const p = parseParameters(Parameters, params);
+    const row = await t.db.authorizationCode.findUnique({ where: { codeHash: hashPresentedToken(p.code) }, include: { grant: true } });
+    if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_CODE);
+    if (row.consumedAt) return replayed(row.grantId, row.clientId);
+    const now = dateOf(t.clock);
+    if (row.expiresAt <= now) throw new InvalidGrant(INVALID_CODE);
+    if (p.redirect_uri !== row.redirectUri) throw new InvalidGrant("redirect_uri does not match the authorization request.");
+    if (!verifyPkceS256(p.code_verifier, row.codeChallenge)) throw new InvalidGrant("PKCE verification failed: code_verifier does not match code_challenge.");
+    if (p.resource !== undefined && p.resource !== row.resource) throw new InvalidTarget("resource does not match the resource of the authorization request.");
+    const death = grantDeathReason(row.grant, now);
+    if (death) throw new InvalidGrant(death);
+
+    try {
+      const { response } = await t.db.$transaction(async (tx) => {
+        const claim = await tx.authorizationCode.updateMany({ where: { id: row.id, consumedAt: null }, data: { consumedAt: now } });
+        if (claim.count !== 1) throw new LostClaim();
+        await touchGrant(t, tx, row.grantId, now);
+        const issued = await issueTokens(t, tx, row.grant, row.scope, row.resource, now);
+        await audit(tx, { type: "token.issued", clientId: row.clientId, grantId: row.grantId, subject: row.grant.subject, detail: { grantType: "authorization_code" } });
+        return issued;
+      });
+      return response;
+    } catch (err) {
+      if (err instanceof LostClaim) return replayed(row.grantId, row.clientId);
+      throw err;
+    }
+  };
+}

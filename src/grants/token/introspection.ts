@@ -1,0 +1,66 @@
+// Token introspection (RFC 7662) of the broker's own tokens, for the client they were issued to.
+// A token is active only while it, its grant and the upstream login behind it are all alive; an
+// upstream that cannot say right now is an error (UpstreamUnavailable), not "inactive".
+import { z } from "zod";
+import { dateOf } from "../clock.ts";
+import { CredentialRejected } from "../errors.ts";
+import { grantDeathReason } from "../lifecycle.ts";
+import { hashPresentedToken } from "../token-format.ts";
+import type { IntrospectionResponse, RegisteredClient } from "../types.ts";
+import { upstreamRejection, type TokenContext } from "./context.ts";
+import { parseParameters, required, type FormParameters } from "./parameters.ts";
+
+const Parameters = z.object({
+  token: required("token"),
+});
+
+const INACTIVE: IntrospectionResponse = { active: false };
+
+export type IntrospectionHandler = (client: RegisteredClient, params: FormParameters) => Promise<IntrospectionResponse>;
+
+export function introspection(t: TokenContext): IntrospectionHandler {
+  async function accessToken(token: string): Promise<IntrospectionResponse> {
+    try {
+      const v = await t.validator.validate(token, { requireResource: false });
+      return {
+        active: true,
+        scope: v.scopes.join(" "),
+        client_id: v.clientId,
+        ...(v.subject ? { sub: v.subject } : {}),
+        ...(v.user ? { username: v.user } : {}),
+        aud: v.resource,
+        iss: t.config.publicUrl,
+        exp: Math.floor(v.expiresAt.getTime() / 1000),
+        iat: Math.floor(v.issuedAt.getTime() / 1000),
+        token_type: "Bearer",
+      };
+    } catch (err) {
+      if (err instanceof CredentialRejected) return INACTIVE;
+      throw err;
+    }
+  }
+
+  return async (client, params) => {
+    const p = parseParameters(Parameters, params);
+    const hash = hashPresentedToken(p.token);
+    const access = await t.db.accessToken.findUnique({ where: { tokenHash: hash }, select: { clientId: true } });
+    if (access) return access.clientId === client.id ? accessToken(p.token) : INACTIVE;
+
+    const refresh = await t.db.refreshToken.findUnique({ where: { tokenHash: hash }, include: { grant: true } });
+    const now = dateOf(t.clock);
+    if (!refresh || refresh.clientId !== client.id || refresh.revokedAt || refresh.expiresAt <= now || grantDeathReason(refresh.grant, now)) return INACTIVE;
+    if (refresh.consumedAt && !(refresh.graceUntil && now < refresh.graceUntil)) return INACTIVE;
+    if (await upstreamRejection(t.sessions, refresh.grant)) return INACTIVE;
+    return {
+      active: true,
+      scope: refresh.scope,
+      client_id: refresh.clientId,
+      ...(refresh.grant.subject ? { sub: refresh.grant.subject } : {}),
+      aud: refresh.resource,
+      iss: t.config.publicUrl,
+      exp: Math.floor(refresh.expiresAt.getTime() / 1000),
+      iat: Math.floor(refresh.createdAt.getTime() / 1000),
+      token_type: "refresh_token",
+    };
+  };
+}
