@@ -8,16 +8,13 @@ import { PrismaClient as SqliteClient, type Prisma } from "./generated/sqlite/cl
 import { PrismaClient as PostgresClient } from "./generated/postgres/client.ts";
 import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
 import { assertWritable, checkWritable, DatabaseNotWritableError, type WritableTarget, type WriteCheck } from "./writability.ts";
+import { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
 
 export type Db = SqliteClient;
 export type { Prisma };
 /** The client inside an interactive transaction (`db.$transaction(async (tx) => …)`). */
 export type Tx = Prisma.TransactionClient;
-export type DatabaseKind = "sqlite" | "postgres";
-
-export function databaseKindOf(url: string): DatabaseKind {
-  return /^postgres(ql)?:\/\//i.test(url) ? "postgres" : "sqlite";
-}
+export { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
 
 /** Resolves a `file:` URL against cwd, as the Prisma CLI does, and makes sure its folder exists. */
 export function sqliteFilePath(url: string, cwd: string = process.cwd()): string {
