@@ -13,8 +13,8 @@ import { cookieKeys } from "./store/secrets.ts";
 export interface AppParts {
   readonly config: Config;
   readonly logger: Logger;
-  /** The routers, in order; built with the app because some need it (cookie keys). */
-  readonly routers: readonly Router[] | ((app: Koa) => readonly Router[]);
+  /** The routers, in order. */
+  readonly routers: readonly Router[];
 }
 
 export function createApp({ config, logger, routers }: AppParts): Koa {
@@ -27,7 +27,7 @@ export function createApp({ config, logger, routers }: AppParts): Koa {
   app.use(errorHandler());
   const https = config.publicUrl.startsWith("https:");
   app.use(browserSession(app, { https, keys: cookieKeys(config.secretKey, config.previousSecretKeys) }));
-  for (const router of typeof routers === "function" ? routers(app) : routers) {
+  for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

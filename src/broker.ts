@@ -108,7 +108,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const app = createApp({
     config,
     logger,
-    routers: (koa) => [
+    routers: [
       healthRouter(database),
       metricsRouter([
         { name: "mab_database_queries_total", help: "Database queries sent by this process.", type: "counter", value: database.queryCount },
@@ -118,7 +118,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         { name: "mab_upstream_refreshes_total", help: "Upstream token refreshes.", type: "counter", value: () => grants.sessions.stats.refreshes },
       ]),
       ...(demoIdp ? [demoIdp.router] : []),
-      authorizationServerRouter({ app: koa, config, logger, database, secrets: services.secrets, tokens: grants.tokens, upstreamLogin: grants.upstreamLogin }),
+      authorizationServerRouter({ config, clients: grants.clients, transactions: grants.transactions, consents: grants.consents, tokens: grants.tokens, upstreamLogin: grants.upstreamLogin }),
       callbackRouter(grants.upstreamLogin, config.publicUrl),
       mcpRouter({
         validator: grants.validator,

@@ -5,7 +5,7 @@ import type { Logger } from "./logger.ts";
 import type { Database } from "./store/db.ts";
 import { SecretBox, purposeKey } from "./store/secrets.ts";
 import { createGrants, type Grants } from "./grants/index.ts";
-import { ClientRegistry } from "./grants/clients.ts";
+import type { ClientRegistry } from "./grants/clients.ts";
 import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
@@ -15,7 +15,7 @@ export interface Services {
   readonly secrets: SecretBox;
   readonly provider: UpstreamProvider;
   readonly grants: Grants;
-  /** The registry of MCP clients (registration, lookup, removal). */
+  /** The registry of MCP clients (registration, lookup, removal): the one the grants use. */
   readonly clients: ClientRegistry;
   /** Grants as the operator lists them. */
   readonly grantListing: GrantListing;
@@ -35,5 +35,5 @@ export function createServices(config: Config, database: Database, logger: Logge
   const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
   const provider = createUpstreamProvider(config.upstream, { demoIssuer: demoIssuerUrl(config), demoClientSecret: demoClientSecret(config) });
   const grants = createGrants({ db: database.db, config, secrets, provider, logger, clock: options.clock });
-  return { secrets, provider, grants, clients: new ClientRegistry(database.db, options.clock), grantListing: createGrantListing(database.db) };
+  return { secrets, provider, grants, clients: grants.clients, grantListing: createGrantListing(database.db) };
 }

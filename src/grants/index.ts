@@ -4,12 +4,15 @@ import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
 import { purposeKey, type SecretBox } from "../store/secrets.ts";
 import type { UpstreamProvider } from "../upstream/provider.ts";
-import { dateOf, systemClock, type Clock } from "./clock.ts";
+import { systemClock, dateOf, type Clock } from "./clock.ts";
 import { RevocationBus, type GrantsContext } from "./context.ts";
 import { GrantLifecycle } from "./lifecycle.ts";
 import { UpstreamSessions } from "./upstream-sessions.ts";
 import { UsageRecorder } from "./usage-recorder.ts";
 import { AccessValidator } from "./access-validation.ts";
+import { ClientRegistry } from "./clients.ts";
+import { AuthorizationTransactions } from "./transactions.ts";
+import { Consents } from "./consents.ts";
 import { createTokenIssuer } from "./token/index.ts";
 import type { TokenIssuer } from "./ports.ts";
 import { UpstreamLogin } from "./upstream-login.ts";
@@ -23,6 +26,9 @@ export interface Grants {
   readonly sessions: UpstreamSessions;
   readonly usage: UsageRecorder;
   readonly validator: AccessValidator;
+  readonly clients: ClientRegistry;
+  readonly transactions: AuthorizationTransactions;
+  readonly consents: Consents;
   readonly tokens: TokenIssuer;
   readonly upstreamLogin: UpstreamLogin;
   readonly revocationFeed: RevocationFeed;
@@ -46,9 +52,6 @@ export function createGrants({ clock = systemClock, ...input }: GrantsInput): Gr
   const sessions = new UpstreamSessions(context, lifecycle);
   const usage = new UsageRecorder(context);
   const validator = new AccessValidator(context, sessions, usage, bus);
-  const tokens = createTokenIssuer({ ...context, lifecycle, sessions, validator, bus });
-  const upstreamLogin = new UpstreamLogin(context, sessions);
-  const revocationFeed = new RevocationFeed(context, bus);
   return {
     context,
     bus,
@@ -56,9 +59,12 @@ export function createGrants({ clock = systemClock, ...input }: GrantsInput): Gr
     sessions,
     usage,
     validator,
-    tokens,
-    upstreamLogin,
-    revocationFeed,
+    clients: new ClientRegistry(input.db, clock),
+    transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
+    consents: new Consents(input.db, clock),
+    tokens: createTokenIssuer({ ...context, lifecycle, sessions, validator, bus }),
+    upstreamLogin: new UpstreamLogin(context, sessions),
+    revocationFeed: new RevocationFeed(context, bus),
     // A session binding outlives no grant: the longest a grant lives bounds it.
     sweep: (options) => sweep(input.db, lifecycle, { now: dateOf(clock), mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds, ...options }),
   };

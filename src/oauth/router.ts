@@ -1,14 +1,10 @@
 // The authorization server toward MCP clients: wires the endpoint handlers, nothing else.
 import Router from "@koa/router";
-import type Koa from "koa";
 import type { Config } from "../config.ts";
-import type { Logger } from "../logger.ts";
-import type { Database } from "../store/db.ts";
-import { purposeKey, type SecretBox } from "../store/secrets.ts";
 import type { TokenIssuer, UpstreamLoginStarter } from "../grants/ports.ts";
-import { ClientRegistry } from "../grants/clients.ts";
-import { AuthorizationTransactions } from "../grants/transactions.ts";
-import { Consents } from "../grants/consents.ts";
+import type { ClientRegistry } from "../grants/clients.ts";
+import type { AuthorizationTransactions } from "../grants/transactions.ts";
+import type { Consents } from "../grants/consents.ts";
 import { cors } from "../http/cors.ts";
 import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
 import { rateLimit } from "../http/rate-limit.ts";
@@ -20,12 +16,12 @@ import { tokenHandler } from "./token.ts";
 import { revokeHandler } from "./revoke.ts";
 import { introspectHandler } from "./introspect.ts";
 
+/** What the endpoints use of the grants services (createGrants builds them all). */
 export interface AuthorizationServerDeps {
-  readonly app: Koa;
   readonly config: Config;
-  readonly logger: Logger;
-  readonly database: Database;
-  readonly secrets: SecretBox;
+  readonly clients: ClientRegistry;
+  readonly transactions: AuthorizationTransactions;
+  readonly consents: Consents;
   readonly tokens: TokenIssuer;
   readonly upstreamLogin: UpstreamLoginStarter;
 }
@@ -34,11 +30,7 @@ export interface AuthorizationServerDeps {
 export const REGISTRATION_RATE_LIMIT = { limit: 20, windowMs: 60_000 } as const;
 
 export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
-  const { config } = deps;
-  const db = deps.database.db;
-  const clients = new ClientRegistry(db);
-  const transactions = new AuthorizationTransactions(db, purposeKey(config.secretKey, "consent-csrf/v1"));
-  const consents = new Consents(db);
+  const { config, clients, transactions, consents } = deps;
   const issuer = config.publicUrl;
   const flow = { issuer, clients, transactions, consents, upstreamLogin: deps.upstreamLogin };
 
