@@ -5,12 +5,13 @@ import { defineConfig } from "prisma/config";
 import { PrismaLibSQL } from "@prisma/adapter-libsql";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
+import { databaseKindOf } from "./src/store/database-kind.ts";
 
 // Without a DATABASE_URL the CLI falls back to the library engine and tries a download.
 process.env.DATABASE_URL ??= "file:./data/broker.db";
 const url = process.env.DATABASE_URL;
-const isPostgres = /^postgres(ql)?:\/\//i.test(url);
-const db = isPostgres ? "postgres" : "sqlite";
+const db = databaseKindOf(url);
+const isPostgres = db === "postgres";
 
 // prisma/orm#27403: the schema engine cannot deserialize PostgreSQL's "char" (18) and name (19)
 // columns; report them as text (25). Only the migrate path goes through this pool.
