@@ -1,5 +1,6 @@
 // The two boundaries between the authorization server's HTTP endpoints (oauth/) and the token and
-// upstream machinery (grants/): oauth/ validates requests and clients; these do the rest.
+// upstream machinery (grants/): oauth/ reads requests and authenticates clients; these parse
+// what they accept and do the rest.
 import type { FormParameters, IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
 
 /**
