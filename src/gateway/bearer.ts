@@ -79,7 +79,7 @@ export function bearerAuth(options: BearerOptions): Koa.Middleware {
     if (!access.scopes.includes(options.requiredScope)) {
       throw reject(403, "insufficient_scope", `This endpoint needs the "${options.requiredScope}" scope.`, options.requiredScope);
     }
-    (ctx.state as BearerState).identity = identityOf(access);
+    ctx.state.identity = identityOf(access);
     await next();
   };
 }

@@ -3,8 +3,7 @@
 // memory: after a session's first request on an instance, its requests there touch the database
 // no more. That caching is the gateway's policy, built on the store's first-claim-wins rule.
 import { LRUCache } from "lru-cache";
-import type { Db } from "../store/db.ts";
-import { createMcpSessionStore, type McpSessionStore } from "../store/mcp-sessions.ts";
+import type { McpSessionStore } from "../store/mcp-sessions.ts";
 import { SingleFlight } from "../grants/single-flight.ts";
 import type { McpSessionBinding } from "./session-binding.ts";
 
@@ -43,9 +42,4 @@ export function cachedSessionBinding(store: McpSessionStore, options: DatabaseSe
       await store.release(sessionId);
     },
   };
-}
-
-/** The same over a bare Prisma client (for callers that hold only the client, e.g. older tests). */
-export function createDatabaseSessionBinding(db: Db, options: DatabaseSessionBindingOptions = {}): McpSessionBinding {
-  return cachedSessionBinding(createMcpSessionStore({ db }), options);
 }

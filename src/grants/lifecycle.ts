@@ -1,5 +1,6 @@
 // The life and death of grants: deadlines (idle and absolute timeouts), revocation with its
 // cascade to every broker token and, when no live grant still needs it, to the upstream token.
+import { liveGrantWhere } from "./live-grants.ts";
 import type { GrantsContext, RevocationBus } from "./context.ts";
 import { audit } from "./audit.ts";
 import type { Tx } from "../store/db.ts";
@@ -107,7 +108,7 @@ export class GrantLifecycle {
     const now = dateOf(this.ctx.clock);
     for (const sessionId of sessionIds) {
       const stillUsed = await this.ctx.db.grant.count({
-        where: { upstreamSessionId: sessionId, revokedAt: null, idleExpiresAt: { gt: now }, absoluteExpiresAt: { gt: now } },
+        where: { upstreamSessionId: sessionId, ...liveGrantWhere(now) },
       });
       if (stillUsed > 0) continue;
       // Claim the release so concurrent revocations call the upstream once; a session the

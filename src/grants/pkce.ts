@@ -1,6 +1,8 @@
 // PKCE (RFC 7636), S256 only: OAuth 2.1 and the MCP authorization spec require it of every client.
-import { createHash } from "node:crypto";
 import { constantTimeEqual } from "../store/secrets.ts";
+import { s256Challenge } from "../crypto/pkce.ts";
+
+export { s256Challenge };
 
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 const CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
@@ -12,10 +14,6 @@ export function isValidCodeVerifier(verifier: string): boolean {
 /** An S256 challenge is the unpadded base64url SHA-256 of the verifier: always 43 characters. */
 export function isValidS256Challenge(challenge: string): boolean {
   return CHALLENGE.test(challenge);
-}
-
-export function s256Challenge(verifier: string): string {
-  return createHash("sha256").update(verifier, "ascii").digest("base64url");
 }
 
 export function verifyPkceS256(verifier: string, challenge: string): boolean {

@@ -1,6 +1,7 @@
 // The upstream leg of an authorization (spec §5.6, steps 2–6): after consent, send the user to the
 // upstream IdP; on the callback, exchange its code, read the identity, store the upstream session,
 // create the grant and the broker's own authorization code, and hand back to the client.
+import { callbackUrl } from "../config.ts";
 import { randomUUID } from "node:crypto";
 import type { GrantsContext } from "./context.ts";
 import { SignInError } from "./errors.ts";
@@ -43,7 +44,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
   }
 
   get callbackUri(): string {
-    return `${this.ctx.config.publicUrl}/oauth/callback`;
+    return callbackUrl(this.ctx.config.publicUrl);
   }
 
   /** How long a claimed ("exchanging") transaction may take before it counts as abandoned. */

@@ -7,7 +7,6 @@
 import type Koa from "koa";
 import { OAuthError, PageError, statusOf, type ErrorFormat } from "./errors.ts";
 import { DomainError, SignInError } from "../grants/errors.ts";
-import type { RequestState } from "./request-context.ts";
 import { renderErrorPage } from "../views/error-page.ts";
 import { isDatabaseUnavailable } from "../store/errors.ts";
 
@@ -47,7 +46,7 @@ export function problemOf(err: unknown): Problem | undefined {
 }
 
 function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: string, description: string, hint?: string, title?: string): void {
-  const state = ctx.state as RequestState;
+  const { state } = ctx;
   ctx.status = status;
   if (format === "page") {
     ctx.type = "text/html; charset=utf-8";
@@ -85,7 +84,7 @@ function pageTitle(status: number): string {
 
 export function errorHandler(): Koa.Middleware {
   return async (ctx, next) => {
-    const state = ctx.state as RequestState;
+    const { state } = ctx;
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {

@@ -7,7 +7,6 @@ import type Koa from "koa";
 import { PageError } from "../http/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
-import type { RequestState } from "../http/request-context.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
 import { isValidS256Challenge } from "../grants/pkce.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
@@ -70,7 +69,7 @@ function validate(params: Record<string, string>, client: RegisteredClient, redi
 
 export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
   return async (ctx) => {
-    (ctx.state as RequestState).errorFormat = "page";
+    ctx.state.errorFormat = "page";
     ctx.set("Cache-Control", "no-store");
     const params = ctx.method === "POST" ? await readForm(ctx) : paramsToRecord(new URLSearchParams(ctx.querystring));
     const { client, redirectUri } = await trustedTarget(params, deps.clients);

@@ -4,7 +4,6 @@ import type Koa from "koa";
 import { PageError } from "../http/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
-import type { RequestState } from "../http/request-context.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { AuthorizationTransactions } from "../grants/transactions.ts";
@@ -29,7 +28,7 @@ const NOT_PENDING = new PageError(
 
 export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
   return async (ctx) => {
-    (ctx.state as RequestState).errorFormat = "page";
+    ctx.state.errorFormat = "page";
     const id = paramsToRecord(new URLSearchParams(ctx.querystring)).transaction ?? "";
     const sid = browserSessionId(ctx, false);
     const tx = await deps.transactions.pendingFor(id, sid);
@@ -52,7 +51,7 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
 
 export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
   return async (ctx) => {
-    (ctx.state as RequestState).errorFormat = "page";
+    ctx.state.errorFormat = "page";
     const form = await readForm(ctx, 8 * 1024);
     const sid = browserSessionId(ctx, false);
     const decision = form.decision === "allow" ? "approved" : form.decision === "deny" ? "denied" : null;

@@ -3,7 +3,6 @@
 import type Koa from "koa";
 import type { Config } from "../config.ts";
 import { SUPPORTED_SCOPES } from "../grants/types.ts";
-import type { RequestState } from "../http/request-context.ts";
 
 export function authorizationServerMetadata(config: Config, dynamicRegistration: boolean): Record<string, unknown> {
   const base = config.publicUrl;
@@ -39,7 +38,7 @@ export function protectedResourceMetadata(config: Config): Record<string, unknow
 export function serveJson(document: () => Record<string, unknown>): Koa.Middleware {
   return (ctx) => {
     const version = ctx.get("mcp-protocol-version") || ctx.get("context-protocol-version");
-    if (version) (ctx.state as RequestState).log.info({ protocolVersion: version.slice(0, 40), path: ctx.path }, "discovery");
+    if (version) ctx.state.log.info({ protocolVersion: version.slice(0, 40), path: ctx.path }, "discovery");
     ctx.set("Cache-Control", "public, max-age=300");
     ctx.body = document();
   };

@@ -5,7 +5,7 @@ import { grantsHarness, insertClient, type GrantsHarness } from "../support/gran
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { CredentialRejected, InvalidScope, InvalidTarget } from "../../src/grants/errors.ts";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
-import { createDatabaseSessionBinding } from "../../src/gateway/database-session-binding.ts";
+import { createMcpSessionStore } from "../../src/store/mcp-sessions.ts";
 import { randomUUID } from "node:crypto";
 import type { RegisteredClient } from "../../src/grants/types.ts";
 
@@ -142,7 +142,7 @@ describe("sweep", () => {
   });
 
   it("removes MCP session bindings once older than the longest a grant lives (SESSION_MAX_AGE_SECONDS)", async () => {
-    const binding = createDatabaseSessionBinding(h.database.db);
+    const binding = createMcpSessionStore(h.database);
     const session = randomUUID();
     await binding.claim(session, "github:sweep");
     const maxAgeMs = h.grants.context.config.sessionMaxAgeSeconds * 1000;
