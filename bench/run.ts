@@ -22,7 +22,11 @@ const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 function startProcess(args: string[], env: Record<string, string>, ready: RegExp, profile = false): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   // node itself (not the tsx wrapper), so that the pid is the server's own for its CPU figures.
   const profiling = profile && PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profiling, "--import", "tsx", ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...profiling, "--import", "tsx", ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (d: Buffer) => {
@@ -62,11 +66,24 @@ async function metric(brokerUrl: string, name: string): Promise<number> {
 /** Opens an MCP session (initialize + initialized) and returns its id. */
 async function mcpSession(url: string, headers: Record<string, string>): Promise<string> {
   const base = { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers };
-  const res = await fetch(url, { method: "POST", headers: base, body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } } }) });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: base,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
+    }),
+  });
   const id = res.headers.get("mcp-session-id");
   await res.text();
   if (!id) throw new Error(`no MCP session from ${url}: ${res.status}`);
-  const note = await fetch(url, { method: "POST", headers: { ...base, "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) });
+  const note = await fetch(url, {
+    method: "POST",
+    headers: { ...base, "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+  });
   await note.text();
   return id;
 }
@@ -79,7 +96,13 @@ function toolCalls(url: string, headers: Record<string, string>, session: string
     url,
     concurrency,
     requests: concurrency === 1 ? SEQUENTIAL_REQUESTS : REQUESTS,
-    headers: () => ({ "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18", ...headers }),
+    headers: () => ({
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": session,
+      "mcp-protocol-version": "2025-06-18",
+      ...headers,
+    }),
     body: (w, i) => JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: `w${w}` } } }),
   });
 }
@@ -117,7 +140,8 @@ async function main(): Promise<void> {
   }
 
   const rows: Array<[string, string]> = [];
-  const fmt = (r: LoadResult) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms${r.errors ? `, ${r.errors} errors` : ""}`;
+  const fmt = (r: LoadResult) =>
+    `${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms${r.errors ? `, ${r.errors} errors` : ""}`;
   try {
     // Direct to the MCP server: the baseline.
     const directSession = await mcpSession(mcpUrl, {});
@@ -151,13 +175,21 @@ async function main(): Promise<void> {
         rows.push([`    added latency p50 / p99`, `${(through.p50Ms - direct.p50Ms).toFixed(2)} ms / ${(through.p99Ms - direct.p99Ms).toFixed(2)} ms`]);
         if (recheck === "30") {
           const alone = await toolCalls(`${broker.url}/mcp`, auth, session, 1);
-          rows.push([`    one client alone: added p50 / p99`, `${(alone.p50Ms - directAlone.p50Ms).toFixed(2)} ms / ${(alone.p99Ms - directAlone.p99Ms).toFixed(2)} ms (direct p50 ${directAlone.p50Ms.toFixed(2)} ms)`]);
+          rows.push([
+            `    one client alone: added p50 / p99`,
+            `${(alone.p50Ms - directAlone.p50Ms).toFixed(2)} ms / ${(alone.p99Ms - directAlone.p99Ms).toFixed(2)} ms (direct p50 ${directAlone.p50Ms.toFixed(2)} ms)`,
+          ]);
         }
-        rows.push([`(c) per 1,000 requests at ${CONCURRENCY} clients (recheck ${recheck}s)`, `${((checks / through.requests) * 1000).toFixed(1)} upstream checks, ${((queries / through.requests) * 1000).toFixed(1)} database queries`]);
+        rows.push([
+          `(c) per 1,000 requests at ${CONCURRENCY} clients (recheck ${recheck}s)`,
+          `${((checks / through.requests) * 1000).toFixed(1)} upstream checks, ${((queries / through.requests) * 1000).toFixed(1)} database queries`,
+        ]);
 
         if (recheck === "30") {
           // (d) refresh grants: 10 clients each rotating their own chain.
-          const chains = await Promise.all(Array.from({ length: 10 }, async (_, i) => obtainTokens(broker.url, { user: `refresher${i}`, client: await registerClient(broker.url) })));
+          const chains = await Promise.all(
+            Array.from({ length: 10 }, async (_, i) => obtainTokens(broker.url, { user: `refresher${i}`, client: await registerClient(broker.url) })),
+          );
           const perChain = 50;
           const started = performance.now();
           await Promise.all(

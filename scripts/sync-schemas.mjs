@@ -8,8 +8,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const sqliteSchemaPath = path.join(root, "prisma/sqlite/schema.prisma");
 export const postgresSchemaPath = path.join(root, "prisma/postgres/schema.prisma");
 
-const HEADER =
-  "// GENERATED from prisma/sqlite/schema.prisma by `npm run schema:sync`: do not edit by hand.\n";
+const HEADER = "// GENERATED from prisma/sqlite/schema.prisma by `npm run schema:sync`: do not edit by hand.\n";
 
 export function derivePostgresSchema(sqliteText) {
   const replaced = sqliteText

@@ -65,7 +65,8 @@ const TEN_MINUTES = 10 * 60 * 1000;
 async function loadDemoMount(logger: Logger): Promise<typeof import("./demo/mount.ts")> {
   const warn = console.warn;
   console.warn = (...args: unknown[]) => {
-    if (typeof args[0] === "string" && args[0].includes("oidc-provider WARNING: Unsupported runtime")) logger.debug({ notice: args[0] }, "demo identity provider");
+    if (typeof args[0] === "string" && args[0].includes("oidc-provider WARNING: Unsupported runtime"))
+      logger.debug({ notice: args[0] }, "demo identity provider");
     else warn(...args);
   };
   try {
@@ -112,13 +113,35 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       healthRouter(database),
       metricsRouter([
         { name: "mab_database_queries_total", help: "Database queries sent by this process.", type: "counter", value: database.queryCount },
-        { name: "mab_token_validation_cache_hits_total", help: "Access token validations answered from memory.", type: "counter", value: () => grants.validator.stats.hits },
-        { name: "mab_token_validation_cache_misses_total", help: "Access token validations that went to the database.", type: "counter", value: () => grants.validator.stats.misses },
-        { name: "mab_upstream_checks_total", help: "Checks of upstream sessions at the identity provider.", type: "counter", value: () => grants.sessions.stats.checks },
+        {
+          name: "mab_token_validation_cache_hits_total",
+          help: "Access token validations answered from memory.",
+          type: "counter",
+          value: () => grants.validator.stats.hits,
+        },
+        {
+          name: "mab_token_validation_cache_misses_total",
+          help: "Access token validations that went to the database.",
+          type: "counter",
+          value: () => grants.validator.stats.misses,
+        },
+        {
+          name: "mab_upstream_checks_total",
+          help: "Checks of upstream sessions at the identity provider.",
+          type: "counter",
+          value: () => grants.sessions.stats.checks,
+        },
         { name: "mab_upstream_refreshes_total", help: "Upstream token refreshes.", type: "counter", value: () => grants.sessions.stats.refreshes },
       ]),
       ...(demoIdp ? [demoIdp.router] : []),
-      authorizationServerRouter({ config, clients: grants.clients, transactions: grants.transactions, consents: grants.consents, tokens: grants.tokens, upstreamLogin: grants.upstreamLogin }),
+      authorizationServerRouter({
+        config,
+        clients: grants.clients,
+        transactions: grants.transactions,
+        consents: grants.consents,
+        tokens: grants.tokens,
+        upstreamLogin: grants.upstreamLogin,
+      }),
       callbackRouter(grants.upstreamLogin, config.publicUrl),
       mcpRouter({
         validator: grants.validator,

@@ -53,7 +53,10 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
     super(`${variable}: ${message}`);
     this.name = "ConfigError";
   }
@@ -87,7 +90,7 @@ function parseVar<T>(env: Env, name: string, schema: z.ZodType<T>, expectation: 
   const value = raw === undefined || raw.trim() === "" ? undefined : raw.trim();
   const result = schema.safeParse(value);
   if (!result.success) {
-    const got = value === undefined ? "it is not set" : `got ${JSON.stringify(value.length > 60 ? value.slice(0, 60) + "…" : value)}`;
+    const got = value === undefined ? "it is not set" : `got ${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)}`;
     throw new ConfigError(name, `expected ${expectation}, ${got}`);
   }
   return result.data;
@@ -145,7 +148,7 @@ function loadOrCreateDemoSecret(dataDir: string): Buffer {
   }
   mkdirSync(dataDir, { recursive: true });
   const key = randomBytes(32);
-  writeFileSync(file, key.toString("base64") + "\n", { mode: 0o600 });
+  writeFileSync(file, `${key.toString("base64")}\n`, { mode: 0o600 });
   return key;
 }
 
@@ -165,15 +168,24 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   // The URL parser lower-cases scheme and host and drops default ports: the canonical form.
   const publicUrl = (publicUrlParsed.origin + publicUrlParsed.pathname).replace(/\/+$/, "");
 
-  const databaseUrl = parseVar(
-    env,
-    "DATABASE_URL",
-    z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/i).optional(),
-    "a SQLite file URL (file:./data/broker.db) or a PostgreSQL URL (postgresql://user:pass@host:5432/db)",
-  ) ?? "file:./data/broker.db";
+  const databaseUrl =
+    parseVar(
+      env,
+      "DATABASE_URL",
+      z
+        .string()
+        .regex(/^(file:.+|postgres(ql)?:\/\/.+)$/i)
+        .optional(),
+      "a SQLite file URL (file:./data/broker.db) or a PostgreSQL URL (postgresql://user:pass@host:5432/db)",
+    ) ?? "file:./data/broker.db";
   const databaseKind = databaseKindOf(databaseUrl);
 
-  const mcpServerUrl = parseVar(env, "MCP_SERVER_URL", httpUrl.optional(), "the absolute http(s) URL of the MCP server to protect, e.g. http://127.0.0.1:8080/mcp");
+  const mcpServerUrl = parseVar(
+    env,
+    "MCP_SERVER_URL",
+    httpUrl.optional(),
+    "the absolute http(s) URL of the MCP server to protect, e.g. http://127.0.0.1:8080/mcp",
+  );
 
   const clientId = parseVar(env, "UPSTREAM_CLIENT_ID", z.string().optional(), "the client id of the broker's registration at the upstream IdP");
   const clientSecret = parseVar(env, "UPSTREAM_CLIENT_SECRET", z.string().optional(), "the client secret of the broker's registration at the upstream IdP");
@@ -185,20 +197,34 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   } else provider = "demo";
   const demoMode = provider === "demo";
   if (!demoMode) {
-    if (!clientId) throw new ConfigError("UPSTREAM_CLIENT_ID", `expected the client id of your ${provider} OAuth app (required when UPSTREAM_PROVIDER=${provider}), it is not set`);
-    if (!clientSecret) throw new ConfigError("UPSTREAM_CLIENT_SECRET", `expected the client secret of your ${provider} OAuth app (required when UPSTREAM_PROVIDER=${provider}), it is not set`);
+    if (!clientId)
+      throw new ConfigError(
+        "UPSTREAM_CLIENT_ID",
+        `expected the client id of your ${provider} OAuth app (required when UPSTREAM_PROVIDER=${provider}), it is not set`,
+      );
+    if (!clientSecret)
+      throw new ConfigError(
+        "UPSTREAM_CLIENT_SECRET",
+        `expected the client secret of your ${provider} OAuth app (required when UPSTREAM_PROVIDER=${provider}), it is not set`,
+      );
   }
   const issuer = parseVar(env, "UPSTREAM_ISSUER", httpUrl.optional(), "the https URL of the OIDC issuer, e.g. https://accounts.google.com");
   if (provider === "oidc" && !issuer) {
     throw new ConfigError("UPSTREAM_ISSUER", "expected the issuer URL of your OIDC provider (required when UPSTREAM_PROVIDER=oidc), it is not set");
   }
-  const githubUrl = parseVar(env, "GITHUB_URL", httpUrl.optional(), "the base URL of GitHub or GitHub Enterprise Server, e.g. https://github.com") ?? "https://github.com";
+  const githubUrl =
+    parseVar(env, "GITHUB_URL", httpUrl.optional(), "the base URL of GitHub or GitHub Enterprise Server, e.g. https://github.com") ?? "https://github.com";
   const githubApiUrl = parseVar(env, "GITHUB_API_URL", httpUrl.optional(), "the GitHub API base URL, e.g. https://api.github.com") ?? "https://api.github.com";
 
   const upstreamRecheckSeconds = parseVar(env, "UPSTREAM_RECHECK_SECONDS", intIn(0, 86400, 30), "a whole number of seconds between 0 and 86400");
   const accessTokenTtlSeconds = parseVar(env, "ACCESS_TOKEN_TTL_SECONDS", intIn(1, 86400, 3600), "a whole number of seconds between 1 and 86400");
   const refreshTokenTtlSeconds = parseVar(env, "REFRESH_TOKEN_TTL_SECONDS", intIn(1, 31536000, 2592000), "a whole number of seconds between 1 and 31536000");
-  const sessionIdleTimeoutSeconds = parseVar(env, "SESSION_IDLE_TIMEOUT_SECONDS", intIn(1, 31536000, 86400), "a whole number of seconds between 1 and 31536000");
+  const sessionIdleTimeoutSeconds = parseVar(
+    env,
+    "SESSION_IDLE_TIMEOUT_SECONDS",
+    intIn(1, 31536000, 86400),
+    "a whole number of seconds between 1 and 31536000",
+  );
   const sessionMaxAgeSeconds = parseVar(env, "SESSION_MAX_AGE_SECONDS", intIn(1, 31536000, 2592000), "a whole number of seconds between 1 and 31536000");
   const upstreamTimeoutSeconds = parseVar(env, "UPSTREAM_TIMEOUT_SECONDS", intIn(1, 120, 5), "a whole number of seconds between 1 and 120");
   const refreshGraceSeconds = parseVar(env, "REFRESH_GRACE_SECONDS", intIn(0, 3600, 30), "a whole number of seconds between 0 and 3600");
@@ -207,7 +233,13 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
   const allowDemoOnPublicHost = parseVar(env, "DEMO_ALLOW_PUBLIC_HOST", bool(false), "true or false");
   const trustProxy = parseVar(env, "TRUST_PROXY", bool(false), "true or false");
-  const logLevel = parseVar(env, "LOG_LEVEL", z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(), "one of fatal, error, warn, info, debug, trace, silent") ?? "info";
+  const logLevel =
+    parseVar(
+      env,
+      "LOG_LEVEL",
+      z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
+      "one of fatal, error, warn, info, debug, trace, silent",
+    ) ?? "info";
 
   const dataDir = path.resolve(cwd, "data");
   let secretKey: Buffer;
@@ -233,7 +265,10 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     });
 
   if (demoMode && !isLoopbackHost(host) && !allowDemoOnPublicHost) {
-    throw new ConfigError("HOST", `expected a loopback address in demo mode (anyone could log in as anyone), got ${JSON.stringify(host)}; configure a real UPSTREAM_PROVIDER or set DEMO_ALLOW_PUBLIC_HOST=true`);
+    throw new ConfigError(
+      "HOST",
+      `expected a loopback address in demo mode (anyone could log in as anyone), got ${JSON.stringify(host)}; configure a real UPSTREAM_PROVIDER or set DEMO_ALLOW_PUBLIC_HOST=true`,
+    );
   }
 
   return Object.freeze({

@@ -25,11 +25,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       level,
       base: { service: "mcp-auth-broker" },
       redact: {
-        paths: [
-          ...SENSITIVE_KEYS.map((k) => `*["${k}"]`),
-          ...SENSITIVE_KEYS.map((k) => `*.*["${k}"]`),
-          ...SENSITIVE_KEYS.map((k) => `["${k}"]`),
-        ],
+        paths: [...SENSITIVE_KEYS.map((k) => `*["${k}"]`), ...SENSITIVE_KEYS.map((k) => `*.*["${k}"]`), ...SENSITIVE_KEYS.map((k) => `["${k}"]`)],
         censor: "[redacted]",
       },
     },

@@ -1,7 +1,8 @@
 // Process entry: configuration → migrations → broker → listen; graceful shutdown on signals.
 // Start-up problems are one clear line and exit code 1, never a stack trace.
 import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.ts";
-import { createBroker } from "./broker.ts";
+import { createBroker, type Broker } from "./broker.ts";
+import type { RunningServer } from "./http/server.ts";
 import { MigrationError } from "./store/migrate.ts";
 import { installProcessGuard } from "./process-guard.ts";
 
@@ -11,21 +12,21 @@ function fail(message: string): never {
 }
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig(readEnvironment(process.cwd()));
   } catch (err) {
     if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
     throw err;
   }
-  let broker;
+  let broker: Broker;
   try {
     broker = await createBroker(config);
   } catch (err) {
     if (err instanceof MigrationError) fail(`${err.message} (DATABASE_URL=${redactDbUrl(config.databaseUrl)})`);
     throw err;
   }
-  let running;
+  let running: RunningServer;
   try {
     running = await broker.listen();
   } catch (err) {
@@ -77,7 +78,7 @@ function startBanner(config: Config, port: number): string {
       "For a real login, set UPSTREAM_PROVIDER and its credentials in .env (see README.md).",
     );
   }
-  return lines.join("\n") + "\n\n";
+  return `${lines.join("\n")}\n\n`;
 }
 
 function redactDbUrl(url: string): string {

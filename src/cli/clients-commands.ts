@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printFields, printJson, printTable } from "./output.ts";
 import type { CliIo } from "./io.ts";
-import { parseClientMetadata } from "../grants/client-metadata.ts";
+import { parseClientMetadata, type ClientMetadata } from "../grants/client-metadata.ts";
 import { clientMetadataResponse } from "../oauth/register.ts";
 import { DomainError } from "../grants/errors.ts";
 import type { RegisteredClient } from "../grants/types.ts";
@@ -28,51 +28,79 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 export function registerClientCommands(program: Command, io: CliIo): void {
   const clients = program.command("clients").description("list, add, show and remove registered MCP clients");
 
-  jsonCommand(clients, "list", "list registered clients")
-    .action(async (opts: { json?: boolean }) => {
-      await withContext(io, async ({ services }) => {
-        const list = await services.clients.list();
-        if (opts.json) return printJson(io, list.map((c) => ({ ...clientMetadataResponse(c), registration_type: c.registrationType, last_used_at: c.lastUsedAt?.toISOString() ?? null })));
-        printTable(
+  jsonCommand(clients, "list", "list registered clients").action(async (opts: { json?: boolean }) => {
+    await withContext(io, async ({ services }) => {
+      const list = await services.clients.list();
+      if (opts.json)
+        return printJson(
           io,
-          list.map((c) => ({ id: c.id, name: c.clientName ?? "-", type: c.tokenEndpointAuthMethod === "none" ? "public" : "confidential", registered: c.registrationType, lastUsed: iso(c.lastUsedAt) })),
-          "No clients registered.",
+          list.map((c) => ({ ...clientMetadataResponse(c), registration_type: c.registrationType, last_used_at: c.lastUsedAt?.toISOString() ?? null })),
         );
-      });
+      printTable(
+        io,
+        list.map((c) => ({
+          id: c.id,
+          name: c.clientName ?? "-",
+          type: c.tokenEndpointAuthMethod === "none" ? "public" : "confidential",
+          registered: c.registrationType,
+          lastUsed: iso(c.lastUsedAt),
+        })),
+        "No clients registered.",
+      );
     });
+  });
 
   jsonCommand(clients, "add", "register a client by hand; prints its secret once")
     .requiredOption("--name <name>", "the name shown on the consent page")
     .option("--redirect-uri <uri>", "an allowed redirect URI (repeat for several)", collect, [])
     .option("--public", "a public client (no secret; PKCE only), like most MCP clients")
     .option("--auth-method <method>", "client_secret_basic (default for confidential clients) or client_secret_post")
-    .option("--grant-type <type>", "authorization_code, refresh_token, client_credentials (repeat; default authorization_code + refresh_token); client_credentials makes a machine client that reaches the MCP server as client:<id>, without a user", collect, [])
+    .option(
+      "--grant-type <type>",
+      "authorization_code, refresh_token, client_credentials (repeat; default authorization_code + refresh_token); client_credentials makes a machine client that reaches the MCP server as client:<id>, without a user",
+      collect,
+      [],
+    )
     .option("--client-uri <url>", "the application's website (https)")
     .option("--logo-uri <url>", "the application's logo (https)")
-    .action(async (opts: { name: string; redirectUri: string[]; public?: boolean; authMethod?: string; grantType: string[]; clientUri?: string; logoUri?: string; json?: boolean }) => {
-      const grantTypes = opts.grantType.length ? opts.grantType : ["authorization_code", "refresh_token"];
-      let metadata;
-      try {
-        metadata = parseClientMetadata({
-          client_name: opts.name,
-          redirect_uris: opts.redirectUri,
-          token_endpoint_auth_method: opts.public ? "none" : (opts.authMethod ?? "client_secret_basic"),
-          grant_types: grantTypes,
-          response_types: grantTypes.includes("authorization_code") ? ["code"] : [],
-          ...(opts.clientUri ? { client_uri: opts.clientUri } : {}),
-          ...(opts.logoUri ? { logo_uri: opts.logoUri } : {}),
-        }, "manual");
-      } catch (err) {
-        if (err instanceof DomainError) throw new CliError(`invalid client: ${err.description}`, 2);
-        throw err;
-      }
-      await withContext(io, async ({ services }) => {
-        const { client, clientSecret } = await services.clients.register(metadata, "manual");
-        if (opts.json) return printJson(io, clientMetadataResponse(client, clientSecret));
-        printFields(io, { ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
-        if (clientSecret) io.out("\nStore the secret now: it is shown only this once.\n");
-      });
-    });
+    .action(
+      async (opts: {
+        name: string;
+        redirectUri: string[];
+        public?: boolean;
+        authMethod?: string;
+        grantType: string[];
+        clientUri?: string;
+        logoUri?: string;
+        json?: boolean;
+      }) => {
+        const grantTypes = opts.grantType.length ? opts.grantType : ["authorization_code", "refresh_token"];
+        let metadata: ClientMetadata;
+        try {
+          metadata = parseClientMetadata(
+            {
+              client_name: opts.name,
+              redirect_uris: opts.redirectUri,
+              token_endpoint_auth_method: opts.public ? "none" : (opts.authMethod ?? "client_secret_basic"),
+              grant_types: grantTypes,
+              response_types: grantTypes.includes("authorization_code") ? ["code"] : [],
+              ...(opts.clientUri ? { client_uri: opts.clientUri } : {}),
+              ...(opts.logoUri ? { logo_uri: opts.logoUri } : {}),
+            },
+            "manual",
+          );
+        } catch (err) {
+          if (err instanceof DomainError) throw new CliError(`invalid client: ${err.description}`, 2);
+          throw err;
+        }
+        await withContext(io, async ({ services }) => {
+          const { client, clientSecret } = await services.clients.register(metadata, "manual");
+          if (opts.json) return printJson(io, clientMetadataResponse(client, clientSecret));
+          printFields(io, { ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
+          if (clientSecret) io.out("\nStore the secret now: it is shown only this once.\n");
+        });
+      },
+    );
 
   jsonCommand(clients, "show", "show one client")
     .argument("<id>", "client id")
@@ -94,7 +122,10 @@ export function registerClientCommands(program: Command, io: CliIo): void {
         // Revoke first so upstream tokens are released, then remove the rows. Expired grants are
         // revoked too: their upstream sessions may still hold tokens.
         const unrevoked = (await services.grantListing.listGrants({ client: id, all: true })).filter((g) => g.revokedAt === null);
-        const revoked = await services.grants.lifecycle.revokeGrants(unrevoked.map((g) => g.id), "client_removed");
+        const revoked = await services.grants.lifecycle.revokeGrants(
+          unrevoked.map((g) => g.id),
+          "client_removed",
+        );
         await services.clients.remove(id);
         if (opts.json) return printJson(io, { removed: id, revokedGrants: revoked.length });
         io.out(`Removed client ${id} (${revoked.length} grant(s) revoked).\n`);

@@ -26,7 +26,13 @@ export function registerGrantCommands(program: Command, io: CliIo): void {
         if (opts.json) return printJson(io, list);
         printTable(
           io,
-          list.map((g) => ({ id: g.id, user: g.subject ?? "(client credentials)", client: g.clientName ?? g.clientId, status: g.status, lastUsed: iso(new Date(g.lastUsedAt)) })),
+          list.map((g) => ({
+            id: g.id,
+            user: g.subject ?? "(client credentials)",
+            client: g.clientName ?? g.clientId,
+            status: g.status,
+            lastUsed: iso(new Date(g.lastUsedAt)),
+          })),
           opts.all ? "No grants." : "No live grants.",
         );
       });

@@ -6,20 +6,20 @@ import type { CliIo } from "./io.ts";
 import { migrateDatabase } from "../store/migrate.ts";
 
 export function registerMaintenanceCommands(program: Command, io: CliIo): void {
-  jsonCommand(program, "migrate", "apply pending database migrations (npm start does this too)")
-    .action(async (opts: { json?: boolean }) => {
-      const config = cliConfig(io);
-      const { applied } = await migrateDatabase(config.databaseUrl, io.cwd);
-      if (opts.json) return printJson(io, { applied });
-      io.out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(", ")}\n` : "Database is up to date.\n");
-    });
+  jsonCommand(program, "migrate", "apply pending database migrations (npm start does this too)").action(async (opts: { json?: boolean }) => {
+    const config = cliConfig(io);
+    const { applied } = await migrateDatabase(config.databaseUrl, io.cwd);
+    if (opts.json) return printJson(io, { applied });
+    io.out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(", ")}\n` : "Database is up to date.\n");
+  });
 
-  jsonCommand(program, "purge", "remove expired codes, transactions, tokens and long-dead grants now (the periodic sweep, on demand)")
-    .action(async (opts: { json?: boolean }) => {
+  jsonCommand(program, "purge", "remove expired codes, transactions, tokens and long-dead grants now (the periodic sweep, on demand)").action(
+    async (opts: { json?: boolean }) => {
       await withContext(io, async ({ services }) => {
         const result = await services.grants.sweep();
         if (opts.json) return printJson(io, result);
         printFields(io, Object.fromEntries(Object.entries(result).map(([k, v]) => [k, String(v)])));
       });
-    });
+    },
+  );
 }

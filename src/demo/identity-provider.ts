@@ -50,7 +50,10 @@ class MemoryAdapter implements Adapter {
 
   private get model() {
     let m = this.store.get(this.name);
-    if (!m) this.store.set(this.name, (m = new Map()));
+    if (!m) {
+      m = new Map();
+      this.store.set(this.name, m);
+    }
     return m;
   }
 
@@ -169,7 +172,8 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
 
   async function grantEverything(details: Awaited<ReturnType<Provider["interactionDetails"]>>): Promise<string> {
     const grant = details.grantId
-      ? ((await provider.Grant.find(details.grantId)) ?? new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) }))
+      ? ((await provider.Grant.find(details.grantId)) ??
+        new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) }))
       : new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) });
     const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
     if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
@@ -197,7 +201,9 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
         if (match[2] && req.method === "POST") {
           const username = await readUsername(req);
           if (!/^[a-z0-9._@-]{1,64}$/.test(username)) {
-            res.writeHead(400, { "content-type": "text/html; charset=utf-8" }).end(loginPage(details.uid, mountPath, "Use letters, digits, dots, dashes, underscores or @."));
+            res
+              .writeHead(400, { "content-type": "text/html; charset=utf-8" })
+              .end(loginPage(details.uid, mountPath, "Use letters, digits, dots, dashes, underscores or @."));
             return;
           }
           await provider.interactionFinished(req, res, { login: { accountId: username } }, { mergeWithLastSubmission: false });
@@ -205,7 +211,9 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
         }
         res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }).end(loginPage(details.uid, mountPath));
       } catch {
-        res.writeHead(400, { "content-type": "text/html; charset=utf-8" }).end(page("Sign-in expired", html`<h1>Sign-in expired</h1><p>Start the sign-in again from your application.</p>`));
+        res
+          .writeHead(400, { "content-type": "text/html; charset=utf-8" })
+          .end(page("Sign-in expired", html`<h1>Sign-in expired</h1><p>Start the sign-in again from your application.</p>`));
       }
       return;
     }
@@ -246,7 +254,9 @@ export interface StandaloneDemoIdentityProvider extends DemoIdentityProvider {
 }
 
 /** Runs the demo IdP on its own port on 127.0.0.1 (tests: "an OIDC issuer"). */
-export async function startDemoIdentityProvider(options: Omit<DemoIdentityProviderOptions, "issuer"> & { port?: number }): Promise<StandaloneDemoIdentityProvider> {
+export async function startDemoIdentityProvider(
+  options: Omit<DemoIdentityProviderOptions, "issuer"> & { port?: number },
+): Promise<StandaloneDemoIdentityProvider> {
   let idp: DemoIdentityProvider | undefined;
   const server = http.createServer((req, res) => {
     if (!idp) return void res.writeHead(503).end();

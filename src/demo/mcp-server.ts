@@ -79,11 +79,7 @@ function createDemoServer(options: DemoMcpServerOptions): McpServer {
     },
   );
 
-  server.registerTool(
-    "echo",
-    { description: "Returns its message.", inputSchema: { message: z.string() } },
-    async ({ message }) => text(message),
-  );
+  server.registerTool("echo", { description: "Returns its message.", inputSchema: { message: z.string() } }, async ({ message }) => text(message));
 
   server.registerTool(
     "countdown",

@@ -196,9 +196,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       ctx,
       502,
       -32603,
-      code && UNREACHABLE_CODES.has(code)
-        ? "The MCP server is unreachable."
-        : "The connection to the MCP server failed before it answered.",
+      code && UNREACHABLE_CODES.has(code) ? "The MCP server is unreachable." : "The connection to the MCP server failed before it answered.",
     );
   }
 
@@ -255,12 +253,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         upstream = await pool.request({
           method: ctx.method as "GET" | "POST" | "DELETE",
           path,
-          headers: upstreamRequestHeaders(
-            ctx.req.headers,
-            identity,
-            forwardedConnection(ctx, options.publicUrl),
-            options.forwardUpstreamToken,
-          ),
+          headers: upstreamRequestHeaders(ctx.req.headers, identity, forwardedConnection(ctx, options.publicUrl), options.forwardUpstreamToken),
           // undici documents AsyncIterable bodies (Dispatcher.md); its type declarations lag.
           body: body as Buffer | Readable | null,
           signal: controller.signal,

@@ -45,6 +45,12 @@ export function mcpRouter(options: McpRouterOptions): Router {
     await options.handler(ctx, identity);
   };
   router.all(mounts, jsonRpcErrors, allowBrowsers, auth, forward);
-  router.all(mounts.map((mount) => `${mount}/{*rest}`), jsonRpcErrors, allowBrowsers, auth, forward);
+  router.all(
+    mounts.map((mount) => `${mount}/{*rest}`),
+    jsonRpcErrors,
+    allowBrowsers,
+    auth,
+    forward,
+  );
   return router;
 }

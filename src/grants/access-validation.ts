@@ -106,7 +106,14 @@ export class AccessValidator {
     // allows client_credentials; tokens of self-registered ones (issued before /register refused
     // the grant) or of clients the operator has since changed are dead.
     const machine = row.grant.upstreamSessionId === null;
-    if (machine && !(row.grant.kind === "client_credentials" && row.grant.client.registrationType === "manual" && (JSON.parse(row.grant.client.grantTypes) as string[]).includes("client_credentials"))) {
+    if (
+      machine &&
+      !(
+        row.grant.kind === "client_credentials" &&
+        row.grant.client.registrationType === "manual" &&
+        (JSON.parse(row.grant.client.grantTypes) as string[]).includes("client_credentials")
+      )
+    ) {
       throw new CredentialRejected("this token carries no signed-in user and was not issued to an operator-registered machine client");
     }
     const now = dateOf(this.ctx.clock);
@@ -142,8 +149,8 @@ export class AccessValidator {
     const entry: CacheEntry = { access, validUntil };
     if (validUntil > this.ctx.clock.now()) {
       this.cache.set(hash, entry);
-      let keys = this.byGrant.get(row.grantId);
-      if (!keys) this.byGrant.set(row.grantId, (keys = new Set()));
+      const keys = this.byGrant.get(row.grantId) ?? new Set<string>();
+      this.byGrant.set(row.grantId, keys);
       keys.add(hash);
     }
     return entry;

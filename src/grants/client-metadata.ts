@@ -37,8 +37,14 @@ const text = (max: number) =>
 const Schema = z.object({
   redirect_uris: z.array(text(2000)).max(20).optional(),
   token_endpoint_auth_method: z.enum(["none", "client_secret_basic", "client_secret_post"]).optional(),
-  grant_types: z.array(z.enum(["authorization_code", "refresh_token", "client_credentials"])).max(10).optional(),
-  response_types: z.array(z.enum(["code"])).max(10).optional(),
+  grant_types: z
+    .array(z.enum(["authorization_code", "refresh_token", "client_credentials"]))
+    .max(10)
+    .optional(),
+  response_types: z
+    .array(z.enum(["code"]))
+    .max(10)
+    .optional(),
   scope: text(1000).optional(),
   client_name: text(200).trim().min(1).optional(),
   client_uri: httpsUrl.optional(),
@@ -74,9 +80,13 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin):
   if (usesCode !== responseTypes.includes("code")) fail("grant_types", 'and response_types are inconsistent: "authorization_code" goes with "code".');
   if (grantTypes.includes("refresh_token") && !usesCode) fail("grant_types", 'includes "refresh_token" without "authorization_code".');
   if (grantTypes.includes("client_credentials") && origin === "dynamic") {
-    fail("grant_types", 'includes "client_credentials", which self-registered clients cannot use: its tokens carry no user. An operator can register a machine client (npx mcp-auth-broker clients add --grant-type client_credentials).');
+    fail(
+      "grant_types",
+      'includes "client_credentials", which self-registered clients cannot use: its tokens carry no user. An operator can register a machine client (npx mcp-auth-broker clients add --grant-type client_credentials).',
+    );
   }
-  if (grantTypes.includes("client_credentials") && tokenEndpointAuthMethod === "none") fail("grant_types", '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic or client_secret_post).');
+  if (grantTypes.includes("client_credentials") && tokenEndpointAuthMethod === "none")
+    fail("grant_types", '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic or client_secret_post).');
   const redirectUris = [...new Set(m.redirect_uris ?? [])];
   if (usesCode && redirectUris.length === 0) fail("redirect_uris", "is required for the authorization_code grant.", InvalidRedirectUri);
   for (const uri of redirectUris) {

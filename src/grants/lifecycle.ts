@@ -126,7 +126,11 @@ export class GrantLifecycle {
         this.ctx.logger.info({ upstreamSession: sessionId, subject: session.subject }, "upstream token revoked");
       } catch (err) {
         this.ctx.logger.warn({ upstreamSession: sessionId, err: (err as Error).message }, "upstream token revocation failed (best effort)");
-        await audit(this.ctx.db, { type: "upstream.revoke_failed", subject: session.subject, detail: { upstreamSession: sessionId, message: (err as Error).message } });
+        await audit(this.ctx.db, {
+          type: "upstream.revoke_failed",
+          subject: session.subject,
+          detail: { upstreamSession: sessionId, message: (err as Error).message },
+        });
       }
     }
   }

@@ -35,8 +35,18 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
   const pastMaxAge = await db.grant.findMany({ where: { revokedAt: null, absoluteExpiresAt: { lte: now } }, select: { id: true } });
   const idle = await db.grant.findMany({ where: { revokedAt: null, idleExpiresAt: { lte: now } }, select: { id: true } });
   const timedOut =
-    (await lifecycle.revokeGrants(pastMaxAge.map((g) => g.id), "max_age")).length +
-    (await lifecycle.revokeGrants(idle.map((g) => g.id), "idle_timeout")).length;
+    (
+      await lifecycle.revokeGrants(
+        pastMaxAge.map((g) => g.id),
+        "max_age",
+      )
+    ).length +
+    (
+      await lifecycle.revokeGrants(
+        idle.map((g) => g.id),
+        "idle_timeout",
+      )
+    ).length;
   const deadBefore = new Date(now.getTime() - (options.retainDeadSeconds ?? 7 * 86400) * 1000);
   const auditBefore = new Date(now.getTime() - (options.retainAuditSeconds ?? 90 * 86400) * 1000);
   const mcpSessionsBefore = new Date(now.getTime() - (options.mcpSessionMaxAgeSeconds ?? 30 * 86400) * 1000);

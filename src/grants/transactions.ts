@@ -73,7 +73,10 @@ export class AuthorizationTransactions {
 
   /** Approval without a form, for a consent this browser already gave. */
   async approveRemembered(id: string): Promise<boolean> {
-    const claimed = await this.db.authTransaction.updateMany({ where: { id, status: "pending" }, data: { status: "approved", approvedAt: dateOf(this.clock) } });
+    const claimed = await this.db.authTransaction.updateMany({
+      where: { id, status: "pending" },
+      data: { status: "approved", approvedAt: dateOf(this.clock) },
+    });
     return claimed.count === 1;
   }
 }

@@ -12,7 +12,7 @@ import { mintSecret } from "./token-format.ts";
 import { audit } from "./audit.ts";
 import { clientRedirectUrl } from "./client-redirect.ts";
 import type { UpstreamLoginStarter } from "./ports.ts";
-import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
+import { UpstreamError, type UpstreamIdentity, type UpstreamTokens, type UpstreamAuthorizationRequest } from "../upstream/provider.ts";
 
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
 
@@ -24,7 +24,8 @@ export interface CallbackInput {
 }
 
 const START_AGAIN = "Go back to your application and start the sign-in again.";
-const alreadyUsed = () => new SignInError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
+const alreadyUsed = () =>
+  new SignInError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
 
 /**
  * Upstream calls one callback makes at most (code exchange, identity, e-mails), each bounded by
@@ -60,15 +61,20 @@ export class UpstreamLogin implements UpstreamLoginStarter {
 
   async start(transactionId: string): Promise<string> {
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { id: transactionId } });
-    if (!tx || tx.status !== "approved" || tx.expiresAt <= dateOf(this.ctx.clock)) {
+    if (tx?.status !== "approved" || tx.expiresAt <= dateOf(this.ctx.clock)) {
       throw new SignInError("invalid_request", "Sign-in expired", "This authorization request is no longer pending.", START_AGAIN);
     }
-    let request;
+    let request: UpstreamAuthorizationRequest;
     try {
       request = await this.ctx.provider.createAuthorizationRequest(this.callbackUri);
     } catch (err) {
       this.ctx.logger.error({ err: (err as Error).message }, "cannot start the upstream login");
-      throw new SignInError("temporarily_unavailable", `${this.providerName} is not reachable`, `The sign-in service could not be reached: ${(err as Error).message}`, "Try again in a moment.");
+      throw new SignInError(
+        "temporarily_unavailable",
+        `${this.providerName} is not reachable`,
+        `The sign-in service could not be reached: ${(err as Error).message}`,
+        "Try again in a moment.",
+      );
     }
     await this.ctx.db.authTransaction.update({
       where: { id: transactionId },
@@ -90,13 +96,19 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     const state = input.callbackUrl.searchParams.get("state");
     if (!state) throw new SignInError("invalid_request", "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
-    if (!tx) throw new SignInError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
+    if (!tx)
+      throw new SignInError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
     if (tx.status !== "approved") throw alreadyUsed();
     if (!input.browserSessionId || tx.browserSessionId !== input.browserSessionId) {
       // A callback URL that leaked (history, logs, a shared screen) must not complete the login
       // later in the right browser either: any refused callback ends its transaction.
       await this.abandon(tx.id, tx.clientId, "browser_mismatch", input.ip);
-      throw new SignInError("access_denied", "Sign-in started in another browser", "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.", "Go back to your application and start the sign-in again in one browser.");
+      throw new SignInError(
+        "access_denied",
+        "Sign-in started in another browser",
+        "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.",
+        "Go back to your application and start the sign-in again in one browser.",
+      );
     }
     const now = dateOf(this.ctx.clock);
     if (tx.expiresAt <= now) {
@@ -123,7 +135,8 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     const upstreamError = input.callbackUrl.searchParams.get("error");
     if (upstreamError) {
       if (upstreamError === "access_denied") return fail("access_denied", `The sign-in at ${this.providerName} was cancelled or refused.`, upstreamError);
-      if (upstreamError === "temporarily_unavailable") return fail("temporarily_unavailable", `${this.providerName} is temporarily unavailable; try again.`, upstreamError);
+      if (upstreamError === "temporarily_unavailable")
+        return fail("temporarily_unavailable", `${this.providerName} is temporarily unavailable; try again.`, upstreamError);
       return fail("server_error", `${this.providerName} reported an error during sign-in.`, upstreamError);
     }
 
@@ -177,9 +190,19 @@ export class UpstreamLogin implements UpstreamLoginStarter {
         },
       });
       // Still ours: past its deadline the sweep may have removed it (then nothing is issued).
-      const done = await db.authTransaction.updateMany({ where: { id: tx.id, status: "exchanging" }, data: { status: "completed", upstreamVerifierEnc: null } });
+      const done = await db.authTransaction.updateMany({
+        where: { id: tx.id, status: "exchanging" },
+        data: { status: "completed", upstreamVerifierEnc: null },
+      });
       if (done.count !== 1) throw alreadyUsed();
-      await audit(db, { type: "login.completed", clientId: tx.clientId, grantId, subject: identity.subject, ip: input.ip, detail: { provider: this.ctx.provider.kind } });
+      await audit(db, {
+        type: "login.completed",
+        clientId: tx.clientId,
+        grantId,
+        subject: identity.subject,
+        ip: input.ip,
+        detail: { provider: this.ctx.provider.kind },
+      });
     });
     return toClient({ code: code.value });
   }

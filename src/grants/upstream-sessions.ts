@@ -62,7 +62,7 @@ export class UpstreamSessions {
 
   private async check(sessionId: string): Promise<CheckedSession> {
     const row = await this.ctx.db.upstreamSession.findUnique({ where: { id: sessionId } });
-    if (!row || row.status !== "active") throw new CredentialRejected("the upstream login behind this token has ended");
+    if (row?.status !== "active") throw new CredentialRejected("the upstream login behind this token has ended");
     const now = this.ctx.clock.now();
     const window = this.ctx.config.upstreamRecheckSeconds * 1000;
     const view = { id: row.id, subject: row.subject, login: row.login };
@@ -139,7 +139,13 @@ export class UpstreamSessions {
     };
   }
 
-  private async decryptTokens(row: { accessTokenEnc: string; refreshTokenEnc: string | null; idTokenEnc: string | null; scope: string | null; accessExpiresAt: Date | null }): Promise<UpstreamTokens> {
+  private async decryptTokens(row: {
+    accessTokenEnc: string;
+    refreshTokenEnc: string | null;
+    idTokenEnc: string | null;
+    scope: string | null;
+    accessExpiresAt: Date | null;
+  }): Promise<UpstreamTokens> {
     return {
       accessToken: await this.ctx.secrets.decrypt(row.accessTokenEnc),
       refreshToken: (await this.ctx.secrets.decryptOptional(row.refreshTokenEnc)) ?? undefined,

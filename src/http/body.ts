@@ -22,7 +22,11 @@ function tooLarge(limit: number): OAuthError {
  * (in which case Node has already answered 400 itself). A client error, never the broker's.
  */
 function unreadable(cause: unknown): OAuthError {
-  return new OAuthError("invalid_request", "The request body could not be read (the connection failed or the body is malformed).", { status: 400, headers: CLOSE, cause });
+  return new OAuthError("invalid_request", "The request body could not be read (the connection failed or the body is malformed).", {
+    status: 400,
+    headers: CLOSE,
+    cause,
+  });
 }
 
 /**
@@ -66,7 +70,10 @@ async function readRaw(ctx: Koa.Context, limit: number): Promise<string> {
     if (req.destroyed) return settle(unreadable(new Error("aborted")));
     req.on("data", onData).once("end", onEnd).once("error", onError).once("close", onClose);
     if (release !== undefined) {
-      timer = setTimeout(() => settle(new OAuthError("invalid_request", `The request body did not arrive within ${bodyDeadlineMs / 1000} s.`, { status: 408, headers: CLOSE })), bodyDeadlineMs);
+      timer = setTimeout(
+        () => settle(new OAuthError("invalid_request", `The request body did not arrive within ${bodyDeadlineMs / 1000} s.`, { status: 408, headers: CLOSE })),
+        bodyDeadlineMs,
+      );
     }
   });
 }
@@ -80,7 +87,11 @@ export async function readForm(ctx: Koa.Context, limit = DEFAULT_BODY_LIMIT): Pr
 }
 
 /** A JSON object body. */
-export async function readJsonObject(ctx: Koa.Context, limit = DEFAULT_BODY_LIMIT, errorCode: "invalid_request" | "invalid_client_metadata" = "invalid_request"): Promise<Record<string, unknown>> {
+export async function readJsonObject(
+  ctx: Koa.Context,
+  limit = DEFAULT_BODY_LIMIT,
+  errorCode: "invalid_request" | "invalid_client_metadata" = "invalid_request",
+): Promise<Record<string, unknown>> {
   if (!ctx.is("application/json")) throw new OAuthError(errorCode, "Content-Type must be application/json.");
   const text = await readRaw(ctx, limit);
   let value: unknown;
@@ -108,7 +119,8 @@ export function paramsToRecord(params: URLSearchParams): Record<string, string> 
     const all = params.getAll(key);
     const name = JSON.stringify(key.slice(0, 40));
     if (all.length > 1) throw new OAuthError("invalid_request", `Parameter ${name} was given more than once.`);
-    if (CONTROL_CHARACTERS.test(key) || CONTROL_CHARACTERS.test(all[0]!)) throw new OAuthError("invalid_request", `Parameter ${name} contains control characters.`);
+    if (CONTROL_CHARACTERS.test(key) || CONTROL_CHARACTERS.test(all[0]!))
+      throw new OAuthError("invalid_request", `Parameter ${name} contains control characters.`);
     out[key] = all[0]!;
   }
   return out;

@@ -33,7 +33,8 @@ export async function authenticateClient(ctx: Koa.Context, params: Record<string
   if (basic && params.client_id !== undefined && params.client_id !== basic.id) throw invalidClient("client_id does not match the authenticated client.");
   const clientId = basic?.id ?? params.client_id;
   if (!clientId) throw invalidClient("Client authentication is required: client_id is missing.");
-  if (basic && (CONTROL_CHARACTERS.test(basic.id) || CONTROL_CHARACTERS.test(basic.secret))) throw invalidClient("Malformed Authorization header: the client id or secret contains control characters.");
+  if (basic && (CONTROL_CHARACTERS.test(basic.id) || CONTROL_CHARACTERS.test(basic.secret)))
+    throw invalidClient("Malformed Authorization header: the client id or secret contains control characters.");
   const client = await clients.get(clientId);
   if (!client) throw invalidClient("Unknown client.");
   const method = basic ? "client_secret_basic" : params.client_secret !== undefined ? "client_secret_post" : "none";

@@ -8,7 +8,10 @@ export function cors(options: { methods: string }): Koa.Middleware {
     ctx.set("Access-Control-Expose-Headers", "WWW-Authenticate, Mcp-Session-Id, Retry-After");
     if (ctx.method === "OPTIONS") {
       ctx.set("Access-Control-Allow-Methods", options.methods);
-      ctx.set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, MCP-Protocol-Version, Context-Protocol-Version, Mcp-Session-Id, Last-Event-ID");
+      ctx.set(
+        "Access-Control-Allow-Headers",
+        "Authorization, Content-Type, Accept, MCP-Protocol-Version, Context-Protocol-Version, Mcp-Session-Id, Last-Event-ID",
+      );
       ctx.set("Access-Control-Max-Age", "600");
       ctx.status = 204;
       return;

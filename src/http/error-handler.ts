@@ -41,7 +41,8 @@ export function problemOf(err: unknown): Problem | undefined {
     };
   }
   if (err instanceof OAuthError) return { status: err.status, code: err.code, description: err.description, headers: err.headers };
-  if (err instanceof PageError) return { status: err.status, code: "invalid_request", description: err.detail, headers: {}, page: { title: err.title, hint: err.hint } };
+  if (err instanceof PageError)
+    return { status: err.status, code: "invalid_request", description: err.detail, headers: {}, page: { title: err.title, hint: err.hint } };
   return undefined;
 }
 
@@ -122,11 +123,25 @@ export function errorHandler(): Koa.Middleware {
         // Not a bug: the database is down or unreachable. Clients retry; the operator sees why.
         state.log.warn({ err: (err as Error).message }, "database unreachable");
         ctx.set("Retry-After", String(DATABASE_RETRY_AFTER_SECONDS));
-        send(ctx, format, 503, "temporarily_unavailable", "The service cannot use its database right now (unreachable, busy or not writable). Please try again in a few seconds.", undefined, "Temporarily unavailable");
+        send(
+          ctx,
+          format,
+          503,
+          "temporarily_unavailable",
+          "The service cannot use its database right now (unreachable, busy or not writable). Please try again in a few seconds.",
+          undefined,
+          "Temporarily unavailable",
+        );
         return;
       }
       state.log.error({ err }, "unexpected error");
-      send(ctx, format, 500, "server_error", `An unexpected error occurred (reference ${state.requestId}). Please try again; if it persists, tell the operator this reference.`);
+      send(
+        ctx,
+        format,
+        500,
+        "server_error",
+        `An unexpected error occurred (reference ${state.requestId}). Please try again; if it persists, tell the operator this reference.`,
+      );
     }
   };
 }

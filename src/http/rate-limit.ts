@@ -29,7 +29,10 @@ export function rateLimit(options: RateLimitOptions): Koa.Middleware {
     }
     if (++w.count > options.limit) {
       const retry = Math.max(1, Math.ceil((w.start + options.windowMs - now) / 1000));
-      throw new OAuthError("invalid_request", `Too many ${options.what} from this address; retry in ${retry} s.`, { status: 429, headers: { "Retry-After": String(retry) } });
+      throw new OAuthError("invalid_request", `Too many ${options.what} from this address; retry in ${retry} s.`, {
+        status: 429,
+        headers: { "Retry-After": String(retry) },
+      });
     }
     await next();
   };

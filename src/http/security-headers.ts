@@ -11,10 +11,7 @@ export function securityHeaders(options: { https: boolean }): Koa.Middleware {
     if (options.https) ctx.set("Strict-Transport-Security", "max-age=31536000; includeSubDomains");
     await next();
     if (ctx.response.is("html")) {
-      ctx.set(
-        "Content-Security-Policy",
-        "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; frame-ancestors 'none'",
-      );
+      ctx.set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; frame-ancestors 'none'");
     } else if (!ctx.response.get("Content-Security-Policy")) {
       ctx.set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
     }

@@ -58,7 +58,7 @@ export async function listen(handler: http.RequestListener, port: number, host: 
     handler,
   );
   server.keepAliveTimeout = 65_000;
-  let active = 0;
+  let _active = 0;
   let closing = false;
   // Requests in flight per socket. Tracked here rather than relying on closeIdleConnections(),
   // which (Node 20) leaves some finished keep-alive sockets open, holding close() for the
@@ -72,12 +72,12 @@ export async function listen(handler: http.RequestListener, port: number, host: 
     for (const [socket, inFlight] of sockets) if (inFlight === 0) socket.destroy();
   };
   server.on("request", (req, res) => {
-    active++;
+    _active++;
     const socket = req.socket;
     sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
     if (closing) res.setHeader("Connection", "close");
     res.on("close", () => {
-      active--;
+      _active--;
       if (sockets.has(socket)) sockets.set(socket, (sockets.get(socket) ?? 1) - 1);
       if (!req.complete && !socket.destroyed) closeUnlessBodyEnds(req, socket, limits.unreadBodyGraceMs);
       if (closing) drained();

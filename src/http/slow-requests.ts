@@ -66,7 +66,10 @@ export function clientKey(ip: string): string {
   const head = left ? left.split(":") : [];
   const tail = lower.includes("::") && right ? right.split(":") : [];
   const groups = lower.includes("::") ? [...head, ...Array<string>(8 - head.length - tail.length).fill("0"), ...tail] : head;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }
 
 /**

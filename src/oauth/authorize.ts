@@ -32,7 +32,8 @@ const START_AGAIN = "Go back to the application you came from and try to connect
 /** The client and redirect URI checks that decide whether redirecting is safe at all. */
 async function trustedTarget(params: Record<string, string>, clients: ClientRegistry): Promise<{ client: RegisteredClient; redirectUri: string }> {
   const clientId = params.client_id;
-  if (!clientId) throw new PageError(400, "Missing client", "The authorization request does not say which application is asking (client_id is missing).", START_AGAIN);
+  if (!clientId)
+    throw new PageError(400, "Missing client", "The authorization request does not say which application is asking (client_id is missing).", START_AGAIN);
   const client = await clients.get(clientId);
   if (!client) throw new PageError(400, "Unknown application", "The application that sent you here is not registered with this server.", START_AGAIN);
   const requested = params.redirect_uri;
@@ -42,12 +43,23 @@ async function trustedTarget(params: Record<string, string>, clients: ClientRegi
   }
   // Exact string match against the registration (spec §5.3, OAuth 2.1 §4.1.1).
   if (!client.redirectUris.includes(requested)) {
-    throw new PageError(400, "Unregistered redirect address", "The address this request wants to return to is not registered for the application, so you were not sent there.", START_AGAIN);
+    throw new PageError(
+      400,
+      "Unregistered redirect address",
+      "The address this request wants to return to is not registered for the application, so you were not sent there.",
+      START_AGAIN,
+    );
   }
   return { client, redirectUri: requested };
 }
 
-function validate(params: Record<string, string>, client: RegisteredClient, redirectUri: string, deps: AuthorizeDeps, protocolVersion: string | null): ValidatedAuthorizationRequest {
+function validate(
+  params: Record<string, string>,
+  client: RegisteredClient,
+  redirectUri: string,
+  deps: AuthorizeDeps,
+  protocolVersion: string | null,
+): ValidatedAuthorizationRequest {
   if (!params.response_type) throw new InvalidRequest("response_type is required (response_type=code).");
   if (params.response_type !== "code") throw new UnsupportedResponseType("Only response_type=code is supported.");
   if (!client.grantTypes.includes("authorization_code")) throw new UnauthorizedClient("This client is not registered for the authorization_code grant.");
@@ -80,7 +92,12 @@ export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
     } catch (err) {
       if (!(err instanceof DomainError)) throw err;
       ctx.redirect(
-        clientRedirectUrl(redirectUri, { error: err.code, error_description: err.description, ...(params.state ? { state: params.state } : {}), iss: deps.issuer }),
+        clientRedirectUrl(redirectUri, {
+          error: err.code,
+          error_description: err.description,
+          ...(params.state ? { state: params.state } : {}),
+          iss: deps.issuer,
+        }),
       );
       return;
     }

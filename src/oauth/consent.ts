@@ -63,7 +63,14 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
     // 303: the browser follows with a GET, whatever the form's method was.
     ctx.status = 303;
     if (decision === "denied") {
-      ctx.redirect(clientRedirectUrl(tx.redirectUri, { error: "access_denied", error_description: "The user denied the request.", ...(tx.state ? { state: tx.state } : {}), iss: deps.issuer }));
+      ctx.redirect(
+        clientRedirectUrl(tx.redirectUri, {
+          error: "access_denied",
+          error_description: "The user denied the request.",
+          ...(tx.state ? { state: tx.state } : {}),
+          iss: deps.issuer,
+        }),
+      );
       return;
     }
     await deps.consents.remember({ browserSessionId: sid, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });

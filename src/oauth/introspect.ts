@@ -12,7 +12,10 @@ export function introspectHandler(clients: ClientRegistry, tokens: TokenIssuer):
     const params = await readForm(ctx);
     const client = await authenticateClient(ctx, params, clients);
     if (client.tokenEndpointAuthMethod === "none") {
-      throw new OAuthError("invalid_client", "Introspection is for confidential clients (with a client secret).", { status: 401, headers: { "WWW-Authenticate": 'Basic realm="mcp-auth-broker"' } });
+      throw new OAuthError("invalid_client", "Introspection is for confidential clients (with a client secret).", {
+        status: 401,
+        headers: { "WWW-Authenticate": 'Basic realm="mcp-auth-broker"' },
+      });
     }
     ctx.body = await tokens.introspect(client, params);
   };

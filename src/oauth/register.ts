@@ -27,7 +27,11 @@ export function clientMetadataResponse(client: RegisteredClient, clientSecret?: 
 export function registerHandler(clients: ClientRegistry, enabled: boolean): Koa.Middleware {
   return async (ctx) => {
     if (!enabled) {
-      throw new OAuthError("access_denied", "Dynamic client registration is disabled on this server; ask its operator for a client id (npx mcp-auth-broker clients add).", { status: 403 });
+      throw new OAuthError(
+        "access_denied",
+        "Dynamic client registration is disabled on this server; ask its operator for a client id (npx mcp-auth-broker clients add).",
+        { status: 403 },
+      );
     }
     const metadata = parseClientMetadata(await readJsonObject(ctx, 16 * 1024, "invalid_client_metadata"), "dynamic");
     const { client, clientSecret } = await clients.register(metadata, "dynamic", ctx.ip);

@@ -37,7 +37,9 @@ export function prepareSqliteFolder(file: string): void {
   try {
     mkdirSync(path.dirname(file), { recursive: true });
   } catch (err) {
-    throw new DatabaseNotWritableError(`cannot create the database folder ${path.dirname(file)} (${(err as NodeJS.ErrnoException).code}): create it, writable by the user running the broker, or change DATABASE_URL`);
+    throw new DatabaseNotWritableError(
+      `cannot create the database folder ${path.dirname(file)} (${(err as NodeJS.ErrnoException).code}): create it, writable by the user running the broker, or change DATABASE_URL`,
+    );
   }
 }
 

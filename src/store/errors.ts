@@ -101,7 +101,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     }
     if (typeof e.code === "string" && PRISMA_UNAVAILABLE_CODES.has(e.code)) return true;
     // The last one: Prisma's message when the SQLite adapter cannot open the file on connect.
-    if (typeof e.message === "string" && /Connection terminated unexpectedly|Can't reach database server|^Failed to connect to database/.test(e.message)) return true;
+    if (typeof e.message === "string" && /Connection terminated unexpectedly|Can't reach database server|^Failed to connect to database/.test(e.message))
+      return true;
   }
   return false;
 }

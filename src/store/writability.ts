@@ -46,9 +46,19 @@ export function sqliteFileProblem(file: string): WriteProblem | undefined {
     } catch (err) {
       const name = path.basename(candidate);
       if ((err as NodeJS.ErrnoException).code === "EROFS") {
-        return { ok: false, transient: false, reason: `the database file ${name} is on a read-only file system`, detail: `the database file ${candidate} is on a read-only file system: move it to a writable disk (DATABASE_URL) or remount the disk read-write` };
+        return {
+          ok: false,
+          transient: false,
+          reason: `the database file ${name} is on a read-only file system`,
+          detail: `the database file ${candidate} is on a read-only file system: move it to a writable disk (DATABASE_URL) or remount the disk read-write`,
+        };
       }
-      return { ok: false, transient: false, reason: `the database file ${name} is read-only for this process`, detail: `the database file ${candidate} is read-only for this process: ${fix}` };
+      return {
+        ok: false,
+        transient: false,
+        reason: `the database file ${name} is read-only for this process`,
+        detail: `the database file ${candidate} is read-only for this process: ${fix}`,
+      };
     }
   }
   const folder = path.dirname(file);
@@ -68,7 +78,9 @@ export function sqliteFileProblem(file: string): WriteProblem | undefined {
 
 /** An adapter error's own message, without libsql's "SQLITE_X: " prefix. */
 function sqliteMessage(err: unknown): string {
-  const cause = (err as { cause?: { originalMessage?: unknown } }).cause ?? (err as { meta?: { driverAdapterError?: { cause?: { originalMessage?: unknown } } } }).meta?.driverAdapterError?.cause;
+  const cause =
+    (err as { cause?: { originalMessage?: unknown } }).cause ??
+    (err as { meta?: { driverAdapterError?: { cause?: { originalMessage?: unknown } } } }).meta?.driverAdapterError?.cause;
   const message = typeof cause?.originalMessage === "string" ? cause.originalMessage : (err as Error).message;
   return message.replace(/^[A-Z0-9_]+: /, "").split("\n")[0]!;
 }
@@ -130,8 +142,15 @@ async function postgresReadOnly(db: Db, url: string): Promise<WriteCheck> {
   );
   if (row?.read_only !== "on") return { ok: true };
   const why = row.in_recovery ? "the server is a standby in recovery" : "default_transaction_read_only is on";
-  const fix = row.in_recovery ? "point DATABASE_URL at the primary server" : "turn default_transaction_read_only off for this database and role, or point DATABASE_URL at a writable server";
-  return { ok: false, transient: false, reason: `PostgreSQL sessions are read-only: ${why}`, detail: `the PostgreSQL database ${postgresTarget(url)} is read-only (${why}): ${fix}` };
+  const fix = row.in_recovery
+    ? "point DATABASE_URL at the primary server"
+    : "turn default_transaction_read_only off for this database and role, or point DATABASE_URL at a writable server";
+  return {
+    ok: false,
+    transient: false,
+    reason: `PostgreSQL sessions are read-only: ${why}`,
+    detail: `the PostgreSQL database ${postgresTarget(url)} is read-only (${why}): ${fix}`,
+  };
 }
 
 export interface WritableTarget {
@@ -152,7 +171,13 @@ export async function checkWritable(target: WritableTarget): Promise<WriteCheck>
     try {
       return await postgresReadOnly(target.db, target.url ?? "");
     } catch (err) {
-      if (postgresSqlState(err) === "25006") return { ok: false, transient: false, reason: "PostgreSQL sessions are read-only", detail: `the PostgreSQL database ${postgresTarget(target.url ?? "")} is read-only: point DATABASE_URL at a writable server` };
+      if (postgresSqlState(err) === "25006")
+        return {
+          ok: false,
+          transient: false,
+          reason: "PostgreSQL sessions are read-only",
+          detail: `the PostgreSQL database ${postgresTarget(target.url ?? "")} is read-only: point DATABASE_URL at a writable server`,
+        };
       throw err;
     }
   }

@@ -11,7 +11,18 @@ interface ErrorShape {
   message?: string;
 }
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "EAI_AGAIN",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_SOCKET",
+  "UND_ERR_HEADERS_TIMEOUT",
+]);
 
 export function isNetworkFailure(err: unknown): boolean {
   let e = err as ErrorShape | undefined;
@@ -47,7 +58,8 @@ export function kindOf(oauthError: string | undefined, status: number | undefine
 }
 
 const HINTS: Partial<Record<UpstreamError["kind"], string>> = {
-  misconfigured: "check UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET and that PUBLIC_URL/oauth/callback is registered as the redirect URI at the identity provider",
+  misconfigured:
+    "check UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET and that PUBLIC_URL/oauth/callback is registered as the redirect URI at the identity provider",
   unavailable: "the identity provider is unreachable, slow or failing",
 };
 

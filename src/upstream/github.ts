@@ -3,7 +3,17 @@
 // use the application endpoints, authenticated with the app's client id and secret.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { CREDENTIAL_CHECK_CODE, expectCodeRefused, UpstreamError, type UpstreamAuthorizationRequest, type UpstreamCallbackInput, type UpstreamCheck, type UpstreamIdentity, type UpstreamProvider, type UpstreamTokens } from "./provider.ts";
+import {
+  CREDENTIAL_CHECK_CODE,
+  expectCodeRefused,
+  UpstreamError,
+  type UpstreamAuthorizationRequest,
+  type UpstreamCallbackInput,
+  type UpstreamCheck,
+  type UpstreamIdentity,
+  type UpstreamProvider,
+  type UpstreamTokens,
+} from "./provider.ts";
 import { classifyFailure, kindOf } from "./errors.ts";
 import { s256Challenge } from "../crypto/pkce.ts";
 
@@ -31,7 +41,14 @@ const TokenResponse = z.union([
   z.object({ error: z.string(), error_description: z.string().optional() }),
 ]);
 
-const User = z.object({ id: z.number(), login: z.string(), name: z.string().nullish(), email: z.string().nullish(), avatar_url: z.string().nullish(), html_url: z.string().nullish() });
+const User = z.object({
+  id: z.number(),
+  login: z.string(),
+  name: z.string().nullish(),
+  email: z.string().nullish(),
+  avatar_url: z.string().nullish(),
+  html_url: z.string().nullish(),
+});
 const Emails = z.array(z.object({ email: z.string(), primary: z.boolean(), verified: z.boolean() }));
 
 export class GitHubProvider implements UpstreamProvider {
@@ -116,7 +133,11 @@ export class GitHubProvider implements UpstreamProvider {
   }
 
   async fetchIdentity(tokens: UpstreamTokens): Promise<UpstreamIdentity> {
-    const res = await this.request(`${this.options.apiUrl}/user`, { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) }, "reading the GitHub user");
+    const res = await this.request(
+      `${this.options.apiUrl}/user`,
+      { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) },
+      "reading the GitHub user",
+    );
     if (!res.ok) throw new UpstreamError(res.status === 401 ? "invalid_grant" : "protocol", `reading the GitHub user: status ${res.status}`);
     const parsed = User.safeParse(await res.json().catch(() => null));
     if (!parsed.success) throw new UpstreamError("protocol", "GitHub's /user answer is not a user");
@@ -124,7 +145,11 @@ export class GitHubProvider implements UpstreamProvider {
     let email = user.email ?? undefined;
     const scopes = (tokens.scope ?? "").split(/[ ,]+/);
     if (scopes.includes("user:email") || scopes.includes("user")) {
-      const emails = await this.request(`${this.options.apiUrl}/user/emails`, { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) }, "reading the GitHub e-mails");
+      const emails = await this.request(
+        `${this.options.apiUrl}/user/emails`,
+        { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) },
+        "reading the GitHub e-mails",
+      );
       if (emails.ok) {
         const list = Emails.safeParse(await emails.json().catch(() => null));
         if (list.success) email = list.data.find((e) => e.primary && e.verified)?.email ?? email;
@@ -143,12 +168,17 @@ export class GitHubProvider implements UpstreamProvider {
     if (tokens.accessExpiresAt && tokens.accessExpiresAt.getTime() <= Date.now()) return { status: "expired" };
     const res = await this.request(
       `${this.options.apiUrl}/applications/${encodeURIComponent(this.options.clientId)}/token`,
-      { method: "POST", headers: this.apiHeaders({ Authorization: this.appAuth(), "Content-Type": "application/json" }), body: JSON.stringify({ access_token: tokens.accessToken }) },
+      {
+        method: "POST",
+        headers: this.apiHeaders({ Authorization: this.appAuth(), "Content-Type": "application/json" }),
+        body: JSON.stringify({ access_token: tokens.accessToken }),
+      },
       "checking the GitHub token",
     );
     if (res.status === 200) return { status: "active" };
     if (res.status === 404 || res.status === 422) return { status: "invalid", reason: "GitHub no longer knows this token (revoked or expired)" };
-    if (res.status === 401 || res.status === 403) throw new UpstreamError("misconfigured", `checking the GitHub token: status ${res.status} (check UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET)`);
+    if (res.status === 401 || res.status === 403)
+      throw new UpstreamError("misconfigured", `checking the GitHub token: status ${res.status} (check UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET)`);
     throw new UpstreamError("protocol", `checking the GitHub token: unexpected status ${res.status}`);
   }
 
@@ -168,7 +198,11 @@ export class GitHubProvider implements UpstreamProvider {
   async revoke(tokens: UpstreamTokens): Promise<void> {
     const res = await this.request(
       `${this.options.apiUrl}/applications/${encodeURIComponent(this.options.clientId)}/token`,
-      { method: "DELETE", headers: this.apiHeaders({ Authorization: this.appAuth(), "Content-Type": "application/json" }), body: JSON.stringify({ access_token: tokens.accessToken }) },
+      {
+        method: "DELETE",
+        headers: this.apiHeaders({ Authorization: this.appAuth(), "Content-Type": "application/json" }),
+        body: JSON.stringify({ access_token: tokens.accessToken }),
+      },
       "revoking the GitHub token",
     );
     if (res.status !== 204 && res.status !== 404 && res.status !== 422) throw new UpstreamError("protocol", `revoking the GitHub token: status ${res.status}`);

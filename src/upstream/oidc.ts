@@ -3,7 +3,17 @@
 // introspection when the issuer offers it, else userinfo; refresh; revocation.
 import * as client from "openid-client";
 import { isLoopbackHost } from "../config.ts";
-import { CREDENTIAL_CHECK_CODE, expectCodeRefused, UpstreamError, type UpstreamAuthorizationRequest, type UpstreamCallbackInput, type UpstreamCheck, type UpstreamIdentity, type UpstreamProvider, type UpstreamTokens } from "./provider.ts";
+import {
+  CREDENTIAL_CHECK_CODE,
+  expectCodeRefused,
+  UpstreamError,
+  type UpstreamAuthorizationRequest,
+  type UpstreamCallbackInput,
+  type UpstreamCheck,
+  type UpstreamIdentity,
+  type UpstreamProvider,
+  type UpstreamTokens,
+} from "./provider.ts";
 import { classifyFailure } from "./errors.ts";
 
 export interface OidcProviderOptions {
@@ -57,7 +67,11 @@ export class OidcProvider implements UpstreamProvider {
         })
         .catch((err: unknown) => {
           this.configuration = undefined;
-          throw new UpstreamError("unavailable", `cannot reach the OIDC issuer ${this.options.issuer} (discovery failed: ${(err as Error).message}); check UPSTREAM_ISSUER`, { cause: err });
+          throw new UpstreamError(
+            "unavailable",
+            `cannot reach the OIDC issuer ${this.options.issuer} (discovery failed: ${(err as Error).message}); check UPSTREAM_ISSUER`,
+            { cause: err },
+          );
         });
     }
     return this.configuration;
@@ -72,7 +86,11 @@ export class OidcProvider implements UpstreamProvider {
     const what = `checking the client credentials at ${this.options.issuer}`;
     await expectCodeRefused(
       client
-        .genericGrantRequest(config, "authorization_code", { code: CREDENTIAL_CHECK_CODE, redirect_uri: redirectUri, code_verifier: client.randomPKCECodeVerifier() })
+        .genericGrantRequest(config, "authorization_code", {
+          code: CREDENTIAL_CHECK_CODE,
+          redirect_uri: redirectUri,
+          code_verifier: client.randomPKCECodeVerifier(),
+        })
         .catch((err: unknown) => {
           throw classifyFailure(err, what);
         }),
@@ -145,7 +163,9 @@ export class OidcProvider implements UpstreamProvider {
       login: str("preferred_username") ?? email ?? str("name") ?? subject,
       email,
       name: str("name"),
-      profile: Object.fromEntries(["sub", "email", "email_verified", "name", "preferred_username", "picture", "hd"].filter((k) => k in merged).map((k) => [k, merged[k]])),
+      profile: Object.fromEntries(
+        ["sub", "email", "email_verified", "name", "preferred_username", "picture", "hd"].filter((k) => k in merged).map((k) => [k, merged[k]]),
+      ),
     };
   }
 
@@ -155,7 +175,8 @@ export class OidcProvider implements UpstreamProvider {
     if (config.serverMetadata().introspection_endpoint) {
       try {
         const result = await client.tokenIntrospection(config, tokens.accessToken);
-        if (!result.active) return tokens.refreshToken ? { status: "expired" } : { status: "invalid", reason: "the identity provider reports the token inactive" };
+        if (!result.active)
+          return tokens.refreshToken ? { status: "expired" } : { status: "invalid", reason: "the identity provider reports the token inactive" };
         return { status: "active", accessExpiresAt: typeof result.exp === "number" ? new Date(result.exp * 1000) : undefined };
       } catch (err) {
         throw classifyFailure(err, `token introspection at ${this.options.issuer} failed`);

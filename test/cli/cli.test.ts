@@ -18,14 +18,27 @@ let env: Record<string, string>;
 async function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Finished> {
   let stdout = "";
   let stderr = "";
-  const code = await runCli(args, { cwd: options.cwd ?? t.dir, env: cleanEnv(options.env ?? env), out: (s) => void (stdout += s), err: (s) => void (stderr += s) });
+  const code = await runCli(args, {
+    cwd: options.cwd ?? t.dir,
+    env: cleanEnv(options.env ?? env),
+    out: (s) => {
+      stdout += s;
+    },
+    err: (s) => {
+      stderr += s;
+    },
+  });
   return { code, stdout, stderr };
 }
 
 /** The real binary, for what only a process shows (argv, exit code, output streams). */
 function binary(args: string[]): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(projectRoot, "bin/mcp-auth-broker.js"), ...args], { cwd: t.dir, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [path.join(projectRoot, "bin/mcp-auth-broker.js"), ...args], {
+      cwd: t.dir,
+      env: cleanEnv(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -40,13 +53,23 @@ const mcpStatus = async (token: string) =>
     await fetch(`${t.url}/mcp`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
     })
   ).status;
 
 beforeAll(async () => {
   t = await startBroker();
-  env = { DATABASE_URL: t.broker.config.databaseUrl, SECRET_KEY: t.broker.config.secretKey.toString("base64"), PUBLIC_URL: t.url, PORT: String(t.broker.config.port) };
+  env = {
+    DATABASE_URL: t.broker.config.databaseUrl,
+    SECRET_KEY: t.broker.config.secretKey.toString("base64"),
+    PUBLIC_URL: t.url,
+    PORT: String(t.broker.config.port),
+  };
 });
 afterAll(async () => t.stop());
 
@@ -76,7 +99,9 @@ describe("mcp-auth-broker CLI", () => {
     const fresh = { ...env, DATABASE_URL: `file:${path.join(dir, "new.db")}` };
     const first = await cli(["migrate", "--json"], { cwd: dir, env: fresh });
     expect(first.code).toBe(0);
-    expect((JSON.parse(first.stdout) as { applied: string[] }).applied).toEqual(expect.arrayContaining(["20261122140000_init", "20261122160000_revocation_feed"]));
+    expect((JSON.parse(first.stdout) as { applied: string[] }).applied).toEqual(
+      expect.arrayContaining(["20261122140000_init", "20261122160000_revocation_feed"]),
+    );
     const second = await cli(["migrate"], { cwd: dir, env: fresh });
     expect(second.stdout).toContain("up to date");
   });
@@ -90,7 +115,9 @@ describe("mcp-auth-broker CLI", () => {
     expect(row.registrationType).toBe("manual");
     expect(row.secretHash).not.toContain(client.client_secret);
     const list = await cli(["clients", "list", "--json"]);
-    expect((JSON.parse(list.stdout) as Array<{ client_id: string; client_secret?: string }>).find((c) => c.client_id === client.client_id)).toMatchObject({ client_name: "Ops bot" });
+    expect((JSON.parse(list.stdout) as Array<{ client_id: string; client_secret?: string }>).find((c) => c.client_id === client.client_id)).toMatchObject({
+      client_name: "Ops bot",
+    });
     expect(list.stdout).not.toContain(client.client_secret);
     const human = await cli(["clients", "list"]);
     expect(human.stdout).toMatch(/^ID +NAME +TYPE/m);
@@ -115,7 +142,10 @@ describe("mcp-auth-broker CLI", () => {
     expect(machine.grant_types).toEqual(["client_credentials"]);
     const issued = await fetch(`${t.url}/token`, {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${Buffer.from(`${machine.client_id}:${machine.client_secret}`).toString("base64")}` },
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Basic ${Buffer.from(`${machine.client_id}:${machine.client_secret}`).toString("base64")}`,
+      },
       body: "grant_type=client_credentials",
     });
     expect(issued.status).toBe(200);
@@ -150,7 +180,11 @@ describe("mcp-auth-broker CLI", () => {
     const deadline = Date.now() + 3000;
     while ((await mcpStatus(bob.tokens.access_token)) !== 401 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(await mcpStatus(bob.tokens.access_token)).toBe(401);
-    const refresh = await fetch(`${t.url}/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: bob.tokens.refresh_token, client_id: bob.client.client_id }) });
+    const refresh = await fetch(`${t.url}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: bob.tokens.refresh_token, client_id: bob.client.client_id }),
+    });
     expect(((await refresh.json()) as { error: string }).error).toBe("invalid_grant");
 
     const none = await cli(["grants", "revoke"]);
@@ -163,14 +197,25 @@ describe("mcp-auth-broker CLI", () => {
   it("grants list filters by client, --all adds revoked grants with their reason; clients show counts live grants", async () => {
     const erin = await obtainTokens(t.url, { user: "erin" });
     const clientId = erin.client.client_id;
-    const listed = async (...args: string[]) => JSON.parse((await cli(["grants", "list", "--client", clientId, "--json", ...args])).stdout) as Array<{ id: string; subject: string; user: string; clientId: string; status: string; revokedReason: string | null; revokedAt: string | null }>;
+    const listed = async (...args: string[]) =>
+      JSON.parse((await cli(["grants", "list", "--client", clientId, "--json", ...args])).stdout) as Array<{
+        id: string;
+        subject: string;
+        user: string;
+        clientId: string;
+        status: string;
+        revokedReason: string | null;
+        revokedAt: string | null;
+      }>;
     const live = await listed();
     expect(live).toEqual([expect.objectContaining({ subject: "demo:erin", user: "erin", clientId, status: "live", revokedAt: null })]);
     expect(JSON.parse((await cli(["clients", "show", clientId, "--json"])).stdout).live_grants).toBe(1);
 
     expect((await cli(["grants", "revoke", live[0]!.id])).code).toBe(0);
     expect(await listed()).toEqual([]);
-    expect(await listed("--all")).toEqual([expect.objectContaining({ id: live[0]!.id, status: "revoked", revokedReason: "operator", revokedAt: expect.any(String) })]);
+    expect(await listed("--all")).toEqual([
+      expect.objectContaining({ id: live[0]!.id, status: "revoked", revokedReason: "operator", revokedAt: expect.any(String) }),
+    ]);
     expect(JSON.parse((await cli(["clients", "show", clientId, "--json"])).stdout).live_grants).toBe(0);
     const human = await cli(["grants", "list", "--all", "--client", clientId]);
     expect(human.stdout).toMatch(/demo:erin .*revoked/);
@@ -218,7 +263,15 @@ describe("mcp-auth-broker CLI", () => {
     let githubEnv: Record<string, string>;
     beforeAll(async () => {
       [gh, mcp] = await Promise.all([startGitHubEmulator({ clientId: "Iv1.check", clientSecret: "check-secret" }), startDemoMcpServer()]);
-      githubEnv = { ...env, UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "Iv1.check", UPSTREAM_CLIENT_SECRET: "check-secret", GITHUB_URL: gh.url, GITHUB_API_URL: gh.apiUrl, MCP_SERVER_URL: mcp.url };
+      githubEnv = {
+        ...env,
+        UPSTREAM_PROVIDER: "github",
+        UPSTREAM_CLIENT_ID: "Iv1.check",
+        UPSTREAM_CLIENT_SECRET: "check-secret",
+        GITHUB_URL: gh.url,
+        GITHUB_API_URL: gh.apiUrl,
+        MCP_SERVER_URL: mcp.url,
+      };
     });
     afterAll(async () => {
       await gh.close();
@@ -232,16 +285,30 @@ describe("mcp-auth-broker CLI", () => {
       expect(res.stdout).toMatch(/^ok +identity provider +GitHub accepts UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET$/m);
       expect(res.stdout).toMatch(/^ok +MCP server +http:\/\/127\.0\.0\.1:\d+\/mcp answers \(HTTP \d+\)$/m);
       const json = JSON.parse((await cli(["check", "--json"], { env: githubEnv })).stdout) as Array<{ check: string; ok: boolean }>;
-      expect(json.map((r) => [r.check, r.ok])).toEqual([["configuration", true], ["database", true], ["identity provider", true], ["MCP server", true]]);
+      expect(json.map((r) => [r.check, r.ok])).toEqual([
+        ["configuration", true],
+        ["database", true],
+        ["identity provider", true],
+        ["MCP server", true],
+      ]);
     });
 
     it("fails with what to fix: a wrong client secret, an MCP server that is not there, a database not migrated", async () => {
       const fresh = mkdtempSync(path.join(tmpdir(), "mab-check-"));
       const nobody = await freePort();
-      const res = await cli(["check"], { env: { ...githubEnv, UPSTREAM_CLIENT_SECRET: "not-the-secret", MCP_SERVER_URL: `http://127.0.0.1:${nobody}/mcp`, DATABASE_URL: `file:${path.join(fresh, "new.db")}` } });
+      const res = await cli(["check"], {
+        env: {
+          ...githubEnv,
+          UPSTREAM_CLIENT_SECRET: "not-the-secret",
+          MCP_SERVER_URL: `http://127.0.0.1:${nobody}/mcp`,
+          DATABASE_URL: `file:${path.join(fresh, "new.db")}`,
+        },
+      });
       expect(res.code).toBe(1);
       expect(res.stdout).toMatch(/^FAIL +identity provider +GitHub: .*incorrect_client_credentials.*check UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET/m);
-      expect(res.stdout).toMatch(new RegExp(`^FAIL +MCP server +cannot reach http://127\\.0\\.0\\.1:${nobody}/mcp \\(ECONNREFUSED\\): .*correct MCP_SERVER_URL$`, "m"));
+      expect(res.stdout).toMatch(
+        new RegExp(`^FAIL +MCP server +cannot reach http://127\\.0\\.0\\.1:${nobody}/mcp \\(ECONNREFUSED\\): .*correct MCP_SERVER_URL$`, "m"),
+      );
       expect(res.stdout).toMatch(/^FAIL +database +.*migration\(s\) are pending .*run npx mcp-auth-broker migrate/m);
       expect(res.stderr).toContain("3 check(s) failed");
     });

@@ -73,7 +73,13 @@ describe("loadConfig", () => {
   });
 
   it("names the provider on the consent page as UPSTREAM_DISPLAY_NAME says, else by default", () => {
-    const base = { UPSTREAM_PROVIDER: "oidc", UPSTREAM_ISSUER: "https://login.acme.example/realms/main", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY };
+    const base = {
+      UPSTREAM_PROVIDER: "oidc",
+      UPSTREAM_ISSUER: "https://login.acme.example/realms/main",
+      UPSTREAM_CLIENT_ID: "x",
+      UPSTREAM_CLIENT_SECRET: "y",
+      SECRET_KEY: KEY,
+    };
     expect(createUpstreamProvider(loadConfig(base, tmp()).upstream).displayName).toBe("login.acme.example");
     expect(createUpstreamProvider(loadConfig({ ...base, UPSTREAM_DISPLAY_NAME: " Acme SSO " }, tmp()).upstream).displayName).toBe("Acme SSO");
     const github = { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY };
@@ -134,7 +140,10 @@ describe("loadConfig", () => {
 describe("the real process", () => {
   it.each([
     [{ PORT: "abc" }, /^mcp-auth-broker: configuration error: PORT: expected a port number/],
-    [{ UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y" }, /^mcp-auth-broker: configuration error: SECRET_KEY: expected at least 32 bytes/],
+    [
+      { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y" },
+      /^mcp-auth-broker: configuration error: SECRET_KEY: expected at least 32 bytes/,
+    ],
     [{ PUBLIC_URL: "http://example.com" }, /^mcp-auth-broker: configuration error: PUBLIC_URL: expected an https:\/\/ URL/],
     [{ DATABASE_URL: "mongodb://x" }, /^mcp-auth-broker: configuration error: DATABASE_URL: /],
   ])("stops with one line for %j", async (env, expected) => {

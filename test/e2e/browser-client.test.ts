@@ -23,7 +23,13 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
     // The client application's own origin: a blank page, and its redirect URI.
     const app = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>client</title>"));
     await new Promise<void>((resolve) => app.listen(0, "127.0.0.1", resolve));
-    chromium.cleanup(() => new Promise((resolve) => (app.closeAllConnections(), app.close(resolve))));
+    chromium.cleanup(
+      () =>
+        new Promise((resolve) => {
+          app.closeAllConnections();
+          app.close(resolve);
+        }),
+    );
     appOrigin = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
     const context = await newUser(chromium.browser);
     page = await context.newPage();
@@ -32,20 +38,44 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
     page.on("console", (m) => m.type() === "error" && corsErrors.push(m.text()));
 
     // 1. The 401 and what it points at, read by script (WWW-Authenticate must be exposed).
-    const discovered = await page.evaluate(async ({ mcpUrl, redirectUri }) => {
-      const res = await fetch(mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" }, body: "{}" });
-      const challenge = res.headers.get("www-authenticate") ?? "";
-      const resourceMetadata = /resource_metadata="([^"]+)"/.exec(challenge)?.[1] ?? "";
-      const prm = (await (await fetch(resourceMetadata, { headers: { "mcp-protocol-version": "2025-06-18" } })).json()) as { authorization_servers: string[] };
-      const issuer = prm.authorization_servers[0]!;
-      const as = (await (await fetch(`${issuer}/.well-known/oauth-authorization-server`)).json()) as Record<string, string>;
-      const registration = await fetch(as.registration_endpoint!, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ client_name: "Browser client", redirect_uris: [redirectUri], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] }),
-      });
-      return { status: res.status, challenge, resourceMetadata, issuer, tokenEndpoint: as.token_endpoint!, revocationEndpoint: as.revocation_endpoint!, registrationStatus: registration.status, client: (await registration.json()) as { client_id: string } };
-    }, { mcpUrl: `${broker.url}/mcp`, redirectUri: `${appOrigin}/callback` });
+    const discovered = await page.evaluate(
+      async ({ mcpUrl, redirectUri }) => {
+        const res = await fetch(mcpUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+          body: "{}",
+        });
+        const challenge = res.headers.get("www-authenticate") ?? "";
+        const resourceMetadata = /resource_metadata="([^"]+)"/.exec(challenge)?.[1] ?? "";
+        const prm = (await (await fetch(resourceMetadata, { headers: { "mcp-protocol-version": "2025-06-18" } })).json()) as {
+          authorization_servers: string[];
+        };
+        const issuer = prm.authorization_servers[0]!;
+        const as = (await (await fetch(`${issuer}/.well-known/oauth-authorization-server`)).json()) as Record<string, string>;
+        const registration = await fetch(as.registration_endpoint!, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            client_name: "Browser client",
+            redirect_uris: [redirectUri],
+            token_endpoint_auth_method: "none",
+            grant_types: ["authorization_code", "refresh_token"],
+            response_types: ["code"],
+          }),
+        });
+        return {
+          status: res.status,
+          challenge,
+          resourceMetadata,
+          issuer,
+          tokenEndpoint: as.token_endpoint!,
+          revocationEndpoint: as.revocation_endpoint!,
+          registrationStatus: registration.status,
+          client: (await registration.json()) as { client_id: string },
+        };
+      },
+      { mcpUrl: `${broker.url}/mcp`, redirectUri: `${appOrigin}/callback` },
+    );
     expect(discovered.status).toBe(401);
     expect(discovered.resourceMetadata).toBe(`${broker.url}/.well-known/oauth-protected-resource/mcp`);
     expect(discovered.issuer).toBe(broker.url);
@@ -61,19 +91,70 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
         const tokenRes = await fetch(tokenEndpoint, {
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: redirectUri, client_id: clientId, resource }),
+          body: new URLSearchParams({
+            grant_type: "authorization_code",
+            code,
+            code_verifier: verifier,
+            redirect_uri: redirectUri,
+            client_id: clientId,
+            resource,
+          }),
         });
         const tokens = (await tokenRes.json()) as { access_token: string };
-        const headers = { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" };
-        const init = await fetch(mcpUrl, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "browser", version: "1" } } }) });
+        const headers = {
+          authorization: `Bearer ${tokens.access_token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-06-18",
+        };
+        const init = await fetch(mcpUrl, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "initialize",
+            params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "browser", version: "1" } },
+          }),
+        });
         const session = init.headers.get("mcp-session-id");
         await init.text();
-        const call = await fetch(mcpUrl, { method: "POST", headers: { ...headers, "mcp-session-id": session ?? "" }, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "whoami", arguments: {} } }) });
-        const revoke = await fetch(revocationEndpoint, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ token: tokens.access_token, client_id: clientId }) });
-        const after = await fetch(mcpUrl, { method: "POST", headers: { ...headers, "mcp-session-id": session ?? "" }, body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }) });
-        return { tokenStatus: tokenRes.status, initStatus: init.status, session, callStatus: call.status, callBody: await call.text(), revokeStatus: revoke.status, afterStatus: after.status, afterChallenge: after.headers.get("www-authenticate") };
+        const call = await fetch(mcpUrl, {
+          method: "POST",
+          headers: { ...headers, "mcp-session-id": session ?? "" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "whoami", arguments: {} } }),
+        });
+        const revoke = await fetch(revocationEndpoint, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ token: tokens.access_token, client_id: clientId }),
+        });
+        const after = await fetch(mcpUrl, {
+          method: "POST",
+          headers: { ...headers, "mcp-session-id": session ?? "" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }),
+        });
+        return {
+          tokenStatus: tokenRes.status,
+          initStatus: init.status,
+          session,
+          callStatus: call.status,
+          callBody: await call.text(),
+          revokeStatus: revoke.status,
+          afterStatus: after.status,
+          afterChallenge: after.headers.get("www-authenticate"),
+        };
       },
-      { tokenEndpoint: discovered.tokenEndpoint, revocationEndpoint: discovered.revocationEndpoint, mcpUrl: `${broker.url}/mcp`, clientId: discovered.client.client_id, code, verifier, redirectUri: `${appOrigin}/callback`, resource: `${broker.url}/mcp` },
+      {
+        tokenEndpoint: discovered.tokenEndpoint,
+        revocationEndpoint: discovered.revocationEndpoint,
+        mcpUrl: `${broker.url}/mcp`,
+        clientId: discovered.client.client_id,
+        code,
+        verifier,
+        redirectUri: `${appOrigin}/callback`,
+        resource: `${broker.url}/mcp`,
+      },
     );
     expect(used).toMatchObject({ tokenStatus: 200, initStatus: 200, callStatus: 200, revokeStatus: 200, afterStatus: 401 });
     expect(used.session).toMatch(/.+/);

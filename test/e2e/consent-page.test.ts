@@ -107,10 +107,19 @@ describeWithChromium("the consent page in Chromium, from the MCP SDK's authoriza
             await expect(heading(p)).resolves.toBe("Allow SDK e2e client to connect?");
             await expect(p.getByRole("main").count()).resolves.toBe(1);
             // The decision and who will see it, in the first screenful.
-            for (const target of [p.getByRole("button", { name: "Allow", exact: true }), p.getByRole("button", { name: "Deny", exact: true }), p.locator("#redirect-host"), p.locator("#provider-name")]) {
+            for (const target of [
+              p.getByRole("button", { name: "Allow", exact: true }),
+              p.getByRole("button", { name: "Deny", exact: true }),
+              p.locator("#redirect-host"),
+              p.locator("#provider-name"),
+            ]) {
               await expect(target.isVisible()).resolves.toBe(true);
             }
-            expect(await p.getByRole("button", { name: "Allow", exact: true }).evaluate((b: { getBoundingClientRect(): { bottom: number } }) => b.getBoundingClientRect().bottom)).toBeLessThanOrEqual(844);
+            expect(
+              await p
+                .getByRole("button", { name: "Allow", exact: true })
+                .evaluate((b: { getBoundingClientRect(): { bottom: number } }) => b.getBoundingClientRect().bottom),
+            ).toBeLessThanOrEqual(844);
             await expect(p.locator("#redirect-host").textContent()).resolves.toBe(new URL(env.callback.url).host);
             await expect(p.locator("#provider-name").textContent()).resolves.toBe("Demo identity provider");
           },

@@ -38,7 +38,10 @@ class LegacyMcpClient {
     const body = await res.text();
     // The answer is JSON, or an event stream whose data lines carry the JSON-RPC messages.
     const messages = res.headers.get("content-type")?.startsWith("text/event-stream")
-      ? body.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)) as unknown)
+      ? body
+          .split("\n")
+          .filter((l) => l.startsWith("data: "))
+          .map((l) => JSON.parse(l.slice(6)) as unknown)
       : [JSON.parse(body) as unknown];
     const answer = messages.map((m) => JsonRpcResult.safeParse(m)).find((m) => m.success && m.data.id === id);
     if (!answer?.success) throw new Error(`${method}: no result in ${body}`);
@@ -89,7 +92,13 @@ describeWithChromium(`a ${PROTOCOL} MCP client`, () => {
     const registered = await fetch(`${base}/register`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Legacy 2025-03-26 client", redirect_uris: [env.callback.url], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] }),
+      body: JSON.stringify({
+        client_name: "Legacy 2025-03-26 client",
+        redirect_uris: [env.callback.url],
+        token_endpoint_auth_method: "none",
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+      }),
     });
     expect(registered.status).toBe(201);
     const { client_id } = z.object({ client_id: z.string() }).parse(await registered.json());
@@ -98,7 +107,14 @@ describeWithChromium(`a ${PROTOCOL} MCP client`, () => {
     const verifier = randomBytes(32).toString("base64url");
     const state = randomBytes(8).toString("hex");
     const authorize = new URL(`${base}/authorize`);
-    for (const [k, v] of Object.entries({ response_type: "code", client_id, redirect_uri: env.callback.url, code_challenge: createHash("sha256").update(verifier).digest("base64url"), code_challenge_method: "S256", state })) {
+    for (const [k, v] of Object.entries({
+      response_type: "code",
+      client_id,
+      redirect_uri: env.callback.url,
+      code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+      code_challenge_method: "S256",
+      state,
+    })) {
       authorize.searchParams.set(k, v);
     }
     const context = await newUser(chromium.browser);
@@ -114,7 +130,13 @@ describeWithChromium(`a ${PROTOCOL} MCP client`, () => {
       const token = await fetch(`${base}/token`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ grant_type: "authorization_code", code: outcome.code!, redirect_uri: env.callback.url, code_verifier: verifier, client_id }),
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code: outcome.code!,
+          redirect_uri: env.callback.url,
+          code_verifier: verifier,
+          client_id,
+        }),
       });
       expect(token.status).toBe(200);
       const tokens = Tokens.parse(await token.json());

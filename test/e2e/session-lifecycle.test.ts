@@ -67,7 +67,9 @@ describeWithChromium("a session's life, with the MCP SDK client and Chromium", (
       expect(await t.broker.database.db.refreshToken.count()).toBe(refreshesBefore + 1);
       expect(c.provider.redirects).toBe(1);
       // And the same MCP session carries on.
-      expect(await c.client.callTool({ name: "echo", arguments: { message: "still here" } })).toMatchObject({ content: [{ type: "text", text: "still here" }] });
+      expect(await c.client.callTool({ name: "echo", arguments: { message: "still here" } })).toMatchObject({
+        content: [{ type: "text", text: "still here" }],
+      });
     } finally {
       await disconnect(c);
     }
@@ -91,7 +93,15 @@ describeWithChromium("a session's life, with the MCP SDK client and Chromium", (
       // The broker picks up revocations made by other processes from its feed (polled every second).
       await t.broker.services.grants.revocationFeed.poll();
 
-      const direct = await fetch(`${t.url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${provider.savedTokens!.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{}" });
+      const direct = await fetch(`${t.url}/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${provider.savedTokens!.access_token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: "{}",
+      });
       expect(direct.status).toBe(401);
       expect(direct.headers.get("www-authenticate")).toContain('error="invalid_token"');
 

@@ -34,10 +34,24 @@ const UPSTREAMS: ReadonlyArray<{ kind: string; user: string; subject: string; st
     subject: "oidc:olivia",
     async start() {
       const idp = await startDemoIdentityProvider({ clients: [], cookieKeys: ["e2e"] });
-      const broker = await startBroker({ UPSTREAM_PROVIDER: "oidc", UPSTREAM_ISSUER: idp.url, UPSTREAM_CLIENT_ID: "broker", UPSTREAM_CLIENT_SECRET: "issuer-secret", UPSTREAM_DISPLAY_NAME: "Acme SSO" });
+      const broker = await startBroker({
+        UPSTREAM_PROVIDER: "oidc",
+        UPSTREAM_ISSUER: idp.url,
+        UPSTREAM_CLIENT_ID: "broker",
+        UPSTREAM_CLIENT_SECRET: "issuer-secret",
+        UPSTREAM_DISPLAY_NAME: "Acme SSO",
+      });
       // As an operator does in the IdP's console, once the broker's callback URL is known.
       await idp.addClient({ client_id: "broker", client_secret: "issuer-secret", redirect_uris: [`${broker.url}/oauth/callback`] });
-      return { broker, login: "demo", providerName: "Acme SSO", stop: async () => (await broker.stop(), await idp.close()) };
+      return {
+        broker,
+        login: "demo",
+        providerName: "Acme SSO",
+        stop: async () => {
+          await broker.stop();
+          await idp.close();
+        },
+      };
     },
   },
   {
@@ -46,8 +60,22 @@ const UPSTREAMS: ReadonlyArray<{ kind: string; user: string; subject: string; st
     subject: "github:583231",
     async start() {
       const gh = await startGitHubEmulator({ clientId: "Iv1.broker", clientSecret: "emulator-secret" });
-      const broker = await startBroker({ UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "Iv1.broker", UPSTREAM_CLIENT_SECRET: "emulator-secret", GITHUB_URL: gh.url, GITHUB_API_URL: gh.apiUrl });
-      return { broker, login: "github", providerName: "GitHub", stop: async () => (await broker.stop(), await gh.close()) };
+      const broker = await startBroker({
+        UPSTREAM_PROVIDER: "github",
+        UPSTREAM_CLIENT_ID: "Iv1.broker",
+        UPSTREAM_CLIENT_SECRET: "emulator-secret",
+        GITHUB_URL: gh.url,
+        GITHUB_API_URL: gh.apiUrl,
+      });
+      return {
+        broker,
+        login: "github",
+        providerName: "GitHub",
+        stop: async () => {
+          await broker.stop();
+          await gh.close();
+        },
+      };
     },
   },
 ];
@@ -99,7 +127,11 @@ for (const spec of UPSTREAMS) {
         resource: `${upstream.broker.url}/mcp`,
         redirect_uri: callback.url,
       });
-      expect(connected.provider.savedTokens).toMatchObject({ token_type: expect.stringMatching(/^bearer$/i), access_token: expect.any(String), refresh_token: expect.any(String) });
+      expect(connected.provider.savedTokens).toMatchObject({
+        token_type: expect.stringMatching(/^bearer$/i),
+        access_token: expect.any(String),
+        refresh_token: expect.any(String),
+      });
     });
 
     it("the consent page named the client, where it returns to, and the upstream provider", () => {

@@ -13,7 +13,12 @@ let t: TestBroker;
 let token: string;
 let clientId: string;
 
-const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+const initialize = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+});
 
 async function post(headers: Record<string, string>, url = `${t.url}/mcp`, body: string = initialize) {
   return fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body });
@@ -54,9 +59,16 @@ describe("bearer validation at /mcp", () => {
 
   it("answers 401 invalid_token for unknown, malformed, expired, revoked and foreign tokens", async () => {
     const { tokens: expiring } = await obtainTokens(t.url, { user: "expiring" });
-    await t.broker.database.db.accessToken.update({ where: { tokenHash: hashPresentedToken(expiring.access_token) }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await t.broker.database.db.accessToken.update({
+      where: { tokenHash: hashPresentedToken(expiring.access_token) },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     const { tokens: revoked, client } = await obtainTokens(t.url, { user: "revoked" });
-    await fetch(`${t.url}/revoke`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ token: revoked.access_token, client_id: client.client_id }) });
+    await fetch(`${t.url}/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: revoked.access_token, client_id: client.client_id }),
+    });
     const other = await startBroker();
     let foreign: string;
     try {
@@ -83,7 +95,10 @@ describe("bearer validation at /mcp", () => {
 
   it("refuses a token minted for another resource (audience)", async () => {
     const { tokens } = await obtainTokens(t.url, { user: "audience" });
-    await t.broker.database.db.accessToken.update({ where: { tokenHash: hashPresentedToken(tokens.access_token) }, data: { resource: "https://other.example/mcp" } });
+    await t.broker.database.db.accessToken.update({
+      where: { tokenHash: hashPresentedToken(tokens.access_token) },
+      data: { resource: "https://other.example/mcp" },
+    });
     const res = await refused({ authorization: `Bearer ${tokens.access_token}` });
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toContain("not issued for this resource");
@@ -111,7 +126,10 @@ describe("bearer validation at /mcp", () => {
   });
 
   it("answers CORS preflights without a token", async () => {
-    const res = await fetch(`${t.url}/mcp`, { method: "OPTIONS", headers: { origin: "http://localhost:6274", "access-control-request-method": "POST", "access-control-request-headers": "authorization, mcp-session-id" } });
+    const res = await fetch(`${t.url}/mcp`, {
+      method: "OPTIONS",
+      headers: { origin: "http://localhost:6274", "access-control-request-method": "POST", "access-control-request-headers": "authorization, mcp-session-id" },
+    });
     expect(res.status).toBe(204);
     expect(res.headers.get("access-control-allow-headers")).toMatch(/Authorization/i);
     expect(res.headers.get("access-control-expose-headers")).toMatch(/WWW-Authenticate/);
@@ -121,7 +139,11 @@ describe("bearer validation at /mcp", () => {
 
 describe("the real MCP SDK client through the broker", () => {
   it("lists and calls tools; the MCP server sees the identity and never the token", async () => {
-    const { client, transport } = await connectClient(`${t.url}/mcp`, { authorization: `Bearer ${token}`, cookie: "mab_session=stolen", "x-auth-subject": "github:1" });
+    const { client, transport } = await connectClient(`${t.url}/mcp`, {
+      authorization: `Bearer ${token}`,
+      cookie: "mab_session=stolen",
+      "x-auth-subject": "github:1",
+    });
     try {
       const tools = await client.listTools();
       expect(tools.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(["whoami", "echo", "countdown"]));
@@ -146,7 +168,9 @@ describe("the real MCP SDK client through the broker", () => {
     const { client, transport } = await connectClient(`${t.url}/mcp`, { authorization: `Bearer ${token}` });
     try {
       const order: string[] = [];
-      const result = await client.callTool({ name: "countdown", arguments: { from: 3, intervalMs: 50 } }, undefined, { onprogress: (p) => order.push(`progress ${p.progress}`) });
+      const result = await client.callTool({ name: "countdown", arguments: { from: 3, intervalMs: 50 } }, undefined, {
+        onprogress: (p) => order.push(`progress ${p.progress}`),
+      });
       order.push("result");
       expect(toolText(result)).toBe("liftoff");
       expect(order).toEqual(["progress 1", "progress 2", "progress 3", "result"]);
@@ -182,7 +206,11 @@ describe("the real MCP SDK client through the broker", () => {
     second.abort();
     await replayEvents.return(undefined).catch(() => {});
     await transport.terminateSession();
-    const after = await fetch(`${t.url}/mcp`, { method: "POST", headers: sessionHeaders(transport, { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" }), body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }) });
+    const after = await fetch(`${t.url}/mcp`, {
+      method: "POST",
+      headers: sessionHeaders(transport, { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+    });
     expect(after.status).toBe(404);
     await client.close();
   });
@@ -193,7 +221,11 @@ describe("the real MCP SDK client through the broker", () => {
     const before = mcpServer.requests.length;
     const res = await fetch(`${t.url}/mcp`, {
       method: "POST",
-      headers: sessionHeaders(transport, { authorization: `Bearer ${other.tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }),
+      headers: sessionHeaders(transport, {
+        authorization: `Bearer ${other.tokens.access_token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      }),
       body: JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/list" }),
     });
     expect(res.status).toBe(403);

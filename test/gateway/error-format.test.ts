@@ -7,9 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 
-const jsonRpcError = (message: RegExp | string) => ({ jsonrpc: "2.0", error: { code: expect.any(Number), message: typeof message === "string" ? message : expect.stringMatching(message) }, id: null });
+const jsonRpcError = (message: RegExp | string) => ({
+  jsonrpc: "2.0",
+  error: { code: expect.any(Number), message: typeof message === "string" ? message : expect.stringMatching(message) },
+  id: null,
+});
 const post = (url: string, headers: Record<string, string> = {}) =>
-  fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+  });
 
 describe("/mcp errors of a broker proxying to an MCP server that is down", () => {
   let t: TestBroker;

@@ -13,7 +13,12 @@ import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } 
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { makeUnwritable, mechanism } from "../support/unwritable.ts";
 
-const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+};
 
 function mcp(broker: BrokerProcess, token: string, init: { method?: string; session?: string; body?: unknown } = {}): Promise<Response> {
   return fetch(`${broker.url}/mcp`, {
@@ -64,26 +69,30 @@ describe("database faults at /mcp, real broker process", () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  (postgresAvailable ? it : it.skip)("PostgreSQL stopped", async () => {
-    const database: TestPostgresDatabase = await createPostgresDatabase();
-    const broker = await startBrokerProcess(dir, { DATABASE_URL: database.url });
-    try {
-      const { token, session } = await openSession(broker);
-      await database.goDown();
+  (postgresAvailable ? it : it.skip)(
+    "PostgreSQL stopped",
+    async () => {
+      const database: TestPostgresDatabase = await createPostgresDatabase();
+      const broker = await startBrokerProcess(dir, { DATABASE_URL: database.url });
       try {
-        await underFault(broker, token, session, 503);
+        const { token, session } = await openSession(broker);
+        await database.goDown();
+        try {
+          await underFault(broker, token, session, 503);
+        } finally {
+          await database.comeBack();
+        }
+        // Recovered by itself: a new session is claimed again.
+        const again = await mcp(broker, token);
+        expect(again.status).toBe(200);
+        await again.text();
       } finally {
-        await database.comeBack();
+        await broker.kill();
+        await database.drop();
       }
-      // Recovered by itself: a new session is claimed again.
-      const again = await mcp(broker, token);
-      expect(again.status).toBe(200);
-      await again.text();
-    } finally {
-      await broker.kill();
-      await database.drop();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 
   /**
    * A broker process on a SQLite file: `inject` starts the fault and returns its end; during it the
@@ -123,11 +132,15 @@ describe("database faults at /mcp, real broker process", () => {
 
   // chattr +i (root): genuinely read-only even for root. Not the -shm file: SQLite maps it, and a
   // mapping that cannot grow ends the process with SIGBUS (the closing note of issue 17 says so).
-  (mechanism === "chattr" ? it : it.skip)("SQLite file made read-only under the running broker", async () => {
-    await sqliteFault(
-      "readonly",
-      (file) => makeUnwritable([file, `${file}-wal`]),
-      async (broker) => expect((await fetch(`${broker.url}/readyz`)).status).toBe(503),
-    );
-  }, 60_000);
+  (mechanism === "chattr" ? it : it.skip)(
+    "SQLite file made read-only under the running broker",
+    async () => {
+      await sqliteFault(
+        "readonly",
+        (file) => makeUnwritable([file, `${file}-wal`]),
+        async (broker) => expect((await fetch(`${broker.url}/readyz`)).status).toBe(503),
+      );
+    },
+    60_000,
+  );
 });

@@ -61,7 +61,12 @@ async function brokerWith(scheme: "http" | "https", trustProxy: boolean): Promis
   // PUBLIC_URL names localhost while the broker listens on 127.0.0.1 (over plain HTTP, as behind
   // a TLS-terminating proxy): the host sent upstream can only be PUBLIC_URL's, neither the
   // client's nor the socket's.
-  const t = await startBroker({ PORT: String(port), PUBLIC_URL: `${scheme}://localhost:${port}`, MCP_SERVER_URL: upstreamUrl, TRUST_PROXY: String(trustProxy) });
+  const t = await startBroker({
+    PORT: String(port),
+    PUBLIC_URL: `${scheme}://localhost:${port}`,
+    MCP_SERVER_URL: upstreamUrl,
+    TRUST_PROXY: String(trustProxy),
+  });
   const client = await registerOperatorClient(t.broker.database.db);
   const res = await postForm(`${t.origin}/token`, { grant_type: "client_credentials" }, { authorization: basicAuth(client.client_id, client.client_secret!) });
   expect(res.status).toBe(200);

@@ -39,11 +39,14 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(
-  options: Partial<Omit<McpProxyOptions, "logger" | "sessionBinding">> & { targetUrl: string },
-): Promise<TestGateway> {
+export async function startGateway(options: Partial<Omit<McpProxyOptions, "logger" | "sessionBinding">> & { targetUrl: string }): Promise<TestGateway> {
   const config = loadConfig(
-    { HOST: "127.0.0.1", PUBLIC_URL: options.publicUrl ?? "http://127.0.0.1", SECRET_KEY: randomBytes(32).toString("base64"), LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent" },
+    {
+      HOST: "127.0.0.1",
+      PUBLIC_URL: options.publicUrl ?? "http://127.0.0.1",
+      SECRET_KEY: randomBytes(32).toString("base64"),
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    },
     tmpdir(),
   );
   const logger = createLogger(config.logLevel);
@@ -79,11 +82,7 @@ export interface ConnectedClient {
 }
 
 /** The real MCP SDK client through the gateway; `headers` are sent on every request. */
-export async function connectClient(
-  url: string,
-  headers: Record<string, string>,
-  options: { standaloneStream?: boolean } = {},
-): Promise<ConnectedClient> {
+export async function connectClient(url: string, headers: Record<string, string>, options: { standaloneStream?: boolean } = {}): Promise<ConnectedClient> {
   let opened!: () => void;
   const standaloneStreamOpen = new Promise<void>((resolve) => (opened = resolve));
   const observingFetch: FetchLike = async (input, init) => {
@@ -121,8 +120,7 @@ export async function* sseEvents(body: ReadableStream<Uint8Array> | null): Async
   let buffer = "";
   for await (const chunk of body) {
     buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, "\n");
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
+    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       const fields: { id?: string; event?: string; data: string[] } = { data: [] };
@@ -149,10 +147,7 @@ export async function* sseEvents(body: ReadableStream<Uint8Array> | null): Async
 export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms))),
-    ]);
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)))]);
   } finally {
     clearTimeout(timer);
   }

@@ -32,20 +32,33 @@ describeWithPostgres("two broker instances sharing PostgreSQL", () => {
   });
 
   const jsonRpc = (origin: string, headers: Record<string, string>, body: unknown) =>
-    fetch(`${origin}/mcp`, { method: "POST", headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify(body) });
+    fetch(`${origin}/mcp`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify(body),
+    });
 
   it("a session opened on one instance is refused to another user on the other, and not forwarded", async () => {
     const alice = await obtainTokens(first.url, { user: "alice" });
     const mallory = await obtainTokens(first.url, { user: "mallory" });
     const { client, transport } = await connectClient(`${first.origin}/mcp`, { authorization: `Bearer ${alice.tokens.access_token}` });
     try {
-      const stolen = await jsonRpc(second.origin, sessionHeaders(transport, { authorization: `Bearer ${mallory.tokens.access_token}` }), { jsonrpc: "2.0", id: 5, method: "tools/list" });
+      const stolen = await jsonRpc(second.origin, sessionHeaders(transport, { authorization: `Bearer ${mallory.tokens.access_token}` }), {
+        jsonrpc: "2.0",
+        id: 5,
+        method: "tools/list",
+      });
       expect(stolen.status).toBe(403);
       // (The SDK's own GET stream may arrive meanwhile: look for the intruder, not at a count.)
       expect(mcpServer.requests.filter((r) => r.headers["x-auth-subject"] === "demo:mallory")).toEqual([]);
 
       // Its owner goes on through the other instance.
-      const own = await jsonRpc(second.origin, sessionHeaders(transport, { authorization: `Bearer ${alice.tokens.access_token}` }), { jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "whoami", arguments: {} } });
+      const own = await jsonRpc(second.origin, sessionHeaders(transport, { authorization: `Bearer ${alice.tokens.access_token}` }), {
+        jsonrpc: "2.0",
+        id: 6,
+        method: "tools/call",
+        params: { name: "whoami", arguments: {} },
+      });
       expect(own.status).toBe(200);
       expect(await own.text()).toContain("demo:alice");
       expect(JSON.parse(toolText(await client.callTool({ name: "whoami", arguments: {} }))).subject).toBe("demo:alice");

@@ -26,7 +26,11 @@ describe("createBroker({ mcpHandler })", () => {
     expect(unauthenticated.status).toBe(401);
     expect(seen).toHaveLength(0);
     const { tokens, client } = await obtainTokens(t.url, { user: "inproc" });
-    const res = await fetch(`${t.url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json" }, body: "{}" });
+    const res = await fetch(`${t.url}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ result: { servedBy: "in-process", subject: "demo:inproc" } });
     expect(seen[0]).toMatchObject({ subject: "demo:inproc", user: "inproc", clientId: client.client_id, scopes: ["mcp"] });

@@ -55,7 +55,13 @@ const TRICKS = [
 describe("encoded path tricks at /mcp", () => {
   it.each(TRICKS)("%s is refused with the JSON-RPC 400 and never reaches the MCP server", async (target) => {
     const before = received.length;
-    const res = await rawRequest(port, "POST", target, { "x-test-user": "alice", "content-type": "application/json", accept: "application/json, text/event-stream" }, "{}");
+    const res = await rawRequest(
+      port,
+      "POST",
+      target,
+      { "x-test-user": "alice", "content-type": "application/json", accept: "application/json, text/event-stream" },
+      "{}",
+    );
     expect(res.status).toBe(400);
     expect(JSON.parse(res.body)).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 }, id: null });
     expect(received.slice(before)).toEqual([]);

@@ -91,7 +91,9 @@ describe("client response headers", () => {
   });
 
   it("drops the MCP server's CORS headers: the broker's CORS policy is the one for its origin", () => {
-    expect(clientResponseHeaders({ "access-control-allow-origin": "https://evil.example", "access-control-expose-headers": "X-A", "x-b": "1" })).toEqual({ "x-b": "1" });
+    expect(clientResponseHeaders({ "access-control-allow-origin": "https://evil.example", "access-control-expose-headers": "X-A", "x-b": "1" })).toEqual({
+      "x-b": "1",
+    });
   });
 });
 

@@ -187,11 +187,15 @@ describe("MCP proxy headers and bodies", () => {
   function trickle(path: string, chunks: string[], everyMs: number, withLength: boolean): Promise<{ status: number; body: string }> {
     const url = new URL(`${gateway.url}${path}`);
     return new Promise((resolve, reject) => {
-      const req = http.request(url, { method: "POST", headers: { "x-test-user": "u", ...(withLength ? { "content-length": String(chunks.join("").length) } : {}) } }, (res) => {
-        let body = "";
-        res.on("data", (d: Buffer) => (body += d.toString()));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = http.request(
+        url,
+        { method: "POST", headers: { "x-test-user": "u", ...(withLength ? { "content-length": String(chunks.join("").length) } : {}) } },
+        (res) => {
+          let body = "";
+          res.on("data", (d: Buffer) => (body += d.toString()));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on("error", reject);
       let i = 0;
       const next = () => {

@@ -3,17 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { LoggingMessageNotificationSchema, type LoggingMessageNotification } from "@modelcontextprotocol/sdk/types.js";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
-import {
-  connectClient,
-  sessionHeaders,
-  sseEvents,
-  startGateway,
-  toolText,
-  waitFor,
-  within,
-  type ConnectedClient,
-  type TestGateway,
-} from "./harness.ts";
+import { connectClient, sessionHeaders, sseEvents, startGateway, toolText, waitFor, within, type ConnectedClient, type TestGateway } from "./harness.ts";
 
 const FORGED = {
   authorization: "Bearer broker-access-token",
@@ -62,9 +52,7 @@ describe("MCP proxy with the real SDK client", () => {
     const { client } = await connect({ "x-test-user": "lister" });
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(["countdown", "echo", "notify", "whoami"]);
-    expect(toolText(await client.callTool({ name: "echo", arguments: { message: "hello through the broker" } }))).toBe(
-      "hello through the broker",
-    );
+    expect(toolText(await client.callTool({ name: "echo", arguments: { message: "hello through the broker" } }))).toBe("hello through the broker");
   });
 
   it("tells the MCP server who calls, and never lets credentials or forged identity through", async () => {

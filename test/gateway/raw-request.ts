@@ -10,7 +10,12 @@ export interface RawResponse {
 /** Sends `method target` with `headers` (a Host header of 127.0.0.1:port unless one is given). */
 export function rawRequest(port: number, method: string, target: string, headers: Record<string, string>, body = ""): Promise<RawResponse> {
   const hasHost = Object.keys(headers).some((name) => name.toLowerCase() === "host");
-  const head = [`${method} ${target} HTTP/1.1`, ...(hasHost ? [] : [`Host: 127.0.0.1:${port}`]), "Connection: close", `Content-Length: ${Buffer.byteLength(body)}`];
+  const head = [
+    `${method} ${target} HTTP/1.1`,
+    ...(hasHost ? [] : [`Host: 127.0.0.1:${port}`]),
+    "Connection: close",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+  ];
   for (const [name, value] of Object.entries(headers)) head.push(`${name}: ${value}`);
   return new Promise((resolve, reject) => {
     // write, not end: a half-closed request socket reads as a client that went away.

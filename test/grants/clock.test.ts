@@ -25,9 +25,17 @@ describe("grants on a manual clock", () => {
 
   beforeAll(async () => {
     // A GitHub provider pointed at a closed port: client_credentials grants never call upstream.
-    const env = { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", GITHUB_URL: "http://127.0.0.1:1", GITHUB_API_URL: "http://127.0.0.1:1" };
+    const env = {
+      UPSTREAM_PROVIDER: "github",
+      UPSTREAM_CLIENT_ID: "x",
+      UPSTREAM_CLIENT_SECRET: "y",
+      GITHUB_URL: "http://127.0.0.1:1",
+      GITHUB_API_URL: "http://127.0.0.1:1",
+    };
     const provider = createUpstreamProvider(loadConfig({ ...env, SECRET_KEY: "a".repeat(64) }).upstream, {});
-    h = await grantsHarness({ ...env, ACCESS_TOKEN_TTL_SECONDS: "60", SESSION_IDLE_TIMEOUT_SECONDS: "600", SESSION_MAX_AGE_SECONDS: "900" }, provider, { clock });
+    h = await grantsHarness({ ...env, ACCESS_TOKEN_TTL_SECONDS: "60", SESSION_IDLE_TIMEOUT_SECONDS: "600", SESSION_MAX_AGE_SECONDS: "900" }, provider, {
+      clock,
+    });
     service = await insertClient(h.database);
   });
   afterAll(async () => h.close());

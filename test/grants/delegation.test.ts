@@ -14,11 +14,24 @@ const mcp = (t: TestBroker, token: string) =>
   fetch(`${t.url}/mcp`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    }),
   });
 
 function githubEnv(gh: GitHubEmulator, extra: Record<string, string> = {}): Record<string, string> {
-  return { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "Iv1.broker", UPSTREAM_CLIENT_SECRET: "emulator-secret", GITHUB_URL: gh.url, GITHUB_API_URL: gh.apiUrl, UPSTREAM_TIMEOUT_SECONDS: "1", ...extra };
+  return {
+    UPSTREAM_PROVIDER: "github",
+    UPSTREAM_CLIENT_ID: "Iv1.broker",
+    UPSTREAM_CLIENT_SECRET: "emulator-secret",
+    GITHUB_URL: gh.url,
+    GITHUB_API_URL: gh.apiUrl,
+    UPSTREAM_TIMEOUT_SECONDS: "1",
+    ...extra,
+  };
 }
 
 describe("GitHub upstream", () => {
@@ -122,7 +135,10 @@ describe("GitHub upstream", () => {
     const { tokens } = await obtainTokens(t.url, { user: "monalisa" });
     gh.expireUser("monalisa");
     // The broker learns of the expiry at its next check; make the stored expiry pass too.
-    await t.broker.database.db.upstreamSession.updateMany({ where: { login: "monalisa" }, data: { accessExpiresAt: new Date(clock.now() - 1000), lastCheckedAt: new Date(0) } });
+    await t.broker.database.db.upstreamSession.updateMany({
+      where: { login: "monalisa" },
+      data: { accessExpiresAt: new Date(clock.now() - 1000), lastCheckedAt: new Date(0) },
+    });
     const refreshesBefore = gh.count("POST /login/oauth/access_token");
     const res = await mcp(t, tokens.access_token);
     expect(res.status).toBe(200);
@@ -158,7 +174,11 @@ describe("GitHub upstream", () => {
     const { tokens, client } = await obtainTokens(t.url, { user: "cascade" });
     expect((await mcp(t, tokens.access_token)).status).toBe(200);
     const deletes = gh.count("DELETE /api/v3/applications/:id/token");
-    const res = await fetch(`${t.url}/revoke`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ token: tokens.refresh_token, client_id: client.client_id }) });
+    const res = await fetch(`${t.url}/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: tokens.refresh_token, client_id: client.client_id }),
+    });
     expect(res.status).toBe(200);
     expect((await mcp(t, tokens.access_token)).status).toBe(401);
     expect(gh.count("DELETE /api/v3/applications/:id/token")).toBe(deletes + 1);
@@ -175,13 +195,15 @@ describe("GitHub upstream", () => {
     expect(upstreamTokens.length).toBeGreaterThan(0);
     await t.broker.database.db.$queryRawUnsafe("PRAGMA wal_checkpoint(TRUNCATE)");
     const files = ["broker.db", "broker.db-wal"].map((f) => path.join(t.dir, f));
-    const bytes = files.map((f) => {
-      try {
-        return readFileSync(f).toString("latin1");
-      } catch {
-        return "";
-      }
-    }).join("");
+    const bytes = files
+      .map((f) => {
+        try {
+          return readFileSync(f).toString("latin1");
+        } catch {
+          return "";
+        }
+      })
+      .join("");
     for (const secret of [...upstreamTokens, tokens.access_token, tokens.refresh_token, String(confidential.client_secret)]) {
       expect(bytes.includes(secret)).toBe(false);
     }
@@ -212,13 +234,32 @@ describe("opt-in upstream token forwarding and start-up checks", () => {
     const { Writable } = await import("node:stream");
     const { createLogger } = await import("../../src/logger.ts");
     let logs = "";
-    const logger = createLogger("info", new Writable({ write: (c: Buffer, _e, done) => ((logs += c.toString()), done()) }));
+    const logger = createLogger(
+      "info",
+      new Writable({
+        write: (c: Buffer, _e, done) => {
+          logs += c.toString();
+          done();
+        },
+      }),
+    );
     const { loadConfig } = await import("../../src/config.ts");
     const { createBroker } = await import("../../src/broker.ts");
     const { mkdtempSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const dir = mkdtempSync(path.join(tmpdir(), "mab-issuer-"));
-    const config = loadConfig({ UPSTREAM_PROVIDER: "oidc", UPSTREAM_ISSUER: "http://127.0.0.1:1/realms/x", UPSTREAM_CLIENT_ID: "c", UPSTREAM_CLIENT_SECRET: "s", SECRET_KEY: "k".repeat(44), PORT: "0", DATABASE_URL: `file:${path.join(dir, "b.db")}` }, dir);
+    const config = loadConfig(
+      {
+        UPSTREAM_PROVIDER: "oidc",
+        UPSTREAM_ISSUER: "http://127.0.0.1:1/realms/x",
+        UPSTREAM_CLIENT_ID: "c",
+        UPSTREAM_CLIENT_SECRET: "s",
+        SECRET_KEY: "k".repeat(44),
+        PORT: "0",
+        DATABASE_URL: `file:${path.join(dir, "b.db")}`,
+      },
+      dir,
+    );
     const broker = await createBroker(config, { cwd: dir, logger });
     try {
       for (let i = 0; i < 50 && !logs.includes("check failed at start"); i++) await new Promise((r) => setTimeout(r, 50));
@@ -291,7 +332,12 @@ describe("OpenID Connect and Google upstreams", () => {
     ["google", "google:alice"],
   ])("logs in through %s and maps to %s", async (kind, subject) => {
     // The issuer learns the broker's callback once the broker has a port.
-    const t = await startBroker({ UPSTREAM_PROVIDER: kind, UPSTREAM_ISSUER: idp.url, UPSTREAM_CLIENT_ID: `broker-${kind}`, UPSTREAM_CLIENT_SECRET: "issuer-secret" });
+    const t = await startBroker({
+      UPSTREAM_PROVIDER: kind,
+      UPSTREAM_ISSUER: idp.url,
+      UPSTREAM_CLIENT_ID: `broker-${kind}`,
+      UPSTREAM_CLIENT_SECRET: "issuer-secret",
+    });
     brokers.push(t);
     await registerAtIssuer(idp, `broker-${kind}`, `${t.url}/oauth/callback`);
     const { tokens, client } = await obtainTokens(t.url, { user: "alice" });

@@ -78,7 +78,13 @@ describe("a broker killed mid-callback", () => {
   }, 60_000);
 
   it("says 'interrupted' for the callback of a transaction a dead process had claimed", async () => {
-    const t = await startBroker({ UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "Iv1.broker", UPSTREAM_CLIENT_SECRET: "emulator-secret", GITHUB_URL: gh.url, GITHUB_API_URL: gh.apiUrl });
+    const t = await startBroker({
+      UPSTREAM_PROVIDER: "github",
+      UPSTREAM_CLIENT_ID: "Iv1.broker",
+      UPSTREAM_CLIENT_SECRET: "emulator-secret",
+      GITHUB_URL: gh.url,
+      GITHUB_API_URL: gh.apiUrl,
+    });
     try {
       const client = await registerClient(t.url);
       const browser = new HttpBrowser();

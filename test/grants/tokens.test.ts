@@ -12,11 +12,18 @@ import type { RegisteredClient } from "../../src/grants/types.ts";
 let h: GrantsHarness;
 let service: RegisteredClient;
 
-const issueFor = (client: RegisteredClient, params: Record<string, string> = {}) => h.grants.tokens.grant(client, { grant_type: "client_credentials", ...params });
+const issueFor = (client: RegisteredClient, params: Record<string, string> = {}) =>
+  h.grants.tokens.grant(client, { grant_type: "client_credentials", ...params });
 
 beforeAll(async () => {
   // A GitHub provider pointed at a closed port: client_credentials grants never call upstream.
-  const env = { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", GITHUB_URL: "http://127.0.0.1:1", GITHUB_API_URL: "http://127.0.0.1:1" };
+  const env = {
+    UPSTREAM_PROVIDER: "github",
+    UPSTREAM_CLIENT_ID: "x",
+    UPSTREAM_CLIENT_SECRET: "y",
+    GITHUB_URL: "http://127.0.0.1:1",
+    GITHUB_API_URL: "http://127.0.0.1:1",
+  };
   const { loadConfig } = await import("../../src/config.ts");
   const provider = createUpstreamProvider(loadConfig({ ...env, SECRET_KEY: "a".repeat(64) }).upstream, {});
   h = await grantsHarness({ ...env, ACCESS_TOKEN_TTL_SECONDS: "60" }, provider);
@@ -41,7 +48,10 @@ describe("client_credentials", () => {
     const publicClient = await insertClient(h.database, { tokenEndpointAuthMethod: "none" });
     await expect(issueFor(publicClient)).rejects.toMatchObject({ code: "unauthorized_client", description: expect.stringContaining("confidential") });
     const codeOnly = await insertClient(h.database, { grantTypes: ["authorization_code"] });
-    await expect(issueFor(codeOnly)).rejects.toMatchObject({ code: "unauthorized_client", description: "This client is not registered for the client_credentials grant." });
+    await expect(issueFor(codeOnly)).rejects.toMatchObject({
+      code: "unauthorized_client",
+      description: "This client is not registered for the client_credentials grant.",
+    });
     const selfRegistered = await insertClient(h.database, { registrationType: "dynamic" });
     await expect(issueFor(selfRegistered)).rejects.toMatchObject({ code: "unauthorized_client", description: expect.stringContaining("operator registered") });
   });
@@ -50,7 +60,10 @@ describe("client_credentials", () => {
     await expect(issueFor(service, { resource: "https://other.example/mcp", scope: "admin" })).rejects.toBeInstanceOf(InvalidTarget);
     await expect(issueFor(service, { scope: "admin" })).rejects.toBeInstanceOf(InvalidScope);
     await expect(h.grants.tokens.grant(service, {})).rejects.toMatchObject({ code: "invalid_request", description: "grant_type is required." });
-    await expect(h.grants.tokens.grant(service, { grant_type: "password" })).rejects.toMatchObject({ code: "unsupported_grant_type", description: "grant_type password is not supported." });
+    await expect(h.grants.tokens.grant(service, { grant_type: "password" })).rejects.toMatchObject({
+      code: "unsupported_grant_type",
+      description: "grant_type password is not supported.",
+    });
     const res = await issueFor(service, { resource: "http://127.0.0.1:9/mcp/", scope: "mcp" });
     expect(res.scope).toBe("mcp");
   });
@@ -114,7 +127,14 @@ describe("revocation and introspection", () => {
   it("describes live tokens to their client and nothing to others", async () => {
     const { access_token } = await issueFor(service);
     const live = await h.grants.tokens.introspect(service, { token: access_token });
-    expect(live).toMatchObject({ active: true, client_id: service.id, scope: "mcp", aud: "http://127.0.0.1:9/mcp", iss: "http://127.0.0.1:9", token_type: "Bearer" });
+    expect(live).toMatchObject({
+      active: true,
+      client_id: service.id,
+      scope: "mcp",
+      aud: "http://127.0.0.1:9/mcp",
+      iss: "http://127.0.0.1:9",
+      token_type: "Bearer",
+    });
     const other = await insertClient(h.database);
     expect(await h.grants.tokens.introspect(other, { token: access_token })).toEqual({ active: false });
     await h.grants.tokens.revoke(service, { token: access_token });

@@ -26,7 +26,7 @@ const FORM = "application/x-www-form-urlencoded";
 function expectOAuthJson(res: { status: number; headers: Record<string, string>; body: string }, status: number) {
   expect(res.status).toBe(status);
   expect(res.headers["content-type"]).toContain("application/json");
-  expect(res.headers["connection"]).toBe("close");
+  expect(res.headers.connection).toBe("close");
   const body = JSON.parse(res.body) as Record<string, unknown>;
   expect(body).toEqual({ error: "invalid_request", error_description: expect.any(String) });
   return body;
@@ -69,7 +69,11 @@ describe("malformed bodies", () => {
     expect(res.status).toBe(400);
     await within(ex.closed, 5000, "the connection to close");
     // The request's own line tells that it ended; by then the error middleware has logged whatever it logs.
-    const line = await within(t.logged((l) => l.msg === "request" && l.url === "/register"), 5000, "the request log line");
+    const line = await within(
+      t.logged((l) => l.msg === "request" && l.url === "/register"),
+      5000,
+      "the request log line",
+    );
     expect(line.status).toBe(400);
     expect(unexpectedErrors()).toEqual([]);
     const reported = t.logs.find((l) => l.msg === "client request body failed");
@@ -81,7 +85,11 @@ describe("malformed bodies", () => {
     // Hang up once the token handler is reading the body (it then holds one of the address's places).
     await waitFor(() => receivingCount(t.broker.app, "127.0.0.1") === 1, "the body to be read");
     ex.destroy();
-    const line = await within(t.logged((l) => l.msg === "request" && l.url === "/token" && l.status === 400), 5000, "the request log line");
+    const line = await within(
+      t.logged((l) => l.msg === "request" && l.url === "/token" && l.status === 400),
+      5000,
+      "the request log line",
+    );
     expect(t.logs.filter((l) => l.msg === "client request body failed" && l.requestId === line.requestId)).toMatchObject([{ level: 30 }]);
     expect(unexpectedErrors()).toEqual([]);
     await waitFor(() => receivingCount(t.broker.app, "127.0.0.1") === 0, "the place to be given back");
@@ -93,21 +101,24 @@ describe("slow bodies", () => {
     ["/token", FORM, { "content-length": "200" }],
     ["/token", FORM, { "transfer-encoding": "chunked" }],
     ["/register", "application/json", { "content-length": "200" }],
-  ] as Array<[string, string, Record<string, string>]>)("answers a body trickled to %s (%s, %j) with 408 within the body deadline and closes", async (path, type, framing) => {
-    const started = Date.now();
-    const chunked = framing["transfer-encoding"] === "chunked";
-    const ex = rawRequest(t.url, head("POST", path, { host, "content-type": type, ...framing }), chunked ? "1\r\na\r\n" : "a");
-    // A byte every 50 ms: never idle, never done.
-    ex.trickle(50, chunked ? "1\r\na\r\n" : "a");
-    const res = await within(ex.response, BODY_DEADLINE_MS + 3000, "the 408 response");
-    const elapsed = Date.now() - started;
-    const json = expectOAuthJson(res, 408);
-    expect(json.error_description).toMatch(/body/);
-    expect(elapsed).toBeGreaterThanOrEqual(BODY_DEADLINE_MS - 20);
-    expect(elapsed).toBeLessThan(BODY_DEADLINE_MS + 1500);
-    await within(ex.closed, 3000, "the broker to drop the connection");
-    expect(unexpectedErrors()).toEqual([]);
-  });
+  ] as Array<[string, string, Record<string, string>]>)(
+    "answers a body trickled to %s (%s, %j) with 408 within the body deadline and closes",
+    async (path, type, framing) => {
+      const started = Date.now();
+      const chunked = framing["transfer-encoding"] === "chunked";
+      const ex = rawRequest(t.url, head("POST", path, { host, "content-type": type, ...framing }), chunked ? "1\r\na\r\n" : "a");
+      // A byte every 50 ms: never idle, never done.
+      ex.trickle(50, chunked ? "1\r\na\r\n" : "a");
+      const res = await within(ex.response, BODY_DEADLINE_MS + 3000, "the 408 response");
+      const elapsed = Date.now() - started;
+      const json = expectOAuthJson(res, 408);
+      expect(json.error_description).toMatch(/body/);
+      expect(elapsed).toBeGreaterThanOrEqual(BODY_DEADLINE_MS - 20);
+      expect(elapsed).toBeLessThan(BODY_DEADLINE_MS + 1500);
+      await within(ex.closed, 3000, "the broker to drop the connection");
+      expect(unexpectedErrors()).toEqual([]);
+    },
+  );
 
   it("a body that arrives within the deadline is read as before", async () => {
     const body = "grant_type=nonsense";
@@ -117,7 +128,7 @@ describe("slow bodies", () => {
     // Read whole and judged: no client_id, so the client is refused.
     expect(res.status).toBe(401);
     expect(JSON.parse(res.body)).toMatchObject({ error: "invalid_client" });
-    expect(res.headers["connection"]).not.toBe("close");
+    expect(res.headers.connection).not.toBe("close");
     ex.destroy();
   });
 });

@@ -8,7 +8,14 @@ import { s256Challenge } from "../../src/grants/pkce.ts";
 async function authorizeCookie(t: TestBroker): Promise<string> {
   const client = await registerClient(t.url);
   const url = new URL(`${t.url}/authorize`);
-  for (const [k, v] of Object.entries({ response_type: "code", client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: s256Challenge("c".repeat(43)), code_challenge_method: "S256" })) url.searchParams.set(k, v);
+  for (const [k, v] of Object.entries({
+    response_type: "code",
+    client_id: client.client_id,
+    redirect_uri: client.redirect_uri,
+    code_challenge: s256Challenge("c".repeat(43)),
+    code_challenge_method: "S256",
+  }))
+    url.searchParams.set(k, v);
   const res = await fetch(url, { redirect: "manual" });
   expect(res.status).toBe(302);
   return res.headers.getSetCookie().join("\n");
@@ -39,7 +46,14 @@ describe("browser session cookie", () => {
         body: JSON.stringify({ redirect_uris: ["https://app.example/cb"], token_endpoint_auth_method: "none" }),
       }).then((r) => r.json() as Promise<{ client_id: string }>);
       const url = new URL(`http://127.0.0.1:${port}/authorize`);
-      for (const [k, v] of Object.entries({ response_type: "code", client_id: client.client_id, redirect_uri: "https://app.example/cb", code_challenge: s256Challenge("d".repeat(43)), code_challenge_method: "S256" })) url.searchParams.set(k, v);
+      for (const [k, v] of Object.entries({
+        response_type: "code",
+        client_id: client.client_id,
+        redirect_uri: "https://app.example/cb",
+        code_challenge: s256Challenge("d".repeat(43)),
+        code_challenge_method: "S256",
+      }))
+        url.searchParams.set(k, v);
       const res = await fetch(url, { redirect: "manual" });
       expect(res.status).toBe(302);
       expect(res.headers.get("location")).toMatch(/^https:\/\/mcp\.example\.com\/consent\?transaction=/);

@@ -33,7 +33,12 @@ import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
     const init = await fetch(`${t.url}/mcp`, {
       method: "POST",
       headers: mcpHeaders(tokens.access_token),
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
     });
     const session = init.headers.get("mcp-session-id")!;
     await init.text();
@@ -52,17 +57,26 @@ import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
         body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id }),
       });
       await expectUnavailable(refresh, oauthJson);
-      const registration = await fetch(`${t.url}/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }) });
+      const registration = await fetch(`${t.url}/register`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }),
+      });
       await expectUnavailable(registration, oauthJson);
       // A token this instance has not seen cannot be checked: refused for now, not let through.
       const unknown = await fetch(`${t.url}/mcp`, { method: "POST", headers: mcpHeaders(`mab_at_${"x".repeat(43)}`), body: "{}" });
-      const jsonRpc = (text: string) => expect(JSON.parse(text)).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/database/) }, id: null });
+      const jsonRpc = (text: string) =>
+        expect(JSON.parse(text)).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/database/) }, id: null });
       await expectUnavailable(unknown, jsonRpc);
       const page = await fetch(`${t.url}/authorize?client_id=${client.client_id}&response_type=code`);
       await expectUnavailable(page, (text) => expect(text).toContain("Temporarily unavailable"));
 
       // The cached token and session need no database.
-      const cached = await fetch(`${t.url}/mcp`, { method: "POST", headers: mcpHeaders(tokens.access_token, session), body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }) });
+      const cached = await fetch(`${t.url}/mcp`, {
+        method: "POST",
+        headers: mcpHeaders(tokens.access_token, session),
+        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+      });
       expect(cached.status).toBe(200);
       expect(await cached.text()).toContain("whoami");
     } finally {

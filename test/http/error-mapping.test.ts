@@ -40,7 +40,12 @@ describe("problemOf", () => {
   });
 
   it("answers an unavailable upstream 503 with Retry-After", () => {
-    expect(problemOf(new UpstreamUnavailable("not now", 7))).toEqual({ status: 503, code: "temporarily_unavailable", description: "not now", headers: { "Retry-After": "7" } });
+    expect(problemOf(new UpstreamUnavailable("not now", 7))).toEqual({
+      status: 503,
+      code: "temporarily_unavailable",
+      description: "not now",
+      headers: { "Retry-After": "7" },
+    });
   });
 
   it("renders sign-in errors for the person: title, detail and hint, status from the code", () => {
@@ -56,7 +61,12 @@ describe("problemOf", () => {
   });
 
   it("keeps the HTTP layer's own errors as they are, and leaves anything else to the 500 path", () => {
-    expect(problemOf(new OAuthError("invalid_client", "who?", { headers: { "WWW-Authenticate": "Basic" } }))).toEqual({ status: 401, code: "invalid_client", description: "who?", headers: { "WWW-Authenticate": "Basic" } });
+    expect(problemOf(new OAuthError("invalid_client", "who?", { headers: { "WWW-Authenticate": "Basic" } }))).toEqual({
+      status: 401,
+      code: "invalid_client",
+      description: "who?",
+      headers: { "WWW-Authenticate": "Basic" },
+    });
     expect(problemOf(new PageError(404, "Gone", "Not here."))).toMatchObject({ status: 404, page: { title: "Gone" } });
     expect(problemOf(new Error("bug"))).toBeUndefined();
     expect(problemOf("not even an error")).toBeUndefined();
@@ -95,7 +105,10 @@ describe("errorHandler with domain errors, per route format", () => {
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("5");
     expect(res.headers.get("cache-control")).toBe("no-store");
-    expect(await res.json()).toEqual({ error: "temporarily_unavailable", error_description: "the upstream identity provider is not reachable right now; retry shortly" });
+    expect(await res.json()).toEqual({
+      error: "temporarily_unavailable",
+      error_description: "the upstream identity provider is not reachable right now; retry shortly",
+    });
     const grant = await fetch(`${url}/grant`);
     expect(grant.status).toBe(400);
     expect(grant.headers.get("retry-after")).toBeNull();
@@ -106,7 +119,11 @@ describe("errorHandler with domain errors, per route format", () => {
     const res = await fetch(`${url}/unavailable?format=jsonrpc`);
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("5");
-    expect(await res.json()).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: "the upstream identity provider is not reachable right now; retry shortly" }, id: null });
+    expect(await res.json()).toEqual({
+      jsonrpc: "2.0",
+      error: { code: -32000, message: "the upstream identity provider is not reachable right now; retry shortly" },
+      id: null,
+    });
   });
 
   it("a page for the person, even on an OAuth route", async () => {

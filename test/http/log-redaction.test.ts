@@ -16,7 +16,10 @@ describe("redactUrl", () => {
       "/authorize?response_type=code&client_id=c1&redirect_uri=http%3A%2F%2F127.0.0.1%3A7777%2Fcallback&scope=mcp+profile&resource=http%3A%2F%2Fb%2Fmcp&code_challenge_method=S256&code_challenge=CH&state=ST&nonce=N",
       "/authorize?response_type=code&client_id=c1&redirect_uri=http%3A%2F%2F127.0.0.1%3A7777%2Fcallback&scope=mcp+profile&resource=http%3A%2F%2Fb%2Fmcp&code_challenge_method=S256&code_challenge=[redacted]&state=[redacted]&nonce=[redacted]",
     ],
-    ["/oauth/callback?error=access_denied&error_description=Denied+for+x%40y&iss=https%3A%2F%2Fidp", "/oauth/callback?error=access_denied&error_description=[redacted]&iss=https%3A%2F%2Fidp"],
+    [
+      "/oauth/callback?error=access_denied&error_description=Denied+for+x%40y&iss=https%3A%2F%2Fidp",
+      "/oauth/callback?error=access_denied&error_description=[redacted]&iss=https%3A%2F%2Fidp",
+    ],
     // A harmless name does not carry a URL's credentials, query or fragment, nor a token.
     ["/authorize?redirect_uri=https%3A%2F%2Fu%3Apw%40app.example%2Fcb%3Ftoken%3DT%23f", "/authorize?redirect_uri=https%3A%2F%2Fapp.example%2Fcb[redacted]"],
     ["/authorize?scope=mab_at_abcDEF123-_x", "/authorize?scope=[redacted]"],
@@ -42,7 +45,16 @@ describe("the request log of a broker at trace level", () => {
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     // With a path: the OAuth endpoints are served under /broker and without it.
-    t = await startBroker({ PORT: String(port), PUBLIC_URL: `${origin}/broker`, LOG_LEVEL: "trace" }, { logDestination: { write: (line: string) => void (output += line) } });
+    t = await startBroker(
+      { PORT: String(port), PUBLIC_URL: `${origin}/broker`, LOG_LEVEL: "trace" },
+      {
+        logDestination: {
+          write: (line: string) => {
+            output += line;
+          },
+        },
+      },
+    );
   });
 
   afterAll(async () => t.stop());
@@ -54,10 +66,28 @@ describe("the request log of a broker at trace level", () => {
       secrets.push(value);
       return value;
     };
-    const paths = ["/authorize", "/broker/authorize", "/consent", "/broker/consent", "/oauth/callback", "/broker/oauth/callback", "/token", "/register", "/revoke", "/introspect", "/mcp", "/broker/mcp", "/healthz", "/nowhere"];
+    const paths = [
+      "/authorize",
+      "/broker/authorize",
+      "/consent",
+      "/broker/consent",
+      "/oauth/callback",
+      "/broker/oauth/callback",
+      "/token",
+      "/register",
+      "/revoke",
+      "/introspect",
+      "/mcp",
+      "/broker/mcp",
+      "/healthz",
+      "/nowhere",
+    ];
     for (const p of paths) {
       const query = `transaction=${secret("tx")}&unexpected_param=${secret("up")}&${secret("bare")}&response_type=code&client_id=visible-client`;
-      await fetch(`${origin}${p}?${query}`, { method: p === "/token" || p === "/register" || p === "/revoke" || p === "/introspect" ? "POST" : "GET", redirect: "manual" });
+      await fetch(`${origin}${p}?${query}`, {
+        method: p === "/token" || p === "/register" || p === "/revoke" || p === "/introspect" ? "POST" : "GET",
+        redirect: "manual",
+      });
     }
     await new Promise((r) => setTimeout(r, 50));
 
@@ -70,7 +100,10 @@ describe("the request log of a broker at trace level", () => {
     // Every request was logged, with its harmless parameters and the hidden ones marked.
     for (const p of paths) {
       const line = requestLines.find((entry) => entry.url?.startsWith(`${p}?`));
-      expect([p, line?.url]).toEqual([p, `${p}?transaction=[redacted]&unexpected_param=[redacted]&[redacted]=[redacted]&response_type=code&client_id=visible-client`]);
+      expect([p, line?.url]).toEqual([
+        p,
+        `${p}?transaction=[redacted]&unexpected_param=[redacted]&[redacted]=[redacted]&response_type=code&client_id=visible-client`,
+      ]);
     }
   });
 });

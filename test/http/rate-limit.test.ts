@@ -23,7 +23,11 @@ describe("rateLimit", () => {
     const next = async () => undefined;
     await middleware(ctx, next);
     await middleware(ctx, next);
-    await expect(middleware(ctx, next)).rejects.toMatchObject({ status: 429, headers: { "Retry-After": "60" }, description: expect.stringMatching(/Too many registrations/) });
+    await expect(middleware(ctx, next)).rejects.toMatchObject({
+      status: 429,
+      headers: { "Retry-After": "60" },
+      description: expect.stringMatching(/Too many registrations/),
+    });
     await expect(middleware({ ip: "192.0.2.2" } as Koa.Context, next)).resolves.toBeUndefined();
   });
 

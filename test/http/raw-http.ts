@@ -49,7 +49,12 @@ export function rawRequest(origin: string, head: string | { raw: string }, first
     socket.on("close", () => {
       clearInterval(trickleTimer);
       tryParse(true);
-      if (!parsed) rejectResponse(new Error(`the connection ${resetSeen ? "was reset" : "closed"} before a whole response (got ${JSON.stringify(received.toString("latin1").slice(0, 200))})`));
+      if (!parsed)
+        rejectResponse(
+          new Error(
+            `the connection ${resetSeen ? "was reset" : "closed"} before a whole response (got ${JSON.stringify(received.toString("latin1").slice(0, 200))})`,
+          ),
+        );
       resolve({ reset: resetSeen });
     });
   });
@@ -122,7 +127,10 @@ export function rawRequest(origin: string, head: string | { raw: string }, first
 export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -85,7 +85,11 @@ describe("the HTTP server's own deadlines", () => {
     const replies: string[] = [];
     ex.socket.on("data", (d: Buffer) => replies.push(d.toString("latin1")));
     const timer = setTimeout(() => ex.write("GET /later HTTP/1.1\r\nhost: x\r\n\r\n"), GRACE_MS * 2);
-    await within(new Promise<void>((resolve) => ex.socket.on("data", () => replies.join("").includes("ok") && resolve())), 3000, "the second answer on the same connection");
+    await within(
+      new Promise<void>((resolve) => ex.socket.on("data", () => replies.join("").includes("ok") && resolve())),
+      3000,
+      "the second answer on the same connection",
+    );
     clearTimeout(timer);
     expect(replies.join("")).toMatch(/^HTTP\/1\.1 200/);
     ex.destroy();

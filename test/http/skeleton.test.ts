@@ -48,15 +48,26 @@ describe("application skeleton", () => {
 describe("logging", () => {
   it("logs a line per request at info, but the /mcp hot path and the probes only at debug", async () => {
     const lines: Array<{ level: number; url?: string; msg: string }> = [];
-    const logger = createLogger("info", new Writable({ write: (c: Buffer, _e, done) => (lines.push(JSON.parse(c.toString())), done()) }));
+    const logger = createLogger(
+      "info",
+      new Writable({
+        write: (c: Buffer, _e, done) => {
+          lines.push(JSON.parse(c.toString()));
+          done();
+        },
+      }),
+    );
     const { createApp } = await import("../../src/app.ts");
     const Router = (await import("@koa/router")).default;
-    const mcp = new Router().all(["/mcp", "/mcp/{*rest}"], (ctx) => void (ctx.body = "ok"));
+    const mcp = new Router().all(["/mcp", "/mcp/{*rest}"], (ctx) => {
+      ctx.body = "ok";
+    });
     const t = await startBroker();
     const app = createApp({ config: t.broker.config, logger, routers: [mcp] });
     const server = await listen(app.callback(), 0, "127.0.0.1");
     try {
-      for (const p of ["/mcp", "/mcp/sub", "/healthz", "/mcpx", "/.well-known/oauth-protected-resource/mcp"]) await fetch(`http://127.0.0.1:${server.port}${p}`);
+      for (const p of ["/mcp", "/mcp/sub", "/healthz", "/mcpx", "/.well-known/oauth-protected-resource/mcp"])
+        await fetch(`http://127.0.0.1:${server.port}${p}`);
       await new Promise((r) => setTimeout(r, 50));
       expect(lines.filter((l) => l.msg === "request").map((l) => l.url)).toEqual(["/mcpx", "/.well-known/oauth-protected-resource/mcp"]);
     } finally {
@@ -86,7 +97,10 @@ describe("logging", () => {
         headers: { authorization: `Bearer ${secret}`, cookie: "mab_session=COOKIESECRET" },
       });
       await fetch(`http://127.0.0.1:${server.port}/token?client_secret=CLIENTSECRET9`, { method: "POST" });
-      logger.info({ headers: { authorization: `Bearer ${secret}`, cookie: "COOKIESECRET" }, body: { refresh_token: "RTSECRET", client_secret: "CLIENTSECRET9" } }, "explicit");
+      logger.info(
+        { headers: { authorization: `Bearer ${secret}`, cookie: "COOKIESECRET" }, body: { refresh_token: "RTSECRET", client_secret: "CLIENTSECRET9" } },
+        "explicit",
+      );
       await new Promise((r) => setTimeout(r, 50));
       // An allow-listed, harmless parameter stays readable; every other value is hidden.
       expect(output).toContain("scope=visible");
@@ -106,9 +120,13 @@ describe("logging", () => {
 
 describe("graceful shutdown", () => {
   it("finishes an in-flight request, then stops accepting", async () => {
-    const server = await listen((_req, res) => {
-      setTimeout(() => res.end("finished"), 400);
-    }, 0, "127.0.0.1");
+    const server = await listen(
+      (_req, res) => {
+        setTimeout(() => res.end("finished"), 400);
+      },
+      0,
+      "127.0.0.1",
+    );
     const url = `http://127.0.0.1:${server.port}/`;
     const inflight = fetch(url).then(async (r) => ({ status: r.status, body: await r.text() }));
     await new Promise((r) => setTimeout(r, 100));
@@ -119,9 +137,13 @@ describe("graceful shutdown", () => {
   });
 
   it("cuts requests that outlive the deadline", async () => {
-    const server = await listen(() => {
-      /* never answers */
-    }, 0, "127.0.0.1");
+    const server = await listen(
+      () => {
+        /* never answers */
+      },
+      0,
+      "127.0.0.1",
+    );
     const inflight = fetch(`http://127.0.0.1:${server.port}/`).catch((e: Error) => e);
     await new Promise((r) => setTimeout(r, 100));
     await expect(server.close(300)).resolves.toEqual({ forced: true });

@@ -93,7 +93,7 @@ describe("slow uploads to /mcp", () => {
     const res = await within(ex.response, BODY_DEADLINE_MS + 3000, "the 408 response");
     const elapsed = Date.now() - started;
     expect(res.status).toBe(408);
-    expect(res.headers["connection"]).toBe("close");
+    expect(res.headers.connection).toBe("close");
     expect(jsonRpcError(res)).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/upload/) }, id: null });
     expect(elapsed).toBeGreaterThanOrEqual(BODY_DEADLINE_MS - 20);
     expect(elapsed).toBeLessThan(BODY_DEADLINE_MS + 1500);
@@ -110,7 +110,7 @@ describe("slow uploads to /mcp", () => {
     ex.trickle(50, "a");
     const res = await within(ex.response, BODY_DEADLINE_MS + 3 * RATE_WINDOW_MS + 3000, "the 408 response");
     expect(res.status).toBe(408);
-    expect(res.headers["connection"]).toBe("close");
+    expect(res.headers.connection).toBe("close");
     expect(jsonRpcError(res).error.message).toMatch(/upload/);
     expect(Date.now() - started).toBeLessThan(BODY_DEADLINE_MS + 2 * RATE_WINDOW_MS + 1500);
     await within(ex.closed, 3000, "the broker to drop the connection");
@@ -139,7 +139,16 @@ describe("slow uploads to /mcp", () => {
 
   it("streams a large upload: the MCP server reads its head while the rest is still to come", async () => {
     const ip = freshIp();
-    const ex = rawRequest(t.url, head("POST", "/mcp/mirror", { host, authorization: `Bearer ${token}`, "content-type": "application/octet-stream", "transfer-encoding": "chunked", "x-forwarded-for": ip }));
+    const ex = rawRequest(
+      t.url,
+      head("POST", "/mcp/mirror", {
+        host,
+        authorization: `Bearer ${token}`,
+        "content-type": "application/octet-stream",
+        "transfer-encoding": "chunked",
+        "x-forwarded-for": ip,
+      }),
+    );
     const first = 80 * 1024;
     ex.write(`${first.toString(16)}\r\n`);
     ex.write(Buffer.alloc(first, "h"));
@@ -162,7 +171,17 @@ describe("slow uploads to /mcp", () => {
 
   it("sends a small body of unknown length up whole, once it has arrived", async () => {
     const ip = freshIp();
-    const ex = rawRequest(t.url, head("POST", "/mcp/mirror", { host, authorization: `Bearer ${token}`, "content-type": "application/octet-stream", "transfer-encoding": "chunked", "x-forwarded-for": ip }), "6\r\nfirst;\r\n");
+    const ex = rawRequest(
+      t.url,
+      head("POST", "/mcp/mirror", {
+        host,
+        authorization: `Bearer ${token}`,
+        "content-type": "application/octet-stream",
+        "transfer-encoding": "chunked",
+        "x-forwarded-for": ip,
+      }),
+      "6\r\nfirst;\r\n",
+    );
     ex.write("6\r\nsecond\r\n0\r\n\r\n");
     const res = await within(ex.response, 5000, "the echo");
     expect(res.status).toBe(200);
@@ -170,8 +189,6 @@ describe("slow uploads to /mcp", () => {
     expect(res.body).toBe("first;second");
     ex.destroy();
   });
-
-
 });
 
 describe("bodies in flight per client address", () => {
@@ -194,13 +211,17 @@ describe("bodies in flight per client address", () => {
     await waitFor(() => receivingCount(t.broker.app, a) === cap, `${cap} bodies from one address in flight`);
 
     const started = Date.now();
-    const excess = rawRequest(t.url, head("POST", "/token", { host, "content-type": "application/x-www-form-urlencoded", "content-length": "100", "x-forwarded-for": a }), "g");
+    const excess = rawRequest(
+      t.url,
+      head("POST", "/token", { host, "content-type": "application/x-www-form-urlencoded", "content-length": "100", "x-forwarded-for": a }),
+      "g",
+    );
     open.push(excess);
     const res = await within(excess.response, 3000, "the 429");
     expect(Date.now() - started).toBeLessThan(1000);
     expect(res.status).toBe(429);
     expect(Number(res.headers["retry-after"])).toBeGreaterThan(0);
-    expect(res.headers["connection"]).toBe("close");
+    expect(res.headers.connection).toBe("close");
     expect(JSON.parse(res.body)).toEqual({ error: "invalid_request", error_description: expect.stringMatching(/too many/i) });
 
     // /mcp counts against the same address, and answers in JSON-RPC.
@@ -214,7 +235,11 @@ describe("bodies in flight per client address", () => {
     expect(mcp.connections).toBe(connectionsBefore);
 
     // Another address: its slow body is admitted and answered once complete.
-    const other = rawRequest(t.url, head("POST", "/token", { host, "content-type": "application/x-www-form-urlencoded", "content-length": "19", "x-forwarded-for": b }), "grant_type");
+    const other = rawRequest(
+      t.url,
+      head("POST", "/token", { host, "content-type": "application/x-www-form-urlencoded", "content-length": "19", "x-forwarded-for": b }),
+      "grant_type",
+    );
     open.push(other);
     await waitFor(() => receivingCount(t.broker.app, b) === 1, "the other address's body in flight");
     other.write("=nonsense");

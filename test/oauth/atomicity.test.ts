@@ -18,14 +18,21 @@ function faultFor(t: TestBroker, kind: "sqlite" | "postgres"): Fault {
   const db = t.broker.database.db;
   if (kind === "sqlite") {
     return {
-      inject: async (type) => void (await db.$executeRawUnsafe(`CREATE TRIGGER injected_fault BEFORE INSERT ON "AuditEvent" WHEN NEW.type = '${type}' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`)),
+      inject: async (type) =>
+        void (await db.$executeRawUnsafe(
+          `CREATE TRIGGER injected_fault BEFORE INSERT ON "AuditEvent" WHEN NEW.type = '${type}' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`,
+        )),
       clear: async () => void (await db.$executeRawUnsafe(`DROP TRIGGER IF EXISTS injected_fault`)),
     };
   }
   return {
     async inject(type) {
-      await db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION injected_fault() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected fault'; END $$ LANGUAGE plpgsql`);
-      await db.$executeRawUnsafe(`CREATE TRIGGER injected_fault BEFORE INSERT ON "AuditEvent" FOR EACH ROW WHEN (NEW.type = '${type}') EXECUTE FUNCTION injected_fault()`);
+      await db.$executeRawUnsafe(
+        `CREATE OR REPLACE FUNCTION injected_fault() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected fault'; END $$ LANGUAGE plpgsql`,
+      );
+      await db.$executeRawUnsafe(
+        `CREATE TRIGGER injected_fault BEFORE INSERT ON "AuditEvent" FOR EACH ROW WHEN (NEW.type = '${type}') EXECUTE FUNCTION injected_fault()`,
+      );
     },
     clear: async () => void (await db.$executeRawUnsafe(`DROP TRIGGER IF EXISTS injected_fault ON "AuditEvent"`)),
   };
@@ -50,7 +57,13 @@ describe.each(databaseTargets("atomicity tests"))("a step that fails at its last
 
   async function codeExchangeForm() {
     const { callback, verifier } = await authorize(t.url, client, { scope: "mcp offline_access" });
-    return { grant_type: "authorization_code", code: callback.searchParams.get("code")!, code_verifier: verifier, redirect_uri: client.redirect_uri, client_id: client.client_id };
+    return {
+      grant_type: "authorization_code",
+      code: callback.searchParams.get("code")!,
+      code_verifier: verifier,
+      redirect_uri: client.redirect_uri,
+      client_id: client.client_id,
+    };
   }
 
   it("code exchange: the code stays unused, no token exists, and the retry succeeds", async () => {

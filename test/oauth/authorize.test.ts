@@ -2,7 +2,17 @@
 // later problem goes to the validated redirect URI with error, error_description, state and iss.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
-import { authorizeUrl, countRows, pkcePair, postForm, redirectParams, registerOperatorClient, registerTestClient, send, type TestClient } from "../support/oauth-client.ts";
+import {
+  authorizeUrl,
+  countRows,
+  pkcePair,
+  postForm,
+  redirectParams,
+  registerOperatorClient,
+  registerTestClient,
+  send,
+  type TestClient,
+} from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let client: TestClient;
@@ -90,7 +100,7 @@ describe("later errors: redirected to the validated redirect URI", () => {
     ["a resource at another path", "invalid_target", () => client, () => ({ resource: `${t.url}/other` })],
     ["a resource with a sub-path", "invalid_target", () => client, () => ({ resource: `${t.url}/mcp/x` })],
     ["a resource with a fragment", "invalid_target", () => client, () => ({ resource: `${t.url}/mcp#frag` })],
-    ["a resource with userinfo", "invalid_target", () => client, () => ({ resource: t.url.replace("http://", "http://user@") + "/mcp" })],
+    ["a resource with userinfo", "invalid_target", () => client, () => ({ resource: `${t.url.replace("http://", "http://user@")}/mcp` })],
     ["a relative resource", "invalid_target", () => client, { resource: "/mcp" }],
     ["an empty resource", "invalid_target", () => client, { resource: "" }],
     ["a resource that is not a URL", "invalid_target", () => client, { resource: "urn:mcp:server" }],

@@ -55,8 +55,7 @@ describe.each(deployments)("/token under concurrent requests (%s)", (_name, depl
   afterAll(async () => d.stop());
 
   /** Sends the same form PARALLEL times at once, round-robin over the instances. */
-  const race = (form: Record<string, string>) =>
-    Promise.all(Array.from({ length: PARALLEL }, (_, i) => tokenRequest(d.origins[i % d.origins.length]!, form)));
+  const race = (form: Record<string, string>) => Promise.all(Array.from({ length: PARALLEL }, (_, i) => tokenRequest(d.origins[i % d.origins.length]!, form)));
 
   /** What the first instance's bearer validation makes of an access token (null: refused). */
   const introspectAccess = (token: string) => d.first.broker.services.grants.validator.validate(token).catch(() => null);
@@ -110,7 +109,11 @@ describe.each(deployments)("/token under concurrent requests (%s)", (_name, depl
     expect(await db.refreshToken.count({ where: { grantId: grant!.grantId } })).toBe(2);
 
     // The successor works; once it has been used, the old token is reuse and ends the grant (rule 6).
-    const third = await tokenRequest(d.origins[d.origins.length - 1]!, { grant_type: "refresh_token", refresh_token: next.refresh_token, client_id: client.client_id });
+    const third = await tokenRequest(d.origins[d.origins.length - 1]!, {
+      grant_type: "refresh_token",
+      refresh_token: next.refresh_token,
+      client_id: client.client_id,
+    });
     expect(third.status).toBe(200);
     const reuse = await tokenRequest(d.origins[0]!, { grant_type: "refresh_token", refresh_token: original.refresh_token, client_id: client.client_id });
     expect(reuse.body.error).toBe("invalid_grant");

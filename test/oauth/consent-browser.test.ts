@@ -12,7 +12,8 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorizeUrl, registerTestClient, send, type TestClient } from "../support/oauth-client.ts";
 
 const REDIRECT = "http://127.0.0.1:7777/callback";
-const LOGO = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 48 48"><rect width="48" height="48" rx="10" fill="#6d4aff"/><text x="24" y="32" font-size="24" text-anchor="middle" fill="#fff" font-family="sans-serif">A</text></svg>';
+const LOGO =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 48 48"><rect width="48" height="48" rx="10" fill="#6d4aff"/><text x="24" y="32" font-size="24" text-anchor="middle" fill="#fff" font-family="sans-serif">A</text></svg>';
 
 let t: TestBroker;
 let browser: Browser;
@@ -38,7 +39,11 @@ afterAll(async () => {
 
 /** A fresh browser profile (own cookies) where the client's redirect URI and logo are served locally. */
 async function newBrowserContext(options: { mobile?: boolean } = {}): Promise<{ context: BrowserContext; callbacks: URL[] }> {
-  const context = await browser.newContext(options.mobile ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true } : { viewport: { width: 1000, height: 900 } });
+  const context = await browser.newContext(
+    options.mobile
+      ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true }
+      : { viewport: { width: 1000, height: 900 } },
+  );
   const callbacks: URL[] = [];
   await context.route(`${REDIRECT}**`, async (route) => {
     callbacks.push(new URL(route.request().url()));
@@ -103,7 +108,12 @@ describe("consent page in Chromium", () => {
     const page = await openConsentPage(context, "deny-state");
     await deny(page).click();
     await page.waitForURL((url) => url.href.startsWith(REDIRECT));
-    expect(Object.fromEntries(callbacks[0]!.searchParams)).toEqual({ error: "access_denied", error_description: expect.any(String), state: "deny-state", iss: t.url });
+    expect(Object.fromEntries(callbacks[0]!.searchParams)).toEqual({
+      error: "access_denied",
+      error_description: expect.any(String),
+      state: "deny-state",
+      iss: t.url,
+    });
     await context.close();
   });
 
@@ -146,7 +156,11 @@ describe("consent page in Chromium", () => {
     // cookie even goes along) frames the consent page, a broker error page, and a control page.
     const framerServer = createServer((req, res) => {
       res.setHeader("content-type", "text/html");
-      res.end(req.url === "/control" ? "<p>control frame</p>" : `<h1>framer</h1><iframe src="${consentUrl}"></iframe><iframe src="${t.url}/consent?transaction=x"></iframe><iframe src="/control"></iframe>`);
+      res.end(
+        req.url === "/control"
+          ? "<p>control frame</p>"
+          : `<h1>framer</h1><iframe src="${consentUrl}"></iframe><iframe src="${t.url}/consent?transaction=x"></iframe><iframe src="/control"></iframe>`,
+      );
     });
     await new Promise<void>((resolve) => framerServer.listen(0, "127.0.0.1", resolve));
     const framer = await context.newPage();

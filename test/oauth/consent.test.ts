@@ -6,7 +6,19 @@ import { ClientRegistry } from "../../src/grants/clients.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
-import { authorizeUrl, countRows, decide, openConsent, readConsent, redirectParams, registerTestClient, send, type ConsentForm, type TestClient, tamper } from "../support/oauth-client.ts";
+import {
+  authorizeUrl,
+  countRows,
+  decide,
+  openConsent,
+  readConsent,
+  redirectParams,
+  registerTestClient,
+  send,
+  type ConsentForm,
+  type TestClient,
+  tamper,
+} from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let client: TestClient;
@@ -26,7 +38,8 @@ afterAll(async () => t.stop());
 
 const db = () => t.broker.database.db;
 const txStatus = async (id: string) => (await db().authTransaction.findUniqueOrThrow({ where: { id } })).status;
-const consentFor = (overrides: Record<string, string | undefined> = {}, browser = new HttpBrowser()) => openConsent(authorizeUrl(t.url, client, overrides), browser);
+const consentFor = (overrides: Record<string, string | undefined> = {}, browser = new HttpBrowser()) =>
+  openConsent(authorizeUrl(t.url, client, overrides), browser);
 
 describe("what the page shows", () => {
   let form: ConsentForm;
@@ -67,7 +80,10 @@ describe("what the page shows", () => {
   });
 
   it("does not call an operator-registered client unverified", async () => {
-    const { client: manual } = await new ClientRegistry(db()).register(parseClientMetadata({ redirect_uris: ["https://ops.example.com/cb"], token_endpoint_auth_method: "none", client_name: "Ops tool" }, "manual"), "manual");
+    const { client: manual } = await new ClientRegistry(db()).register(
+      parseClientMetadata({ redirect_uris: ["https://ops.example.com/cb"], token_endpoint_auth_method: "none", client_name: "Ops tool" }, "manual"),
+      "manual",
+    );
     const page = await openConsent(authorizeUrl(t.url, { client_id: manual.id, redirect_uri: "https://ops.example.com/cb" }));
     expect(page.html).toContain("Ops tool");
     expect(page.html).not.toMatch(/Unverified/);

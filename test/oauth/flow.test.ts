@@ -18,7 +18,12 @@ describe("authorization code flow (demo mode)", () => {
     const res = await fetch(`${t.url}/mcp`, {
       method: "POST",
       headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
     });
     expect(res.status).toBe(200);
     const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });

@@ -68,6 +68,7 @@ function generator(seed: number, k: Known): () => FuzzRequest {
     "..%2f..%2f",
     "<script>alert(1)</script>",
     "' OR 1=1 --",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a log4j-style payload, literally
     "${jndi:ldap://x}",
     "null",
     "[]",
@@ -94,7 +95,18 @@ function generator(seed: number, k: Known): () => FuzzRequest {
     if (roll < 0.5) return pick(hostile);
     if (roll < 0.6) return "x".repeat(pick([100, 1000, 5000, 70_000]));
     if (roll < 0.8) return Array.from({ length: int(40) }, () => String.fromCharCode(int(0x250))).join("");
-    return pick([k.pub.client_id, k.basic.client_id, k.machine.client_id, k.accessToken, k.refreshToken, k.pub.redirect_uri, `${k.url}/mcp`, "authorization_code", "refresh_token", "client_credentials"]);
+    return pick([
+      k.pub.client_id,
+      k.basic.client_id,
+      k.machine.client_id,
+      k.accessToken,
+      k.refreshToken,
+      k.pub.redirect_uri,
+      `${k.url}/mcp`,
+      "authorization_code",
+      "refresh_token",
+      "client_credentials",
+    ]);
   };
   /** Percent-encodes the UTF-8 bytes (a lone surrogate becomes U+FFFD, as a browser sends it). */
   const pct = (v: string) => {
@@ -115,7 +127,14 @@ function generator(seed: number, k: Known): () => FuzzRequest {
     }
     return params.join("&");
   };
-  const formTypes = ["application/x-www-form-urlencoded", "application/x-www-form-urlencoded; charset=utf-8", "application/json", "text/plain", "multipart/form-data; boundary=x", ""];
+  const formTypes = [
+    "application/x-www-form-urlencoded",
+    "application/x-www-form-urlencoded; charset=utf-8",
+    "application/json",
+    "text/plain",
+    "multipart/form-data; boundary=x",
+    "",
+  ];
   const auth = () =>
     pick([
       {},
@@ -139,18 +158,49 @@ function generator(seed: number, k: Known): () => FuzzRequest {
   const endpoints: Array<() => FuzzRequest> = [
     () => {
       const doc: Record<string, unknown> = { redirect_uris: [k.pub.redirect_uri], token_endpoint_auth_method: "none" };
-      for (const field of ["redirect_uris", "token_endpoint_auth_method", "grant_types", "response_types", "scope", "client_name", "client_uri", "logo_uri", "software_id", "software_version", "__proto__"]) {
+      for (const field of [
+        "redirect_uris",
+        "token_endpoint_auth_method",
+        "grant_types",
+        "response_types",
+        "scope",
+        "client_name",
+        "client_uri",
+        "logo_uri",
+        "software_id",
+        "software_version",
+        "__proto__",
+      ]) {
         if (chance(0.3)) doc[field] = chance(0.5) ? jsonValue() : [word()];
       }
       const body = chance(0.1) ? word() : JSON.stringify(doc);
-      return { method: "POST", path: "/register", headers: { "content-type": chance(0.9) ? "application/json" : pick(formTypes), "x-forwarded-for": ip() }, body };
+      return {
+        method: "POST",
+        path: "/register",
+        headers: { "content-type": chance(0.9) ? "application/json" : pick(formTypes), "x-forwarded-for": ip() },
+        body,
+      };
     },
-    () => ({ method: pick(["GET", "GET", "POST"]), path: `/authorize?${query(["response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method", "state", "scope", "resource"])}`, headers: {} }),
-    () => ({ method: "POST", path: "/token", headers: form(), body: query(["grant_type", "client_id", "client_secret", "code", "code_verifier", "redirect_uri", "refresh_token", "scope", "resource"]) }),
+    () => ({
+      method: pick(["GET", "GET", "POST"]),
+      path: `/authorize?${query(["response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method", "state", "scope", "resource"])}`,
+      headers: {},
+    }),
+    () => ({
+      method: "POST",
+      path: "/token",
+      headers: form(),
+      body: query(["grant_type", "client_id", "client_secret", "code", "code_verifier", "redirect_uri", "refresh_token", "scope", "resource"]),
+    }),
     () => ({ method: "POST", path: "/revoke", headers: form(), body: query(["token", "token_type_hint", "client_id", "client_secret"]) }),
     () => ({ method: "POST", path: "/introspect", headers: form(), body: query(["token", "token_type_hint", "client_id", "client_secret"]) }),
     () => ({ method: "GET", path: `/consent?${query(["transaction"])}`, headers: { cookie: `mab_session=${pct(word())}` } }),
-    () => ({ method: "POST", path: "/consent", headers: { "content-type": pick(formTypes), cookie: `mab_session=${pct(word())}` }, body: query(["transaction", "csrf", "decision"]) }),
+    () => ({
+      method: "POST",
+      path: "/consent",
+      headers: { "content-type": pick(formTypes), cookie: `mab_session=${pct(word())}` },
+      body: query(["transaction", "csrf", "decision"]),
+    }),
     () => ({ method: "GET", path: `/oauth/callback?${query(["code", "state", "error", "error_description", "iss"])}`, headers: {} }),
     () => ({
       method: pick(["GET", "POST", "POST", "DELETE", "PUT", "OPTIONS"]),
@@ -162,9 +212,22 @@ function generator(seed: number, k: Known): () => FuzzRequest {
         ...(chance(0.3) ? { "mcp-session-id": pct(word()).slice(0, 200) } : {}),
         ...(chance(0.3) ? { "mcp-protocol-version": pct(word()).slice(0, 50) } : {}),
       },
-      body: chance(0.5) ? JSON.stringify({ jsonrpc: "2.0", id: int(100), method: pick(["initialize", "tools/list", "tools/call", word()]), params: jsonValue() }) : word(),
+      body: chance(0.5)
+        ? JSON.stringify({ jsonrpc: "2.0", id: int(100), method: pick(["initialize", "tools/list", "tools/call", word()]), params: jsonValue() })
+        : word(),
     }),
-    () => ({ method: pick(["GET", "POST", "DELETE", "PATCH"]), path: pick(["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp", "/healthz", "/readyz", `/${enc(word())}`, `/token/${enc(word())}`]), headers: {} }),
+    () => ({
+      method: pick(["GET", "POST", "DELETE", "PATCH"]),
+      path: pick([
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/healthz",
+        "/readyz",
+        `/${enc(word())}`,
+        `/token/${enc(word())}`,
+      ]),
+      headers: {},
+    }),
   ];
   return () => {
     const request = pick(endpoints)();
@@ -184,7 +247,11 @@ describe.each(databaseTargets("the fuzz run").map((target) => [target.name, targ
     const db = t.broker.database.db;
     const [pub, basic, post, machine] = await Promise.all([
       registerTestClient(t.url),
-      registerOperatorClient(db, { redirect_uris: ["http://127.0.0.1:7777/callback"], grant_types: ["authorization_code", "refresh_token", "client_credentials"], response_types: ["code"] }),
+      registerOperatorClient(db, {
+        redirect_uris: ["http://127.0.0.1:7777/callback"],
+        grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+        response_types: ["code"],
+      }),
       registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
       registerOperatorClient(db),
     ]);
@@ -208,7 +275,12 @@ describe.each(databaseTargets("the fuzz run").map((target) => [target.name, targ
         const r = requests[i]!;
         let status: number;
         try {
-          const res = await fetch(`${t.url}${r.path}`, { method: r.method, headers: r.headers, redirect: "manual", ...(r.body !== undefined ? { body: r.body } : {}) });
+          const res = await fetch(`${t.url}${r.path}`, {
+            method: r.method,
+            headers: r.headers,
+            redirect: "manual",
+            ...(r.body !== undefined ? { body: r.body } : {}),
+          });
           await res.arrayBuffer();
           status = res.status;
         } catch (err) {
@@ -218,7 +290,8 @@ describe.each(databaseTargets("the fuzz run").map((target) => [target.name, targ
           continue;
         }
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
-        if (status >= 500) failures.push(`#${i} ${r.method} ${r.path.slice(0, 120)} ${JSON.stringify(r.headers).slice(0, 200)} ${(r.body ?? "").slice(0, 200)} → ${status}`);
+        if (status >= 500)
+          failures.push(`#${i} ${r.method} ${r.path.slice(0, 120)} ${JSON.stringify(r.headers).slice(0, 200)} ${(r.body ?? "").slice(0, 200)} → ${status}`);
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));

@@ -15,19 +15,29 @@ beforeAll(async () => {
 });
 afterAll(async () => t.stop());
 
-const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+};
 const mcp = (token: string) =>
   fetch(`${t.url}/mcp`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
     body: JSON.stringify(initialize),
   });
-const clientCredentials = (id: string, secret: string) => postForm(`${t.url}/token`, { grant_type: "client_credentials" }, { authorization: basicAuth(id, secret) });
+const clientCredentials = (id: string, secret: string) =>
+  postForm(`${t.url}/token`, { grant_type: "client_credentials" }, { authorization: basicAuth(id, secret) });
 
 describe("machine clients", () => {
   it("the trial's sequence: /register refuses client_credentials and stores nothing", async () => {
     const before = await countRows(t.broker.database.db);
-    const res = await postJson(`${t.url}/register`, { grant_types: ["client_credentials"], response_types: [], token_endpoint_auth_method: "client_secret_basic" }, { "x-forwarded-for": freshIp() });
+    const res = await postJson(
+      `${t.url}/register`,
+      { grant_types: ["client_credentials"], response_types: [], token_endpoint_auth_method: "client_secret_basic" },
+      { "x-forwarded-for": freshIp() },
+    );
     expect(res.status).toBe(400);
     expect(res.json).toMatchObject({ error: "invalid_client_metadata" });
     expect(res.json!.error_description).toContain("clients add --grant-type client_credentials");
@@ -36,7 +46,10 @@ describe("machine clients", () => {
 
   it("a client self-registered with client_credentials before the fix gets no token", async () => {
     // The row such a registration left behind: dynamic, allowed client_credentials by the old rules.
-    const metadata = parseClientMetadata({ grant_types: ["client_credentials"], response_types: [], token_endpoint_auth_method: "client_secret_basic" }, "manual");
+    const metadata = parseClientMetadata(
+      { grant_types: ["client_credentials"], response_types: [], token_endpoint_auth_method: "client_secret_basic" },
+      "manual",
+    );
     const { client, clientSecret } = await new ClientRegistry(t.broker.database.db).register(metadata, "dynamic");
     const res = await clientCredentials(client.id, clientSecret!);
     expect(res.status).toBe(400);
@@ -60,7 +73,9 @@ describe("machine clients", () => {
     const issued = await clientCredentials(machine.client_id, machine.client_secret!);
     expect(issued.status).toBe(200);
     expect(issued.json).not.toHaveProperty("refresh_token");
-    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${issued.json!.access_token as string}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${issued.json!.access_token as string}` } },
+    });
     const client = new Client({ name: "nightly", version: "1" });
     await client.connect(transport);
     try {

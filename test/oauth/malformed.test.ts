@@ -5,7 +5,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { databaseTargets, type DatabaseTarget } from "../support/database-targets.ts";
-import { authorizeUrl, basicAuth, countRows, freshIp, registerOperatorClient, registerTestClient, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
+import {
+  authorizeUrl,
+  basicAuth,
+  countRows,
+  freshIp,
+  registerOperatorClient,
+  registerTestClient,
+  send,
+  type HttpResult,
+  type TestClient,
+} from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -18,7 +28,11 @@ async function setUp(target: DatabaseTarget): Promise<void> {
   t = await startBroker({ TRUST_PROXY: "true", DATABASE_URL: database.url });
   [pub, basic, post] = await Promise.all([
     registerTestClient(t.url),
-    registerOperatorClient(t.broker.database.db, { redirect_uris: ["http://127.0.0.1:7777/callback"], grant_types: ["authorization_code", "refresh_token", "client_credentials"], response_types: ["code"] }),
+    registerOperatorClient(t.broker.database.db, {
+      redirect_uris: ["http://127.0.0.1:7777/callback"],
+      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+      response_types: ["code"],
+    }),
     registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
   ]);
 }
@@ -36,13 +50,20 @@ const JSON_TYPE = "application/json";
 const big = (n: number) => "a".repeat(n);
 const goodUri = "https://app.example.com/cb";
 const cases: Case[] = [];
-const add = (endpoint: string, expect: Expect, rows: [string, () => { method?: string; headers?: Record<string, string>; body?: string | Buffer; path?: string }][]) => {
+const add = (
+  endpoint: string,
+  expect: Expect,
+  rows: [string, () => { method?: string; headers?: Record<string, string>; body?: string | Buffer; path?: string }][],
+) => {
   for (const [name, make] of rows) cases.push({ name: `${endpoint}: ${name}`, expect, request: () => ({ method: "POST", path: endpoint, ...make() }) });
 };
 
 // ---------- /register (RFC 7591: JSON in, JSON errors out) ----------
 const ct = (type: string): Record<string, string> => (type ? { "content-type": type } : {});
-const reg = (body: unknown, type = JSON_TYPE) => ({ headers: { ...ct(type), "x-forwarded-for": freshIp() }, body: typeof body === "string" ? body : JSON.stringify(body) });
+const reg = (body: unknown, type = JSON_TYPE) => ({
+  headers: { ...ct(type), "x-forwarded-for": freshIp() },
+  body: typeof body === "string" ? body : JSON.stringify(body),
+});
 add("/register", "json", [
   ["text/plain with a valid document", () => reg({ redirect_uris: [goodUri] }, "text/plain")],
   ["form-encoded", () => reg("redirect_uris=https%3A%2F%2Fapp.example.com%2Fcb", FORM)],
@@ -102,7 +123,10 @@ add("/authorize", "page", [
   ["a duplicated code_challenge_method", () => authz({}, "&code_challenge_method=plain")],
   ["an unregistered redirect URI", () => authz({ redirect_uri: "https://evil.example/cb" })],
   ["the registered redirect URI plus a fragment", () => authz({ redirect_uri: `${"http://127.0.0.1:7777/callback"}#x` })],
-  ["an unregistered redirect URI and every other error too", () => authz({ redirect_uri: "https://evil.example/cb", response_type: "token", code_challenge: undefined, scope: "admin" })],
+  [
+    "an unregistered redirect URI and every other error too",
+    () => authz({ redirect_uri: "https://evil.example/cb", response_type: "token", code_challenge: undefined, scope: "admin" }),
+  ],
   ["POST as JSON", () => authzPost(JSON.stringify({ client_id: "x" }), JSON_TYPE)],
   ["POST as text/plain", () => authzPost("client_id=x", "text/plain")],
   ["POST without a content type", () => authzPost("client_id=x", "")],
@@ -130,7 +154,14 @@ const tok = (form: string | Record<string, string>, headers: Record<string, stri
   body: typeof form === "string" ? form : new URLSearchParams(form).toString(),
 });
 const asBasic = () => ({ authorization: basicAuth(basic.client_id, basic.client_secret!) });
-const pubCode = (extra: Record<string, string> = {}) => ({ grant_type: "authorization_code", client_id: pub.client_id, code: "mab_ac_nope", code_verifier: big(43), redirect_uri: "http://127.0.0.1:7777/callback", ...extra });
+const pubCode = (extra: Record<string, string> = {}) => ({
+  grant_type: "authorization_code",
+  client_id: pub.client_id,
+  code: "mab_ac_nope",
+  code_verifier: big(43),
+  redirect_uri: "http://127.0.0.1:7777/callback",
+  ...extra,
+});
 add("/token", "json", [
   ["a JSON body", () => tok(JSON.stringify(pubCode()), {}, JSON_TYPE)],
   ["text/plain", () => tok(pubCode(), {}, "text/plain")],
@@ -158,7 +189,10 @@ add("/token", "json", [
   ["a confidential client without a secret", () => tok({ grant_type: "client_credentials", client_id: basic.client_id })],
   ["an unknown code", () => tok(pubCode())],
   ["code missing", () => tok({ grant_type: "authorization_code", client_id: pub.client_id, code_verifier: big(43) })],
-  ["code_verifier missing", () => tok({ grant_type: "authorization_code", client_id: pub.client_id, code: "x", redirect_uri: "http://127.0.0.1:7777/callback" })],
+  [
+    "code_verifier missing",
+    () => tok({ grant_type: "authorization_code", client_id: pub.client_id, code: "x", redirect_uri: "http://127.0.0.1:7777/callback" }),
+  ],
   ["a code_verifier of 129 characters", () => tok(pubCode({ code_verifier: big(129) }))],
   ["refresh_token missing", () => tok({ grant_type: "refresh_token", client_id: pub.client_id })],
   ["an unknown refresh token", () => tok({ grant_type: "refresh_token", client_id: pub.client_id, refresh_token: "mab_rt_nope" })],
@@ -179,7 +213,10 @@ add("/token", "json", [
 add("/token", "any", [["GET instead of POST", () => ({ method: "GET", path: `/token?grant_type=client_credentials&client_id=${pub.client_id}` })]]);
 
 // ---------- /revoke (RFC 7009) ----------
-const rev = (form: string | Record<string, string>, headers: Record<string, string> = {}, type: string = FORM) => ({ ...tok(form, headers, type), path: "/revoke" });
+const rev = (form: string | Record<string, string>, headers: Record<string, string> = {}, type: string = FORM) => ({
+  ...tok(form, headers, type),
+  path: "/revoke",
+});
 add("/revoke", "json", [
   ["no client authentication", () => rev({ token: "x" })],
   ["an unknown client", () => rev({ token: "x", client_id: "mab_c_nobody" })],
@@ -196,7 +233,10 @@ add("/revoke", "json", [
 ]);
 
 // ---------- /introspect (RFC 7662) ----------
-const intro = (form: string | Record<string, string>, headers: Record<string, string> = {}, type: string = FORM) => ({ ...tok(form, headers, type), path: "/introspect" });
+const intro = (form: string | Record<string, string>, headers: Record<string, string> = {}, type: string = FORM) => ({
+  ...tok(form, headers, type),
+  path: "/introspect",
+});
 add("/introspect", "json", [
   ["a public client", () => intro({ token: "x", client_id: pub.client_id })],
   ["no client authentication", () => intro({ token: "x" })],

@@ -134,7 +134,11 @@ describe("CORS for browser-based clients", () => {
   });
 
   it("sends CORS headers with registration responses, success and error", async () => {
-    const ok = await postJson(`${t.url}/register`, { redirect_uris: ["http://localhost:3000/cb"], token_endpoint_auth_method: "none" }, { origin, "x-forwarded-for": "10.9.9.1" });
+    const ok = await postJson(
+      `${t.url}/register`,
+      { redirect_uris: ["http://localhost:3000/cb"], token_endpoint_auth_method: "none" },
+      { origin, "x-forwarded-for": "10.9.9.1" },
+    );
     expect(ok.status).toBe(201);
     expect(ok.headers.get("access-control-allow-origin")).toBe("*");
     const bad = await postJson(`${t.url}/register`, { redirect_uris: ["http://example.com/cb"] }, { origin, "x-forwarded-for": "10.9.9.1" });
@@ -187,14 +191,15 @@ describe("a PUBLIC_URL with a path", () => {
     expect((await send(`${issuer}/.well-known/oauth-authorization-server`)).json).toEqual(res.json);
   });
 
-  it.each(["/broker/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource/broker/mcp", "/.well-known/oauth-protected-resource/mcp"])(
-    "serves the protected resource metadata at %s",
-    async (path) => {
-      const res = await send(`${origin}${path}`);
-      expect(res.status).toBe(200);
-      expect(res.json).toMatchObject({ resource: `${issuer}/mcp`, authorization_servers: [issuer] });
-    },
-  );
+  it.each([
+    "/broker/.well-known/oauth-protected-resource/mcp",
+    "/.well-known/oauth-protected-resource/broker/mcp",
+    "/.well-known/oauth-protected-resource/mcp",
+  ])("serves the protected resource metadata at %s", async (path) => {
+    const res = await send(`${origin}${path}`);
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({ resource: `${issuer}/mcp`, authorization_servers: [issuer] });
+  });
 
   it.each(["", "/broker"])("accepts registrations and authorization requests under %j (the 2025-03-26 defaults live at the origin)", async (prefix) => {
     const client = await registerTestClient(`${origin}${prefix}`);

@@ -77,7 +77,11 @@ describe("successful registration", () => {
   });
 
   it("issues secrets that authenticate at the token endpoint by the registered method only", async () => {
-    const basic = await register({ redirect_uris: ["https://app.example.com/cb"], grant_types: ["authorization_code", "refresh_token"], token_endpoint_auth_method: "client_secret_basic" });
+    const basic = await register({
+      redirect_uris: ["https://app.example.com/cb"],
+      grant_types: ["authorization_code", "refresh_token"],
+      token_endpoint_auth_method: "client_secret_basic",
+    });
     expect(basic.status).toBe(201);
     const id = basic.json!.client_id as string;
     const secret = basic.json!.client_secret as string;
@@ -165,8 +169,18 @@ describe("client metadata rules", () => {
     ["response type code without authorization_code", { ...publicClient, grant_types: ["refresh_token"], response_types: ["code"] }],
     ["refresh_token alone", { token_endpoint_auth_method: "client_secret_basic", grant_types: ["refresh_token"], response_types: [] }],
     ["client_credentials for a public client", { token_endpoint_auth_method: "none", grant_types: ["client_credentials"] }],
-    ["client_credentials for a confidential client (only the operator makes machine clients)", { token_endpoint_auth_method: "client_secret_basic", grant_types: ["client_credentials"], response_types: [] }],
-    ["client_credentials beside the code grant", { redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token", "client_credentials"] }],
+    [
+      "client_credentials for a confidential client (only the operator makes machine clients)",
+      { token_endpoint_auth_method: "client_secret_basic", grant_types: ["client_credentials"], response_types: [] },
+    ],
+    [
+      "client_credentials beside the code grant",
+      {
+        redirect_uris: ["https://a.example/cb"],
+        token_endpoint_auth_method: "client_secret_basic",
+        grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+      },
+    ],
     ["a client_name with a NUL byte", { ...publicClient, client_name: "a\u0000b" }],
     ["a client_name with a line break", { ...publicClient, client_name: "a\nb" }],
     ["a software_id with a control character", { ...publicClient, software_id: "x\u0007" }],
@@ -192,9 +206,17 @@ describe("client metadata rules", () => {
   });
 
   it("accepts consistent combinations", async () => {
-    const post = await register({ redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_post", grant_types: ["authorization_code"] });
+    const post = await register({
+      redirect_uris: ["https://a.example/cb"],
+      token_endpoint_auth_method: "client_secret_post",
+      grant_types: ["authorization_code"],
+    });
     expect(post.status).toBe(201);
-    const all = await register({ redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token"] });
+    const all = await register({
+      redirect_uris: ["https://a.example/cb"],
+      token_endpoint_auth_method: "client_secret_basic",
+      grant_types: ["authorization_code", "refresh_token"],
+    });
     expect(all.status).toBe(201);
     expect(all.json!.grant_types).toEqual(["authorization_code", "refresh_token"]);
   });

@@ -3,7 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { authorize } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { basicAuth, clientAuth, postForm, registerOperatorClient, registerTestClient, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
+import {
+  basicAuth,
+  clientAuth,
+  postForm,
+  registerOperatorClient,
+  registerTestClient,
+  send,
+  type HttpResult,
+  type TestClient,
+} from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -14,7 +23,11 @@ beforeAll(async () => {
   t = await startBroker({ TRUST_PROXY: "true" });
   [pub, basic, post, other] = await Promise.all([
     registerTestClient(t.url),
-    registerOperatorClient(t.broker.database.db, { redirect_uris: ["http://127.0.0.1:7777/callback"], grant_types: ["authorization_code", "refresh_token", "client_credentials"], response_types: ["code"] }),
+    registerOperatorClient(t.broker.database.db, {
+      redirect_uris: ["http://127.0.0.1:7777/callback"],
+      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+      response_types: ["code"],
+    }),
     registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
     registerOperatorClient(t.broker.database.db),
   ]);
@@ -26,7 +39,13 @@ type Tokens = { access_token: string; refresh_token: string };
 async function tokensFor(client: TestClient, user = "alice"): Promise<Tokens> {
   const { callback, verifier } = await authorize(t.url, client, { user });
   const auth = clientAuth(client);
-  const form = { grant_type: "authorization_code", code: callback.searchParams.get("code")!, code_verifier: verifier, redirect_uri: client.redirect_uri, ...auth.form };
+  const form = {
+    grant_type: "authorization_code",
+    code: callback.searchParams.get("code")!,
+    code_verifier: verifier,
+    redirect_uri: client.redirect_uri,
+    ...auth.form,
+  };
   const res = await postForm(`${t.url}/token`, form, auth.headers);
   if (res.status !== 200) throw new Error(`token request failed: ${res.text}`);
   return res.json as Tokens;
@@ -40,7 +59,12 @@ async function mcpStatus(accessToken: string): Promise<number> {
   const res = await send(`${t.url}/mcp`, {
     method: "POST",
     headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    }),
   });
   return res.status;
 }
@@ -71,7 +95,11 @@ describe("/revoke", () => {
   it("wants a token, form-encoded", async () => {
     expectError(await revoke({ client_id: pub.client_id }), "invalid_request", 400);
     expectError(await revoke({ client_id: pub.client_id, token: "" }), "invalid_request", 400);
-    const json = await send(`${t.url}/revoke`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: "x", client_id: pub.client_id }) });
+    const json = await send(`${t.url}/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: "x", client_id: pub.client_id }),
+    });
     expectError(json, "invalid_request", 400);
   });
 
@@ -162,7 +190,10 @@ describe("/introspect", () => {
     const revoked = await tokensFor(basic);
     expectOk(await revoke({ token: revoked.refresh_token }, asBasic(basic)));
     const expired = await tokensFor(basic);
-    await t.broker.database.db.accessToken.update({ where: { tokenHash: hashPresentedToken(expired.access_token) }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await t.broker.database.db.accessToken.update({
+      where: { tokenHash: hashPresentedToken(expired.access_token) },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     const foreign = await tokensFor(post);
     const cases = [revoked.access_token, revoked.refresh_token, foreign.access_token, foreign.refresh_token, "mab_at_unknown", "garbage"];
     for (const token of cases) {

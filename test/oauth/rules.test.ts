@@ -53,12 +53,18 @@ describe("resource canonicalization (RFC 8707)", () => {
     expect(canonicalUri(input)).toBe(canonical);
   });
 
-  it.each(["https://mcp.example.com/mcp#f", "https://mcp.example.com/mcp#", "/mcp", "mcp", "", "urn:example:mcp", "https://user:pw@mcp.example.com/mcp", "https://user@mcp.example.com/mcp"])(
-    "refuses %j",
-    (input) => {
-      expect(canonicalUri(input)).toBeNull();
-    },
-  );
+  it.each([
+    "https://mcp.example.com/mcp#f",
+    "https://mcp.example.com/mcp#",
+    "/mcp",
+    "mcp",
+    "",
+    "urn:example:mcp",
+    "https://user:pw@mcp.example.com/mcp",
+    "https://user@mcp.example.com/mcp",
+  ])("refuses %j", (input) => {
+    expect(canonicalUri(input)).toBeNull();
+  });
 
   it("binds a request without resource to the protected resource, and refuses any other", () => {
     const ours = "https://mcp.example.com/mcp";
@@ -71,16 +77,29 @@ describe("resource canonicalization (RFC 8707)", () => {
 });
 
 describe("redirect URIs", () => {
-  it.each(["https://app.example.com/cb", "http://localhost/cb", "http://localhost:1234/cb", "http://127.0.0.1:5/cb", "http://[::1]:7/cb", "https://app.example.com/cb?x=1"])("accepts %s", (uri) => {
+  it.each([
+    "https://app.example.com/cb",
+    "http://localhost/cb",
+    "http://localhost:1234/cb",
+    "http://127.0.0.1:5/cb",
+    "http://[::1]:7/cb",
+    "https://app.example.com/cb?x=1",
+  ])("accepts %s", (uri) => {
     expect(redirectUriProblem(uri)).toBeNull();
   });
 
-  it.each(["http://app.example.com/cb", "https://app.example.com/cb#x", "/cb", "app://cb", "javascript:alert(1)", "http://localhost.example.com/cb", " https://app.example.com/cb", "https://app.example.com/c\tb"])(
-    "refuses %j",
-    (uri) => {
-      expect(redirectUriProblem(uri)).toEqual(expect.any(String));
-    },
-  );
+  it.each([
+    "http://app.example.com/cb",
+    "https://app.example.com/cb#x",
+    "/cb",
+    "app://cb",
+    "javascript:alert(1)",
+    "http://localhost.example.com/cb",
+    " https://app.example.com/cb",
+    "https://app.example.com/c\tb",
+  ])("refuses %j", (uri) => {
+    expect(redirectUriProblem(uri)).toEqual(expect.any(String));
+  });
 });
 
 describe("scopes", () => {
@@ -111,11 +130,25 @@ describe("scopes", () => {
 describe("client metadata (shared by /register and the CLI)", () => {
   it("applies RFC 7591 defaults", () => {
     const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb"] }, "dynamic");
-    expect(m).toMatchObject({ tokenEndpointAuthMethod: "client_secret_basic", grantTypes: ["authorization_code"], responseTypes: ["code"], scope: null, clientName: null });
+    expect(m).toMatchObject({
+      tokenEndpointAuthMethod: "client_secret_basic",
+      grantTypes: ["authorization_code"],
+      responseTypes: ["code"],
+      scope: null,
+      clientName: null,
+    });
   });
 
   it("deduplicates and normalizes", () => {
-    const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb", "https://a.example/cb"], grant_types: ["authorization_code", "authorization_code", "refresh_token"], scope: "offline_access mcp mcp", token_endpoint_auth_method: "none" }, "dynamic");
+    const m = parseClientMetadata(
+      {
+        redirect_uris: ["https://a.example/cb", "https://a.example/cb"],
+        grant_types: ["authorization_code", "authorization_code", "refresh_token"],
+        scope: "offline_access mcp mcp",
+        token_endpoint_auth_method: "none",
+      },
+      "dynamic",
+    );
     expect(m).toMatchObject({ redirectUris: ["https://a.example/cb"], grantTypes: ["authorization_code", "refresh_token"], scope: "mcp offline_access" });
   });
 

@@ -3,7 +3,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { authorize } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { basicAuth, postForm, postJson, registerOperatorClient, registerTestClient, type HttpResult, type TestClient, tamper } from "../support/oauth-client.ts";
+import {
+  basicAuth,
+  postForm,
+  postJson,
+  registerOperatorClient,
+  registerTestClient,
+  type HttpResult,
+  type TestClient,
+  tamper,
+} from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -15,7 +24,11 @@ beforeAll(async () => {
   t = await startBroker({ TRUST_PROXY: "true" });
   [pub, basic, post, machine, codeOnly] = await Promise.all([
     registerTestClient(t.url),
-    registerOperatorClient(t.broker.database.db, { redirect_uris: ["http://127.0.0.1:7777/callback"], grant_types: ["authorization_code", "refresh_token", "client_credentials"], response_types: ["code"] }),
+    registerOperatorClient(t.broker.database.db, {
+      redirect_uris: ["http://127.0.0.1:7777/callback"],
+      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+      response_types: ["code"],
+    }),
     registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
     registerOperatorClient(t.broker.database.db),
     registerTestClient(t.url, { grant_types: ["authorization_code"] }),
@@ -62,7 +75,9 @@ describe("successful requests", () => {
     const tokens = expectTokens(await token(codeForm(pub, c, { client_id: pub.client_id })));
     expect(tokens.scope).toBe("mcp offline_access");
     expect(tokens.refresh_token).toEqual(expect.any(String));
-    const narrowed = expectTokens(await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: pub.client_id, scope: "mcp" }));
+    const narrowed = expectTokens(
+      await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: pub.client_id, scope: "mcp" }),
+    );
     expect(narrowed.scope).toBe("mcp");
     expect(narrowed.refresh_token).not.toBe(tokens.refresh_token);
   });
@@ -105,7 +120,9 @@ describe("successful requests", () => {
   });
 
   it("issues client_credentials tokens to a confidential client (no refresh token)", async () => {
-    const tokens = expectTokens(await token({ grant_type: "client_credentials", resource: resource() }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }));
+    const tokens = expectTokens(
+      await token({ grant_type: "client_credentials", resource: resource() }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }),
+    );
     expect(tokens.scope).toBe("mcp");
     expect(tokens).not.toHaveProperty("refresh_token");
   });
@@ -116,9 +133,15 @@ describe("invalid_request", () => {
     ["grant_type missing", () => token({ client_id: pub.client_id, code: "x" })],
     ["code missing", () => token({ grant_type: "authorization_code", client_id: pub.client_id, code_verifier: "v".repeat(43) })],
     ["refresh_token missing", () => token({ grant_type: "refresh_token", client_id: pub.client_id })],
-    ["a JSON body", () => postJson(`${t.url}/token`, { grant_type: "client_credentials" }, { authorization: basicAuth(machine.client_id, machine.client_secret!) })],
+    [
+      "a JSON body",
+      () => postJson(`${t.url}/token`, { grant_type: "client_credentials" }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }),
+    ],
     ["no content type", () => postForm(`${t.url}/token`, "grant_type=client_credentials", { "content-type": "" })],
-    ["a duplicated parameter", () => token(`grant_type=client_credentials&grant_type=client_credentials`, { authorization: basicAuth(machine.client_id, machine.client_secret!) })],
+    [
+      "a duplicated parameter",
+      () => token(`grant_type=client_credentials&grant_type=client_credentials`, { authorization: basicAuth(machine.client_id, machine.client_secret!) }),
+    ],
   ];
   it.each(cases)("%s", async (_what, request) => expectError(await request(), "invalid_request"));
 
@@ -143,12 +166,21 @@ describe("invalid_client: 401 with WWW-Authenticate: Basic", () => {
     ["a public client using Basic", () => token(cc, { authorization: basicAuth(pub.client_id, "") })],
     ["a Basic client sending no secret", () => token({ ...cc, client_id: machine.client_id })],
     ["a Basic client using client_secret_post", () => token({ ...cc, client_id: machine.client_id, client_secret: machine.client_secret! })],
-    ["a post client using Basic", () => token({ grant_type: "refresh_token", refresh_token: "x" }, { authorization: basicAuth(post.client_id, post.client_secret!) })],
+    [
+      "a post client using Basic",
+      () => token({ grant_type: "refresh_token", refresh_token: "x" }, { authorization: basicAuth(post.client_id, post.client_secret!) }),
+    ],
     ["a wrong secret in Basic", () => token(cc, { authorization: basicAuth(machine.client_id, `${machine.client_secret!}x`) })],
     ["an empty secret in Basic", () => token(cc, { authorization: basicAuth(machine.client_id, "") })],
     ["a wrong secret in the body", () => token({ grant_type: "refresh_token", refresh_token: "x", client_id: post.client_id, client_secret: "mab_cs_wrong" })],
-    ["both Basic and a body secret", () => token({ ...cc, client_secret: machine.client_secret! }, { authorization: basicAuth(machine.client_id, machine.client_secret!) })],
-    ["a body client_id that differs from Basic", () => token({ ...cc, client_id: pub.client_id }, { authorization: basicAuth(machine.client_id, machine.client_secret!) })],
+    [
+      "both Basic and a body secret",
+      () => token({ ...cc, client_secret: machine.client_secret! }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }),
+    ],
+    [
+      "a body client_id that differs from Basic",
+      () => token({ ...cc, client_id: pub.client_id }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }),
+    ],
     ["Basic without a colon", () => token(cc, { authorization: `Basic ${Buffer.from(machine.client_id).toString("base64")}` })],
     ["Basic that is not base64", () => token(cc, { authorization: "Basic !!!not-base64!!!" })],
     ["a Bearer Authorization header", () => token(cc, { authorization: "Bearer abc" })],
@@ -158,7 +190,16 @@ describe("invalid_client: 401 with WWW-Authenticate: Basic", () => {
 
 describe("invalid_grant", () => {
   it("an unknown code", async () => {
-    expectError(await token({ grant_type: "authorization_code", code: "mab_ac_unknown", code_verifier: "v".repeat(43), redirect_uri: pub.redirect_uri, client_id: pub.client_id }), "invalid_grant");
+    expectError(
+      await token({
+        grant_type: "authorization_code",
+        code: "mab_ac_unknown",
+        code_verifier: "v".repeat(43),
+        redirect_uri: pub.redirect_uri,
+        client_id: pub.client_id,
+      }),
+      "invalid_grant",
+    );
   });
 
   it("a code issued to another client", async () => {
@@ -187,8 +228,19 @@ describe("invalid_grant", () => {
     expectError(await token({ grant_type: "refresh_token", refresh_token: "mab_rt_unknown", client_id: pub.client_id }), "invalid_grant");
     const c = await codeFor(pub);
     const tokens = expectTokens(await token(codeForm(pub, c, { client_id: pub.client_id })));
-    expectError(await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: codeOnly.client_id }), "unauthorized_client");
-    expectError(await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: post.client_id, client_secret: post.client_secret! }), "invalid_grant");
+    expectError(
+      await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: codeOnly.client_id }),
+      "unauthorized_client",
+    );
+    expectError(
+      await token({
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token as string,
+        client_id: post.client_id,
+        client_secret: post.client_secret!,
+      }),
+      "invalid_grant",
+    );
   });
 });
 
@@ -196,32 +248,51 @@ describe("unauthorized_client: the grant is not registered for the client", () =
   const cases: [string, () => Promise<HttpResult>][] = [
     ["a public client asking for client_credentials", () => token({ grant_type: "client_credentials", client_id: pub.client_id })],
     ["a client without refresh_token refreshing", () => token({ grant_type: "refresh_token", refresh_token: "x", client_id: codeOnly.client_id })],
-    ["a client_credentials client exchanging a code", () => token({ grant_type: "authorization_code", code: "x" }, { authorization: basicAuth(machine.client_id, machine.client_secret!) })],
-    ["a code client asking for client_credentials", () => token({ grant_type: "client_credentials", client_id: post.client_id, client_secret: post.client_secret! })],
+    [
+      "a client_credentials client exchanging a code",
+      () => token({ grant_type: "authorization_code", code: "x" }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }),
+    ],
+    [
+      "a code client asking for client_credentials",
+      () => token({ grant_type: "client_credentials", client_id: post.client_id, client_secret: post.client_secret! }),
+    ],
   ];
   it.each(cases)("%s", async (_what, request) => expectError(await request(), "unauthorized_client"));
 });
 
 describe("unsupported_grant_type", () => {
-  it.each(["password", "implicit", "urn:ietf:params:oauth:grant-type:device_code", "urn:ietf:params:oauth:grant-type:token-exchange", "AUTHORIZATION_CODE", "authorization_code "])(
-    "%j",
-    async (grantType) => {
-      expectError(await token({ grant_type: grantType, client_id: pub.client_id, username: "a", password: "b" }), "unsupported_grant_type");
-    },
-  );
+  it.each([
+    "password",
+    "implicit",
+    "urn:ietf:params:oauth:grant-type:device_code",
+    "urn:ietf:params:oauth:grant-type:token-exchange",
+    "AUTHORIZATION_CODE",
+    "authorization_code ",
+  ])("%j", async (grantType) => {
+    expectError(await token({ grant_type: grantType, client_id: pub.client_id, username: "a", password: "b" }), "unsupported_grant_type");
+  });
 });
 
 describe("invalid_scope", () => {
   it("an unsupported scope for client_credentials", async () => {
-    expectError(await token({ grant_type: "client_credentials", scope: "mcp admin" }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }), "invalid_scope");
+    expectError(
+      await token({ grant_type: "client_credentials", scope: "mcp admin" }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }),
+      "invalid_scope",
+    );
   });
 
   it("a refresh that widens or names unknown scopes", async () => {
     const c = await codeFor(pub, "mcp");
     const tokens = expectTokens(await token(codeForm(pub, c, { client_id: pub.client_id })));
     expect(tokens.scope).toBe("mcp");
-    expectError(await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: pub.client_id, scope: "mcp offline_access" }), "invalid_scope");
-    expectError(await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: pub.client_id, scope: "root" }), "invalid_scope");
+    expectError(
+      await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: pub.client_id, scope: "mcp offline_access" }),
+      "invalid_scope",
+    );
+    expectError(
+      await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: pub.client_id, scope: "root" }),
+      "invalid_scope",
+    );
     // The refresh token survived the refused requests.
     expectTokens(await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: pub.client_id }));
   });
@@ -236,7 +307,10 @@ describe("invalid_target", () => {
     ["empty", ""],
   ])("a resource with %s", async (_what, value) => {
     const target = value.startsWith("/") ? `${t.url}${value}` : value;
-    expectError(await token({ grant_type: "client_credentials", resource: target }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }), "invalid_target");
+    expectError(
+      await token({ grant_type: "client_credentials", resource: target }, { authorization: basicAuth(machine.client_id, machine.client_secret!) }),
+      "invalid_target",
+    );
     const c = await codeFor(pub);
     expectError(await token(codeForm(pub, c, { client_id: pub.client_id, resource: target })), "invalid_target");
     // The code was not used up by the refused request.

@@ -41,7 +41,9 @@ function holdWriteLock(file: string, holdMs: number): Promise<{ released: Promis
     setTimeout(() => { db.exec("COMMIT"); db.close(); process.stdout.write("released\\n"); }, Number(process.argv[2]));
   `;
   const child = spawn(process.execPath, ["-e", script, file, String(holdMs)], { cwd: projectRoot, stdio: ["ignore", "pipe", "inherit"] });
-  const released = new Promise<void>((resolve, reject) => child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`lock holder exited with ${code}`)))));
+  const released = new Promise<void>((resolve, reject) =>
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`lock holder exited with ${code}`)))),
+  );
   return new Promise((resolve, reject) => {
     child.stdout.on("data", (d: Buffer) => {
       if (d.toString().includes("locked")) resolve({ released });

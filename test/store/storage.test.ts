@@ -63,24 +63,101 @@ describe.each(targets)("storage on $name", (target) => {
 
     const txId = randomUUID();
     await db.authTransaction.create({
-      data: { id: txId, clientId, redirectUri: "http://127.0.0.1:3333/cb", codeChallenge: "c".repeat(43), codeChallengeMethod: "S256", resource: "http://x/mcp", scope: "mcp", state: "s", browserSessionId: "b", status: "pending", upstreamState: `st_${txId}`, expiresAt: later },
+      data: {
+        id: txId,
+        clientId,
+        redirectUri: "http://127.0.0.1:3333/cb",
+        codeChallenge: "c".repeat(43),
+        codeChallengeMethod: "S256",
+        resource: "http://x/mcp",
+        scope: "mcp",
+        state: "s",
+        browserSessionId: "b",
+        status: "pending",
+        upstreamState: `st_${txId}`,
+        expiresAt: later,
+      },
     });
     expect((await db.authTransaction.findUniqueOrThrow({ where: { upstreamState: `st_${txId}` } })).id).toBe(txId);
 
-    await db.consent.create({ data: { id: randomUUID(), browserSessionId: "b", clientId, redirectUri: "http://127.0.0.1:3333/cb", scope: "mcp", expiresAt: later } });
+    await db.consent.create({
+      data: { id: randomUUID(), browserSessionId: "b", clientId, redirectUri: "http://127.0.0.1:3333/cb", scope: "mcp", expiresAt: later },
+    });
     expect(await db.consent.count({ where: { clientId } })).toBe(1);
 
     const sessionId = randomUUID();
-    await db.upstreamSession.create({ data: { id: sessionId, provider: "github", subject: "github:1", login: "octocat", profile: "{}", accessTokenEnc: "jwe", lastCheckedAt: now, status: "active" } });
+    await db.upstreamSession.create({
+      data: {
+        id: sessionId,
+        provider: "github",
+        subject: "github:1",
+        login: "octocat",
+        profile: "{}",
+        accessTokenEnc: "jwe",
+        lastCheckedAt: now,
+        status: "active",
+      },
+    });
     const grantId = randomUUID();
-    await db.grant.create({ data: { id: grantId, clientId, upstreamSessionId: sessionId, subject: "github:1", kind: "authorization_code", resource: "http://x/mcp", scope: "mcp", lastUsedAt: now, idleExpiresAt: later, absoluteExpiresAt: later } });
-    await db.authorizationCode.create({ data: { id: randomUUID(), codeHash: `code_${grantId}`, grantId, clientId, redirectUri: "http://127.0.0.1:3333/cb", codeChallenge: "c", resource: "http://x/mcp", scope: "mcp", expiresAt: later } });
+    await db.grant.create({
+      data: {
+        id: grantId,
+        clientId,
+        upstreamSessionId: sessionId,
+        subject: "github:1",
+        kind: "authorization_code",
+        resource: "http://x/mcp",
+        scope: "mcp",
+        lastUsedAt: now,
+        idleExpiresAt: later,
+        absoluteExpiresAt: later,
+      },
+    });
+    await db.authorizationCode.create({
+      data: {
+        id: randomUUID(),
+        codeHash: `code_${grantId}`,
+        grantId,
+        clientId,
+        redirectUri: "http://127.0.0.1:3333/cb",
+        codeChallenge: "c",
+        resource: "http://x/mcp",
+        scope: "mcp",
+        expiresAt: later,
+      },
+    });
     const rt1 = randomUUID();
     const rt2 = randomUUID();
-    await db.refreshToken.create({ data: { id: rt1, tokenHash: `rt1_${grantId}`, prefix: "mab_rt_", grantId, clientId, resource: "http://x/mcp", scope: "mcp", expiresAt: later } });
-    await db.refreshToken.create({ data: { id: rt2, tokenHash: `rt2_${grantId}`, prefix: "mab_rt_", grantId, clientId, resource: "http://x/mcp", scope: "mcp", parentId: rt1, expiresAt: later } });
+    await db.refreshToken.create({
+      data: { id: rt1, tokenHash: `rt1_${grantId}`, prefix: "mab_rt_", grantId, clientId, resource: "http://x/mcp", scope: "mcp", expiresAt: later },
+    });
+    await db.refreshToken.create({
+      data: {
+        id: rt2,
+        tokenHash: `rt2_${grantId}`,
+        prefix: "mab_rt_",
+        grantId,
+        clientId,
+        resource: "http://x/mcp",
+        scope: "mcp",
+        parentId: rt1,
+        expiresAt: later,
+      },
+    });
     await db.refreshToken.update({ where: { id: rt1 }, data: { successorId: rt2, consumedAt: now, graceUntil: later } });
-    await db.accessToken.create({ data: { id: randomUUID(), tokenHash: `at_${grantId}`, prefix: "mab_at_", grantId, clientId, resource: "http://x/mcp", scope: "mcp", refreshTokenId: rt2, expiresAt: later } });
+    await db.accessToken.create({
+      data: {
+        id: randomUUID(),
+        tokenHash: `at_${grantId}`,
+        prefix: "mab_at_",
+        grantId,
+        clientId,
+        resource: "http://x/mcp",
+        scope: "mcp",
+        refreshTokenId: rt2,
+        expiresAt: later,
+      },
+    });
     await db.auditEvent.create({ data: { id: randomUUID(), type: "grant.revoked", grantId, detail: JSON.stringify({ reason: "test" }) } });
 
     const grant = await db.grant.findUniqueOrThrow({

@@ -25,7 +25,6 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 import { isRoot, makeUnwritable, mechanism } from "../support/unwritable.ts";
 
-
 /** Runs a command as a user who cannot write root's 0444 files: nobody when we are root, else ourselves. */
 function asUnprivileged(command: string, args: string[]): [string, string[]] {
   return isRoot ? ["runuser", ["-u", "nobody", "--", command, ...args]] : [command, args];
@@ -94,37 +93,40 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     }
   });
 
-  (mechanism ? it : it.skip)("recognises the errors Prisma raises when the file becomes unwritable under it, and writes work again once it is writable", async () => {
-    const file = path.join(dir, "immutable.db");
-    const database = await openDatabase(`file:${file}`);
-    await database.db.$executeRawUnsafe("CREATE TABLE t (x INTEGER)");
-    expect(existsSync(`${file}-wal`)).toBe(true);
-    const undo = makeUnwritable([file, `${file}-wal`]);
-    let undone = false;
-    try {
-      const plain = await database.db.$executeRawUnsafe("INSERT INTO t VALUES (1)").catch((err: unknown) => err);
-      const inTransaction = await database.db.$transaction((tx) => tx.$executeRawUnsafe("INSERT INTO t VALUES (2)")).catch((err: unknown) => err);
-      if (mechanism === "chattr") {
-        // The connection opened before: its write to the WAL is refused (SQLITE_IOERR_WRITE); one
-        // opened after: SQLite opened it read-only (SQLITE_READONLY).
-        for (const err of [plain, inTransaction]) {
-          expect(err).toBeInstanceOf(Error);
-          expect(["SQLITE_IOERR", "SQLITE_READONLY"]).toContain(sqliteCannotWriteCode(err));
-          expect(isDatabaseUnavailable(err)).toBe(true);
+  (mechanism ? it : it.skip)(
+    "recognises the errors Prisma raises when the file becomes unwritable under it, and writes work again once it is writable",
+    async () => {
+      const file = path.join(dir, "immutable.db");
+      const database = await openDatabase(`file:${file}`);
+      await database.db.$executeRawUnsafe("CREATE TABLE t (x INTEGER)");
+      expect(existsSync(`${file}-wal`)).toBe(true);
+      const undo = makeUnwritable([file, `${file}-wal`]);
+      let undone = false;
+      try {
+        const plain = await database.db.$executeRawUnsafe("INSERT INTO t VALUES (1)").catch((err: unknown) => err);
+        const inTransaction = await database.db.$transaction((tx) => tx.$executeRawUnsafe("INSERT INTO t VALUES (2)")).catch((err: unknown) => err);
+        if (mechanism === "chattr") {
+          // The connection opened before: its write to the WAL is refused (SQLITE_IOERR_WRITE); one
+          // opened after: SQLite opened it read-only (SQLITE_READONLY).
+          for (const err of [plain, inTransaction]) {
+            expect(err).toBeInstanceOf(Error);
+            expect(["SQLITE_IOERR", "SQLITE_READONLY"]).toContain(sqliteCannotWriteCode(err));
+            expect(isDatabaseUnavailable(err)).toBe(true);
+          }
+          // A connection opened now is read-only, and stays so...
+          expect(await database.db.$executeRawUnsafe("INSERT INTO t VALUES (3)").catch((err: unknown) => sqliteCannotWriteCode(err))).toBe("SQLITE_READONLY");
         }
-        // A connection opened now is read-only, and stays so...
-        expect(await database.db.$executeRawUnsafe("INSERT INTO t VALUES (3)").catch((err: unknown) => sqliteCannotWriteCode(err))).toBe("SQLITE_READONLY");
+        undo();
+        undone = true;
+        // ...but once the file is writable again, the next write goes through (on a new connection).
+        expect(await database.db.$executeRawUnsafe("INSERT INTO t VALUES (4)")).toBe(1);
+        expect(await database.checkWritable()).toEqual({ ok: true });
+      } finally {
+        if (!undone) undo();
+        await database.close();
       }
-      undo();
-      undone = true;
-      // ...but once the file is writable again, the next write goes through (on a new connection).
-      expect(await database.db.$executeRawUnsafe("INSERT INTO t VALUES (4)")).toBe(1);
-      expect(await database.checkWritable()).toEqual({ ok: true });
-    } finally {
-      if (!undone) undo();
-      await database.close();
-    }
-  });
+    },
+  );
 });
 
 (unprivilegedAvailable ? describe : describe.skip)("starting on a database this user cannot write", () => {
@@ -191,9 +193,19 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     expect(result.stderr.replace(/npm warn.*\n/g, "")).toBe("");
     const out = JSON.parse(result.stdout) as Record<string, unknown>;
     const user = /give user \S+ \(the user running the broker\)/.source;
-    expect(out.readOnlyFolder).toMatch(new RegExp(`^DatabaseNotWritableError: the database file ${inReadOnlyFolder} is read-only for this process: ${user} write access to it and to its folder$`));
-    expect(out.writableFolder).toMatch(new RegExp(`^DatabaseNotWritableError: the database file ${inWritableFolder} is read-only for this process: ${user} write access`));
-    expect(out.newInReadOnlyFolder).toMatch(new RegExp(`^DatabaseNotWritableError: the database folder ${path.join(root, "ro-folder")} is not writable for this process \\(SQLite creates new.db-wal and -shm there\\): ${user} write access to it$`));
+    expect(out.readOnlyFolder).toMatch(
+      new RegExp(
+        `^DatabaseNotWritableError: the database file ${inReadOnlyFolder} is read-only for this process: ${user} write access to it and to its folder$`,
+      ),
+    );
+    expect(out.writableFolder).toMatch(
+      new RegExp(`^DatabaseNotWritableError: the database file ${inWritableFolder} is read-only for this process: ${user} write access`),
+    );
+    expect(out.newInReadOnlyFolder).toMatch(
+      new RegExp(
+        `^DatabaseNotWritableError: the database folder ${path.join(root, "ro-folder")} is not writable for this process \\(SQLite creates new.db-wal and -shm there\\): ${user} write access to it$`,
+      ),
+    );
     expect(out.newUnderReadOnlyFolder).toMatch(/^DatabaseNotWritableError: cannot create the database folder .*\/ro-folder\/sub \(EACCES\)/);
     // SQLITE_READONLY_DIRECTORY (1544) in a read-only folder, SQLITE_READONLY otherwise: both 503.
     expect(out["write readOnlyFolder"]).toEqual({ name: "DriverAdapterError", code: "SQLITE_READONLY", unavailable: true });
@@ -204,27 +216,35 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     ["a writable folder", "rw-folder-2", 0o777, "cwd"],
     // Migrations run first: they name the file too, not "attempt to write a readonly database".
     ["a read-only folder", "ro-folder-2", 0o555, "cwd-2"],
-  ])("the broker process prints that one line and exits 1, in %s", async (_what, folder, mode, cwdName) => {
-    const file = readOnlyCopy(folder, mode);
-    const cwd = path.join(root, cwdName);
-    mkdirSync(cwd);
-    chmodSync(cwd, 0o777);
-    const [command, args] = asUnprivileged(tsxBin, [path.join(projectRoot, "src/main.ts")]);
-    const env = cleanEnv({ DATABASE_URL: `file:${file}`, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "silent" });
-    // Its own process group: if it ever started, the broker (a grandchild under runuser) is killed with it.
-    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    const result = await runToEnd(child, 15_000).finally(() => {
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    });
-    expect(result.code).toBe(1);
-    const lines = result.stderr.split("\n").filter((l) => l && !l.startsWith("npm warn"));
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^mcp-auth-broker: failed to start: the database file ${file} is read-only for this process: give user \\S+ \\(the user running the broker\\) write access to it and to its folder$`));
-  }, 30_000);
+  ])(
+    "the broker process prints that one line and exits 1, in %s",
+    async (_what, folder, mode, cwdName) => {
+      const file = readOnlyCopy(folder, mode);
+      const cwd = path.join(root, cwdName);
+      mkdirSync(cwd);
+      chmodSync(cwd, 0o777);
+      const [command, args] = asUnprivileged(tsxBin, [path.join(projectRoot, "src/main.ts")]);
+      const env = cleanEnv({ DATABASE_URL: `file:${file}`, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "silent" });
+      // Its own process group: if it ever started, the broker (a grandchild under runuser) is killed with it.
+      const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+      const result = await runToEnd(child, 15_000).finally(() => {
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      });
+      expect(result.code).toBe(1);
+      const lines = result.stderr.split("\n").filter((l) => l && !l.startsWith("npm warn"));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^mcp-auth-broker: failed to start: the database file ${file} is read-only for this process: give user \\S+ \\(the user running the broker\\) write access to it and to its folder$`,
+        ),
+      );
+    },
+    30_000,
+  );
 });
 
 (mechanism ? describe : describe.skip)("/readyz on SQLite", () => {
@@ -235,7 +255,11 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
   afterAll(async () => t?.stop());
 
   const register = () =>
-    fetch(`${t.url}/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }) });
+    fetch(`${t.url}/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }),
+    });
 
   it("says 200 while the database is writable, 503 with the reason once it is not, and 200 again when fixed", async () => {
     const ready = await fetch(`${t.url}/readyz`);
@@ -250,7 +274,11 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     try {
       const notReady = await fetch(`${t.url}/readyz`);
       expect(notReady.status).toBe(503);
-      expect(await notReady.json()).toEqual({ status: "not ready", database: "not writable", reason: "the database file broker.db is read-only for this process" });
+      expect(await notReady.json()).toEqual({
+        status: "not ready",
+        database: "not writable",
+        reason: "the database file broker.db is read-only for this process",
+      });
       const refused = await register();
       if (mechanism === "chattr") {
         // Every write fails now: 503 with Retry-After, not 500.
@@ -303,10 +331,15 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
   it("is refused at start with one line naming the database, and its write error (25006) is recognised", async () => {
     await setReadOnly(true);
     try {
-      const err = await openDatabase(database.url).then(() => undefined, (e: unknown) => e);
+      const err = await openDatabase(database.url).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(DatabaseNotWritableError);
       const target = new URL(database.url);
-      expect((err as Error).message).toBe(`the PostgreSQL database ${target.hostname}:${target.port}/${name()} is read-only (default_transaction_read_only is on): turn default_transaction_read_only off for this database and role, or point DATABASE_URL at a writable server`);
+      expect((err as Error).message).toBe(
+        `the PostgreSQL database ${target.hostname}:${target.port}/${name()} is read-only (default_transaction_read_only is on): turn default_transaction_read_only off for this database and role, or point DATABASE_URL at a writable server`,
+      );
 
       const db = new PostgresClient({ adapter: new PrismaPg({ connectionString: database.url }) });
       try {
@@ -328,8 +361,16 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     try {
       const notReady = await fetch(`${t.url}/readyz`);
       expect(notReady.status).toBe(503);
-      expect(await notReady.json()).toEqual({ status: "not ready", database: "not writable", reason: "PostgreSQL sessions are read-only: default_transaction_read_only is on" });
-      const refused = await fetch(`${t.url}/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }) });
+      expect(await notReady.json()).toEqual({
+        status: "not ready",
+        database: "not writable",
+        reason: "PostgreSQL sessions are read-only: default_transaction_read_only is on",
+      });
+      const refused = await fetch(`${t.url}/register`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }),
+      });
       expect(refused.status).toBe(503);
       expect(refused.headers.get("retry-after")).toBe("5");
     } finally {

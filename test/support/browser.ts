@@ -19,7 +19,10 @@ export function chromiumAvailable(): boolean {
 
 /** `describe`, or `describe.skip` with a printed notice when Chromium is not installed. */
 export function describeWithChromium(name: string, fn: () => void): void {
-  if (chromiumAvailable()) return describe(name, fn);
+  if (chromiumAvailable()) {
+    describe(name, fn);
+    return;
+  }
   process.stdout.write(`\n[notice] Chromium not found at ${CHROMIUM_PATH}: skipping "${name}" (apt-get install -y chromium, or set CHROMIUM_PATH).\n`);
   describe.skip(name, fn);
 }
@@ -32,7 +35,15 @@ export async function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM_PATH,
     // headless: true makes playwright pass --headless itself.
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }
 
@@ -102,7 +113,11 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 /** The running Jest test's name as a file-name prefix. */
 export function testSlug(): string {
   const name = expect.getState().currentTestName ?? "test";
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 90);
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "")
+    .slice(0, 90);
 }
 
 export type PageKind = "consent" | "demo-login" | "github-login" | "callback";
@@ -172,7 +187,11 @@ export async function clickThrough(page: Page, url: string | URL, options: Click
     const here = page.url();
     const kind = await identify(page, redirectUri);
     const shot = await screenshot(page, `${name}-${n}-${kind ?? "unexpected"}`);
-    const text = await page.locator("body").innerText().catch(() => "");
+    const text =
+      (await page
+        .locator("body")
+        .textContent()
+        .catch(() => "")) ?? "";
     if (!kind) throw new Error(`clickThrough stopped at ${here}: not a page it knows (screenshot ${shot}):\n${text.slice(0, 400)}`);
     pages.push({ kind, url: here, text, screenshot: shot });
     await options.inspect?.(page, kind);
@@ -197,7 +216,10 @@ export async function clickThrough(page: Page, url: string | URL, options: Click
  * The `authorize` callback of connectWithOAuth: opens each authorization URL in a new tab of
  * `context` and clicks through it. Returns what each run saw.
  */
-export function authorizeInBrowser(context: BrowserContext, options: ClickThroughOptions): { authorize: (url: URL) => Promise<void>; runs: ClickThroughResult[] } {
+export function authorizeInBrowser(
+  context: BrowserContext,
+  options: ClickThroughOptions,
+): { authorize: (url: URL) => Promise<void>; runs: ClickThroughResult[] } {
   const runs: ClickThroughResult[] = [];
   let count = 0;
   return {

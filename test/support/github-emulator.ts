@@ -217,9 +217,13 @@ ${[...q.entries()].map(([k, v]) => `<input type="hidden" name="${k}" value="${v.
       }
       const code = this.codes.get(form.get("code") ?? "");
       this.codes.delete(form.get("code") ?? "");
-      if (!code || code.expiresAt < Date.now()) return this.json(res, 200, { error: "bad_verification_code", error_description: "The code passed is incorrect or expired." });
+      if (!code || code.expiresAt < Date.now())
+        return this.json(res, 200, { error: "bad_verification_code", error_description: "The code passed is incorrect or expired." });
       if (form.get("redirect_uri") && form.get("redirect_uri") !== code.redirectUri) {
-        return this.json(res, 200, { error: "redirect_uri_mismatch", error_description: "The redirect_uri MUST match the registered callback URL for this application." });
+        return this.json(res, 200, {
+          error: "redirect_uri_mismatch",
+          error_description: "The redirect_uri MUST match the registered callback URL for this application.",
+        });
       }
       if (code.challenge) {
         const verifier = form.get("code_verifier") ?? "";
@@ -232,7 +236,14 @@ ${[...q.entries()].map(([k, v]) => `<input type="hidden" name="${k}" value="${v.
     if (path === "/api/v3/user" && method === "GET") {
       const record = this.bearerUser(req);
       if (!record) return this.json(res, 401, { message: "Bad credentials" });
-      return this.json(res, 200, { id: record.user.id, login: record.user.login, name: record.user.login, email: null, avatar_url: null, html_url: `${this.url}/${record.user.login}` });
+      return this.json(res, 200, {
+        id: record.user.id,
+        login: record.user.login,
+        name: record.user.login,
+        email: null,
+        avatar_url: null,
+        html_url: `${this.url}/${record.user.login}`,
+      });
     }
     if (path === "/api/v3/user/emails" && method === "GET") {
       const record = this.bearerUser(req);
@@ -246,7 +257,12 @@ ${[...q.entries()].map(([k, v]) => `<input type="hidden" name="${k}" value="${v.
       const record = this.tokens.get(body.access_token ?? "");
       if (method === "POST") {
         if (!record || (record.expiresAt !== null && record.expiresAt <= Date.now())) return this.json(res, 404, { message: "Not Found" });
-        return this.json(res, 200, { id: 1, token: body.access_token, scopes: record.scope.split(/[ ,]+/), user: { id: record.user.id, login: record.user.login } });
+        return this.json(res, 200, {
+          id: 1,
+          token: body.access_token,
+          scopes: record.scope.split(/[ ,]+/),
+          user: { id: record.user.id, login: record.user.login },
+        });
       }
       if (method === "DELETE") {
         if (record) {

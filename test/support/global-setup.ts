@@ -55,7 +55,18 @@ export async function startPostgres(): Promise<PostgresServer | null> {
   chmodSync(root, 0o700);
   const port = await freePort();
   run("initdb", ["-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
-  run("pg_ctl", ["-D", dataDir, "-w", "-t", "30", "-l", path.join(root, "server.log"), "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, "start"]);
+  run("pg_ctl", [
+    "-D",
+    dataDir,
+    "-w",
+    "-t",
+    "30",
+    "-l",
+    path.join(root, "server.log"),
+    "-o",
+    `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+    "start",
+  ]);
   return {
     baseUrl: `postgresql://postgres@127.0.0.1:${port}`,
     dataDir,
@@ -81,5 +92,8 @@ export default async function globalSetup(): Promise<void> {
   const server = await startPostgres();
   globalThis.__mabPostgres = server;
   if (server) process.env.MAB_TEST_POSTGRES_URL = server.baseUrl;
-  else process.stdout.write("\n[notice] PostgreSQL server binaries not found: PostgreSQL storage tests will be skipped (install Debian's postgresql package to run them).\n");
+  else
+    process.stdout.write(
+      "\n[notice] PostgreSQL server binaries not found: PostgreSQL storage tests will be skipped (install Debian's postgresql package to run them).\n",
+    );
 }

@@ -26,7 +26,13 @@ export interface GrantsHarness {
 export async function grantsHarness(env: Record<string, string>, provider: UpstreamProvider, options: { clock?: Clock } = {}): Promise<GrantsHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), "mab-grants-"));
   const config = loadConfig(
-    { PUBLIC_URL: "http://127.0.0.1:9", PORT: "9", DATABASE_URL: `file:${path.join(dir, "broker.db")}`, SECRET_KEY: randomBytes(32).toString("base64"), ...env },
+    {
+      PUBLIC_URL: "http://127.0.0.1:9",
+      PORT: "9",
+      DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
+      SECRET_KEY: randomBytes(32).toString("base64"),
+      ...env,
+    },
     dir,
   );
   await copyMigratedSqlite(path.join(dir, "broker.db"));

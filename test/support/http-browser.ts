@@ -12,8 +12,8 @@ export class HttpBrowser {
 
   private remember(url: string, res: Response): void {
     const host = new URL(url).host;
-    let cookies = this.jar.get(host);
-    if (!cookies) this.jar.set(host, (cookies = new Map()));
+    const cookies = this.jar.get(host) ?? new Map<string, string>();
+    this.jar.set(host, cookies);
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(";");
       const i = pair!.indexOf("=");

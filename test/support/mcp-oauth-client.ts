@@ -32,7 +32,9 @@ export class CallbackServer {
         res.writeHead(404).end();
         return;
       }
-      const outcome: AuthorizationOutcome = Object.fromEntries(["code", "error", "state", "iss"].flatMap((k) => (url.searchParams.has(k) ? [[k, url.searchParams.get(k)!]] : [])));
+      const outcome: AuthorizationOutcome = Object.fromEntries(
+        ["code", "error", "state", "iss"].flatMap((k) => (url.searchParams.has(k) ? [[k, url.searchParams.get(k)!]] : [])),
+      );
       res.writeHead(200, { "content-type": "text/html" }).end(`<!doctype html><title>Done</title><h1>${outcome.code ? "Signed in" : "Not signed in"}</h1>`);
       const waiter = this.waiter;
       this.waiter = undefined;
@@ -134,7 +136,12 @@ export interface ConnectedClient {
  * Connects the SDK client to `mcpUrl`, running the OAuth flow when the server answers 401:
  * `authorize` leads the user agent; the code that reaches `callback` finishes the flow.
  */
-export async function connectWithOAuth(mcpUrl: string, callback: CallbackServer, authorize: (url: URL) => Promise<void>, provider?: TestOAuthProvider): Promise<ConnectedClient> {
+export async function connectWithOAuth(
+  mcpUrl: string,
+  callback: CallbackServer,
+  authorize: (url: URL) => Promise<void>,
+  provider?: TestOAuthProvider,
+): Promise<ConnectedClient> {
   const p = provider ?? new TestOAuthProvider(callback.url, authorize);
   const first = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: p });
   const client = new Client({ name: "mcp-auth-broker-e2e", version: "1.0.0" });

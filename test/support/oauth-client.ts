@@ -42,7 +42,11 @@ export async function postForm(url: string, form: Record<string, string> | strin
 
 /** POST application/json; a string body is sent as is (for broken JSON). */
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
-  return send(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+  return send(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
 }
 
 /** HTTP Basic credentials as RFC 6749 §2.3.1 wants them: each part form-urlencoded first. */
@@ -52,7 +56,10 @@ export function basicAuth(id: string, secret: string): string {
 }
 
 /** How `client` authenticates at /token, /revoke and /introspect, by its registered method. */
-export function clientAuth(client: { client_id: string; client_secret?: string; token_endpoint_auth_method?: unknown }): { headers: Record<string, string>; form: Record<string, string> } {
+export function clientAuth(client: { client_id: string; client_secret?: string; token_endpoint_auth_method?: unknown }): {
+  headers: Record<string, string>;
+  form: Record<string, string>;
+} {
   switch (client.token_endpoint_auth_method) {
     case "client_secret_basic":
       return { headers: { authorization: basicAuth(client.client_id, client.client_secret!) }, form: {} };
@@ -112,7 +119,13 @@ export async function registerTestClient(brokerUrl: string, metadata: Record<str
  * response. Machine clients (client_credentials) can only come to exist this way.
  */
 export async function registerOperatorClient(db: Db, metadata: Record<string, unknown> = {}): Promise<TestClient> {
-  const body = { client_name: "Operator client", token_endpoint_auth_method: "client_secret_basic", grant_types: ["client_credentials"], response_types: [], ...metadata };
+  const body = {
+    client_name: "Operator client",
+    token_endpoint_auth_method: "client_secret_basic",
+    grant_types: ["client_credentials"],
+    response_types: [],
+    ...metadata,
+  };
   const { client, clientSecret } = await new ClientRegistry(db).register(parseClientMetadata(body, "manual"), "manual");
   const response = clientMetadataResponse(client, clientSecret);
   return { ...(response as unknown as RegisteredTestClient), ...response, redirect_uri: client.redirectUris[0] ?? "" };
@@ -122,7 +135,12 @@ export async function registerOperatorClient(db: Db, metadata: Record<string, un
  * An /authorize URL with valid parameters for `client`, then `overrides` applied (a value of
  * undefined removes the parameter).
  */
-export function authorizeUrl(brokerUrl: string, client: { client_id: string; redirect_uri: string }, overrides: Record<string, string | undefined> = {}, challenge = pkcePair().challenge): URL {
+export function authorizeUrl(
+  brokerUrl: string,
+  client: { client_id: string; redirect_uri: string },
+  overrides: Record<string, string | undefined> = {},
+  challenge = pkcePair().challenge,
+): URL {
   const params: Record<string, string | undefined> = {
     response_type: "code",
     client_id: client.client_id,
@@ -166,7 +184,8 @@ function hiddenValue(html: string, name: string): string {
 export async function openConsent(authorize: URL, browser = new HttpBrowser()): Promise<ConsentForm> {
   const first = await browser.request(authorize.href);
   const location = first.headers.get("location");
-  if (first.status !== 302 || !location?.includes("/consent?")) throw new Error(`expected a redirect to the consent page, got ${first.status} ${location ?? (await first.text()).slice(0, 300)}`);
+  if (first.status !== 302 || !location?.includes("/consent?"))
+    throw new Error(`expected a redirect to the consent page, got ${first.status} ${location ?? (await first.text()).slice(0, 300)}`);
   const pageUrl = new URL(location, authorize).href;
   return readConsent(pageUrl, browser);
 }
@@ -184,7 +203,17 @@ export async function decide(form: { pageUrl: string; transaction: string; csrf:
   return browser.request(new URL("consent", form.pageUrl).href, { form: { transaction: form.transaction, csrf: form.csrf, decision } });
 }
 
-export const TABLES = ["client", "authTransaction", "consent", "upstreamSession", "grant", "authorizationCode", "accessToken", "refreshToken", "auditEvent"] as const;
+export const TABLES = [
+  "client",
+  "authTransaction",
+  "consent",
+  "upstreamSession",
+  "grant",
+  "authorizationCode",
+  "accessToken",
+  "refreshToken",
+  "auditEvent",
+] as const;
 
 /** Row counts of every table, to show that a request changed nothing. */
 export async function countRows(db: Db): Promise<Record<(typeof TABLES)[number], number>> {

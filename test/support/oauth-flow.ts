@@ -15,7 +15,14 @@ export async function registerClient(brokerUrl: string, metadata: Record<string,
   const res = await fetch(`${brokerUrl}/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_name: "Test client", redirect_uris: [redirect], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], ...metadata }),
+    body: JSON.stringify({
+      client_name: "Test client",
+      redirect_uris: [redirect],
+      token_endpoint_auth_method: "none",
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      ...metadata,
+    }),
   });
   if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`);
   return { ...((await res.json()) as RegisteredTestClient & Record<string, unknown>), redirect_uri: redirect };
@@ -31,7 +38,16 @@ export interface AuthorizationResult {
 export async function authorize(
   brokerUrl: string,
   client: RegisteredTestClient,
-  options: { user?: string; decision?: "allow" | "deny"; upstreamDecision?: "authorize" | "cancel"; stopAt?: string; browser?: HttpBrowser; scope?: string; resource?: string | null; extra?: Record<string, string> } = {},
+  options: {
+    user?: string;
+    decision?: "allow" | "deny";
+    upstreamDecision?: "authorize" | "cancel";
+    stopAt?: string;
+    browser?: HttpBrowser;
+    scope?: string;
+    resource?: string | null;
+    extra?: Record<string, string>;
+  } = {},
 ): Promise<AuthorizationResult> {
   const verifier = randomBytes(32).toString("base64url");
   const state = randomBytes(8).toString("hex");
@@ -49,11 +65,19 @@ export async function authorize(
   };
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
   const browser = options.browser ?? new HttpBrowser();
-  const callback = await browser.walk(url.href, options.stopAt ?? client.redirect_uri, answerAs(options.user ?? "alice", options.decision ?? "allow", options.upstreamDecision));
+  const callback = await browser.walk(
+    url.href,
+    options.stopAt ?? client.redirect_uri,
+    answerAs(options.user ?? "alice", options.decision ?? "allow", options.upstreamDecision),
+  );
   return { callback, verifier, state, browser };
 }
 
-export async function tokenRequest(brokerUrl: string, form: Record<string, string>, auth?: { id: string; secret: string }): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
+export async function tokenRequest(
+  brokerUrl: string,
+  form: Record<string, string>,
+  auth?: { id: string; secret: string },
+): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
   const res = await fetch(`${brokerUrl}/token`, {
     method: "POST",
     headers: {
@@ -75,7 +99,14 @@ export async function obtainTokens(brokerUrl: string, options: { user?: string; 
   const confidential = client.client_secret ? { id: client.client_id, secret: client.client_secret } : undefined;
   const token = await tokenRequest(
     brokerUrl,
-    { grant_type: "authorization_code", code, redirect_uri: client.redirect_uri, code_verifier: verifier, ...(confidential ? {} : { client_id: client.client_id }), resource: `${brokerUrl}/mcp` },
+    {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: client.redirect_uri,
+      code_verifier: verifier,
+      ...(confidential ? {} : { client_id: client.client_id }),
+      resource: `${brokerUrl}/mcp`,
+    },
     confidential,
   );
   if (token.status !== 200) throw new Error(`token request failed: ${JSON.stringify(token.body)}`);

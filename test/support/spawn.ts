@@ -16,7 +16,12 @@ export interface Finished {
 export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (/^(PORT|HOST|PUBLIC_URL|DATABASE_URL|MCP_SERVER_URL|UPSTREAM_|GITHUB_|SECRET_KEY|ACCESS_TOKEN|REFRESH_|SESSION_|DYNAMIC_|FORWARD_|LOG_LEVEL|DEMO_|TRUST_PROXY|PROXY_)/.test(k)) continue;
+    if (
+      /^(PORT|HOST|PUBLIC_URL|DATABASE_URL|MCP_SERVER_URL|UPSTREAM_|GITHUB_|SECRET_KEY|ACCESS_TOKEN|REFRESH_|SESSION_|DYNAMIC_|FORWARD_|LOG_LEVEL|DEMO_|TRUST_PROXY|PROXY_)/.test(
+        k,
+      )
+    )
+      continue;
     if (k === "NODE_OPTIONS") continue;
     env[k] = v;
   }

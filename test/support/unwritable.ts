@@ -38,5 +38,7 @@ export function makeUnwritable(paths: string[]): () => void {
     return () => execFileSync("chattr", ["-i", ...files]);
   }
   for (const f of files) chmodSync(f, 0o444);
-  return () => files.forEach((f) => chmodSync(f, 0o644));
+  return () => {
+    for (const f of files) chmodSync(f, 0o644);
+  };
 }

@@ -1,7 +1,7 @@
 // GitHubProvider against the GitHub emulator (GitHub's real endpoints, GHES layout).
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { GitHubProvider } from "../../src/upstream/github.ts";
-import { UpstreamError } from "../../src/upstream/provider.ts";
+import type { UpstreamError } from "../../src/upstream/provider.ts";
 import { s256Challenge } from "../../src/crypto/pkce.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 
@@ -9,7 +9,15 @@ const REDIRECT = "http://127.0.0.1:9/oauth/callback";
 let gh: GitHubEmulator;
 
 function provider(overrides: Partial<ConstructorParameters<typeof GitHubProvider>[0]> = {}) {
-  return new GitHubProvider({ clientId: "Iv1.test", clientSecret: "s3cret-value", githubUrl: gh.url, apiUrl: gh.apiUrl, scopes: "read:user user:email", timeoutMs: 1000, ...overrides });
+  return new GitHubProvider({
+    clientId: "Iv1.test",
+    clientSecret: "s3cret-value",
+    githubUrl: gh.url,
+    apiUrl: gh.apiUrl,
+    scopes: "read:user user:email",
+    timeoutMs: 1000,
+    ...overrides,
+  });
 }
 
 /** Follows the authorization URL the way a browser would with the emulator's auto-approval. */
@@ -35,7 +43,10 @@ describe("PKCE S256 (src/crypto/pkce.ts)", () => {
 describe("GitHubProvider", () => {
   it("verifies its app credentials without a user: right ones pass, a wrong secret or an unreachable GitHub say so", async () => {
     await expect(provider().verifyCredentials(REDIRECT)).resolves.toBeUndefined();
-    await expect(provider({ clientSecret: "wrong" }).verifyCredentials(REDIRECT)).rejects.toMatchObject({ kind: "misconfigured", message: expect.stringContaining("UPSTREAM_CLIENT_SECRET") });
+    await expect(provider({ clientSecret: "wrong" }).verifyCredentials(REDIRECT)).rejects.toMatchObject({
+      kind: "misconfigured",
+      message: expect.stringContaining("UPSTREAM_CLIENT_SECRET"),
+    });
     await expect(provider({ githubUrl: "http://127.0.0.1:1" }).verifyCredentials(REDIRECT)).rejects.toMatchObject({ kind: "unavailable" });
   });
 
@@ -64,8 +75,12 @@ describe("GitHubProvider", () => {
   it("refuses a state mismatch and a wrong verifier", async () => {
     const p = provider();
     const { request, callbackUrl } = await login(p);
-    await expect(p.exchangeCode({ callbackUrl, expectedState: "other", codeVerifier: request.codeVerifier }, REDIRECT)).rejects.toMatchObject({ kind: "protocol" });
-    await expect(p.exchangeCode({ callbackUrl, expectedState: request.state, codeVerifier: "x".repeat(43) }, REDIRECT)).rejects.toMatchObject({ kind: "invalid_grant" });
+    await expect(p.exchangeCode({ callbackUrl, expectedState: "other", codeVerifier: request.codeVerifier }, REDIRECT)).rejects.toMatchObject({
+      kind: "protocol",
+    });
+    await expect(p.exchangeCode({ callbackUrl, expectedState: request.state, codeVerifier: "x".repeat(43) }, REDIRECT)).rejects.toMatchObject({
+      kind: "invalid_grant",
+    });
   });
 
   it("maps a denial", async () => {
@@ -80,7 +95,10 @@ describe("GitHubProvider", () => {
     gh.revokeUser("hubot");
     expect(await p.check(tokens)).toMatchObject({ status: "invalid" });
     const second = await login(p, "monalisa");
-    const t2 = await p.exchangeCode({ callbackUrl: second.callbackUrl, expectedState: second.request.state, codeVerifier: second.request.codeVerifier }, REDIRECT);
+    const t2 = await p.exchangeCode(
+      { callbackUrl: second.callbackUrl, expectedState: second.request.state, codeVerifier: second.request.codeVerifier },
+      REDIRECT,
+    );
     const before = gh.count("DELETE /api/v3/applications/:id/token");
     await p.revoke(t2);
     expect(gh.count("DELETE /api/v3/applications/:id/token")).toBe(before + 1);
@@ -109,7 +127,9 @@ describe("GitHubProvider", () => {
   it("says what to fix for wrong client credentials, without the secret", async () => {
     const p = provider({ clientSecret: "wrong-secret-value" });
     const { request, callbackUrl } = await login(p);
-    const err = (await p.exchangeCode({ callbackUrl, expectedState: request.state, codeVerifier: request.codeVerifier }, REDIRECT).catch((e: unknown) => e)) as UpstreamError;
+    const err = (await p
+      .exchangeCode({ callbackUrl, expectedState: request.state, codeVerifier: request.codeVerifier }, REDIRECT)
+      .catch((e: unknown) => e)) as UpstreamError;
     expect(err.kind).toBe("misconfigured");
     expect(err.message).toMatch(/UPSTREAM_CLIENT_SECRET/);
     expect(err.message).not.toContain("wrong-secret-value");

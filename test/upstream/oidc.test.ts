@@ -11,18 +11,35 @@ const REDIRECT = "http://127.0.0.1:9/oauth/callback";
 let idp: StandaloneDemoIdentityProvider;
 
 function oidc(overrides: Partial<ConstructorParameters<typeof OidcProvider>[0]> = {}) {
-  return new OidcProvider({ kind: "oidc", displayName: "Test IdP", issuer: idp.url, clientId: "broker", clientSecret: "broker-secret", scopes: "openid email profile", timeoutMs: 1000, offline: true, ...overrides });
+  return new OidcProvider({
+    kind: "oidc",
+    displayName: "Test IdP",
+    issuer: idp.url,
+    clientId: "broker",
+    clientSecret: "broker-secret",
+    scopes: "openid email profile",
+    timeoutMs: 1000,
+    offline: true,
+    ...overrides,
+  });
 }
 
 async function signIn(p: UpstreamProvider, user: string) {
   const request = await p.createAuthorizationRequest(REDIRECT);
   const callbackUrl = await loginWithoutBrowser(request.url, user, REDIRECT);
-  const tokens = await p.exchangeCode({ callbackUrl, expectedState: request.state, expectedNonce: request.nonce, codeVerifier: request.codeVerifier }, REDIRECT);
+  const tokens = await p.exchangeCode(
+    { callbackUrl, expectedState: request.state, expectedNonce: request.nonce, codeVerifier: request.codeVerifier },
+    REDIRECT,
+  );
   return { request, callbackUrl, tokens };
 }
 
 beforeAll(async () => {
-  idp = await startDemoIdentityProvider({ clients: [{ client_id: "broker", client_secret: "broker-secret", redirect_uris: [REDIRECT] }], cookieKeys: ["k1"], accessTokenTtlSeconds: 60 });
+  idp = await startDemoIdentityProvider({
+    clients: [{ client_id: "broker", client_secret: "broker-secret", redirect_uris: [REDIRECT] }],
+    cookieKeys: ["k1"],
+    accessTokenTtlSeconds: 60,
+  });
 });
 afterAll(async () => idp.close());
 
@@ -60,7 +77,17 @@ describe("OidcProvider", () => {
   });
 
   it("the Google preset asks for offline access and prefixes google:", async () => {
-    const p = createUpstreamProvider({ provider: "google", clientId: "broker", clientSecret: "broker-secret", scopes: undefined, issuer: idp.url, displayName: undefined, githubUrl: "", githubApiUrl: "", timeoutMs: 1000 });
+    const p = createUpstreamProvider({
+      provider: "google",
+      clientId: "broker",
+      clientSecret: "broker-secret",
+      scopes: undefined,
+      issuer: idp.url,
+      displayName: undefined,
+      githubUrl: "",
+      githubApiUrl: "",
+      timeoutMs: 1000,
+    });
     expect(p.displayName).toBe("Google");
     const { request, tokens } = await signIn(p, "bob");
     const url = new URL(request.url);
@@ -73,10 +100,14 @@ describe("OidcProvider", () => {
     const p = oidc();
     const request = await p.createAuthorizationRequest(REDIRECT);
     const callbackUrl = await loginWithoutBrowser(request.url, "carol", REDIRECT);
-    await expect(p.exchangeCode({ callbackUrl, expectedState: "nope", expectedNonce: request.nonce, codeVerifier: request.codeVerifier }, REDIRECT)).rejects.toMatchObject({ kind: "protocol" });
+    await expect(
+      p.exchangeCode({ callbackUrl, expectedState: "nope", expectedNonce: request.nonce, codeVerifier: request.codeVerifier }, REDIRECT),
+    ).rejects.toMatchObject({ kind: "protocol" });
     const second = await p.createAuthorizationRequest(REDIRECT);
     const cb2 = await loginWithoutBrowser(second.url, "carol", REDIRECT);
-    await expect(p.exchangeCode({ callbackUrl: cb2, expectedState: second.state, expectedNonce: "wrong-nonce", codeVerifier: second.codeVerifier }, REDIRECT)).rejects.toMatchObject({ kind: "protocol" });
+    await expect(
+      p.exchangeCode({ callbackUrl: cb2, expectedState: second.state, expectedNonce: "wrong-nonce", codeVerifier: second.codeVerifier }, REDIRECT),
+    ).rejects.toMatchObject({ kind: "protocol" });
   });
 
   it("sees upstream revocation, refreshes with rotation, and revokes", async () => {

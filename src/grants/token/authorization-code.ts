@@ -48,7 +48,13 @@ export function authorizationCodeGrant(t: TokenContext): GrantHandler {
         if (claim.count !== 1) throw new LostClaim();
         await touchGrant(t, tx, row.grantId, now);
         const issued = await issueTokens(t, tx, row.grant, row.scope, row.resource, now);
-        await audit(tx, { type: "token.issued", clientId: row.clientId, grantId: row.grantId, subject: row.grant.subject, detail: { grantType: "authorization_code" } });
+        await audit(tx, {
+          type: "token.issued",
+          clientId: row.clientId,
+          grantId: row.grantId,
+          subject: row.grant.subject,
+          detail: { grantType: "authorization_code" },
+        });
         return issued;
       });
       return response;

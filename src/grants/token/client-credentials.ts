@@ -28,13 +28,23 @@ export function clientCredentialsGrant(t: TokenContext): GrantHandler {
     }
     // Registrations made before /register refused client_credentials may still say so.
     if (client.registrationType !== "manual") {
-      throw new UnauthorizedClient("client_credentials is only for machine clients the operator registered (npx mcp-auth-broker clients add --grant-type client_credentials).");
+      throw new UnauthorizedClient(
+        "client_credentials is only for machine clients the operator registered (npx mcp-auth-broker clients add --grant-type client_credentials).",
+      );
     }
     const resource = p.resource ?? t.config.resourceUrl;
     const now = dateOf(t.clock);
     const { response } = await t.db.$transaction(async (tx) => {
       const grant = await tx.grant.create({
-        data: { id: randomUUID(), clientId: client.id, kind: "client_credentials", subject: machineSubject(client.id), resource, scope, ...initialDeadlines(t.config, now) },
+        data: {
+          id: randomUUID(),
+          clientId: client.id,
+          kind: "client_credentials",
+          subject: machineSubject(client.id),
+          resource,
+          scope,
+          ...initialDeadlines(t.config, now),
+        },
       });
       const issued = await issueTokens(t, tx, grant, scope, resource, now, { refresh: null });
       await audit(tx, { type: "token.issued", clientId: client.id, grantId: grant.id, subject: grant.subject, detail: { grantType: "client_credentials" } });

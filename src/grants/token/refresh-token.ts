@@ -40,7 +40,13 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     if (inGrace && next && !next.firstUsedAt && !next.revokedAt && next.tokenHash === pair.successor.hash) {
       const access = await t.db.accessToken.findUnique({ where: { tokenHash: pair.access.hash } });
       if (access && !access.revokedAt) {
-        return { access_token: pair.access.value, token_type: "Bearer", expires_in: expiresIn(access.expiresAt, now), refresh_token: pair.successor.value, scope: next.scope };
+        return {
+          access_token: pair.access.value,
+          token_type: "Bearer",
+          expires_in: expiresIn(access.expiresAt, now),
+          refresh_token: pair.successor.value,
+          scope: next.scope,
+        };
       }
     }
     await audit(t.db, { type: "refresh.reused", clientId, grantId });
@@ -58,17 +64,22 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     const death = grantDeathReason(row.grant, now);
     if (death) throw new InvalidGrant(death);
     if (row.revokedAt || row.expiresAt <= now) throw new InvalidGrant(INVALID_REFRESH);
-    if (p.resource !== undefined && p.resource !== row.resource) throw new InvalidTarget("resource does not match the resource this refresh token was issued for.");
+    if (p.resource !== undefined && p.resource !== row.resource)
+      throw new InvalidTarget("resource does not match the resource this refresh token was issued for.");
     let scope = row.scope;
     if (requested !== undefined) {
       const granted = new Set(row.scope.split(" ").filter(Boolean));
-      if (requested.length === 0 || requested.some((s) => !granted.has(s))) throw new InvalidScope(`scope can only narrow on refresh; granted: "${row.scope}".`);
+      if (requested.length === 0 || requested.some((s) => !granted.has(s)))
+        throw new InvalidScope(`scope can only narrow on refresh; granted: "${row.scope}".`);
       scope = requested.join(" ");
     }
     const rejected = await upstreamRejection(t.sessions, row.grant);
     if (rejected) throw new InvalidGrant(rejected.reason);
 
-    const pair: SuccessorPair = { access: deriveSecret("accessToken", t.rotationKey, p.refresh_token), successor: deriveSecret("refreshToken", t.rotationKey, p.refresh_token) };
+    const pair: SuccessorPair = {
+      access: deriveSecret("accessToken", t.rotationKey, p.refresh_token),
+      successor: deriveSecret("refreshToken", t.rotationKey, p.refresh_token),
+    };
     if (row.consumedAt) return presentedAgain(row.id, row.grantId, row.clientId, pair, now);
     try {
       const { response } = await t.db.$transaction(async (tx) => {
