@@ -1,8 +1,7 @@
-// The body of a request forwarded to the MCP server. JSON-RPC messages are small: a body with a
-// Content-Length up to SMALL_BODY_BYTES is read whole (bounded memory) and leaves in the same write
-// as the request headers, which saved ~15% of the broker's CPU per request over a stream. A larger
-// body, or one of unknown length, is read up to SMALL_BODY_BYTES too (the whole of it when it ends
-// before) and only then streamed with backpressure. So no connection to the MCP server is taken for
+// The body of a request forwarded to the MCP server. JSON-RPC messages are small: a body that ends
+// within SMALL_BODY_BYTES is read whole (bounded memory) and leaves in the same write as the request
+// headers, which saved ~15% of the broker's CPU per request over a stream. A larger one is read up
+// to SMALL_BODY_BYTES and only then streamed with backpressure. So no connection to the MCP server is taken for
 // a body that has not arrived: a client trickling its upload holds only its own connection, until
 // the deadlines of proxy.ts (http/slow-requests.ts limits) cut it.
 import type { IncomingMessage } from "node:http";
@@ -14,9 +13,6 @@ export type UpstreamBody = Buffer | AsyncIterable<Buffer> | null;
 
 export async function upstreamBody(request: IncomingMessage, signal: AbortSignal): Promise<UpstreamBody> {
   if (request.method !== "POST") return null;
-  const header = request.headers["content-length"];
-  const length = header === undefined ? NaN : Number(header);
-  if (Number.isSafeInteger(length) && length <= SMALL_BODY_BYTES) return readWhole(request, signal);
   const head = await readHead(request, signal, SMALL_BODY_BYTES);
   if (head.ended) return head.data;
   // An iterator that undici may abandon on failure without destroying the client's request (and
@@ -32,27 +28,6 @@ export function isStreamed(body: UpstreamBody): body is AsyncIterable<Buffer> {
 async function* prefixed(head: Buffer, rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   yield head;
   yield* rest;
-}
-
-/** Reads the whole body; rejects when the client goes away or `signal` aborts first. */
-function readWhole(request: IncomingMessage, signal: AbortSignal): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const settle = (err: unknown | null) => {
-      request.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
-      signal.removeEventListener("abort", onAbort);
-      if (err === null) resolve(Buffer.concat(chunks));
-      else reject(err instanceof Error ? err : new Error(String(err)));
-    };
-    const onData = (chunk: Buffer) => void chunks.push(chunk);
-    const onEnd = () => settle(null);
-    const onClose = () => settle(new Error("the client closed the connection during its upload"));
-    const onAbort = () => settle(signal.reason);
-    if (signal.aborted) return onAbort();
-    if (request.destroyed) return onClose();
-    request.on("data", onData).once("end", onEnd).once("error", settle).once("close", onClose);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /**
