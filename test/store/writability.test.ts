@@ -29,10 +29,11 @@ import { isRoot, makeUnwritable, mechanism } from "../support/unwritable.ts";
 function asUnprivileged(command: string, args: string[]): [string, string[]] {
   return isRoot ? ["runuser", ["-u", "nobody", "--", command, ...args]] : [command, args];
 }
-const unprivilegedAvailable = !isRoot || spawnSync("runuser", ["-u", "nobody", "--", "true"]).status === 0;
+// nobody must also reach the project (a checkout inside a 0700 folder is out of its reach).
+const unprivilegedAvailable = !isRoot || spawnSync("runuser", ["-u", "nobody", "--", "test", "-x", tsxBin]).status === 0;
 
 if (!mechanism) process.stdout.write("[notice] chattr +i does not work on this file system as root: in-process read-only tests skipped\n");
-if (!unprivilegedAvailable) process.stdout.write("[notice] runuser -u nobody is not available: start-check tests skipped\n");
+if (!unprivilegedAvailable) process.stdout.write("[notice] runuser -u nobody is not available, or cannot reach this checkout: start-check tests skipped\n");
 
 describe("isDatabaseUnavailable with errors from real SQLite", () => {
   let dir: string;

@@ -19,7 +19,7 @@ export interface BrokerProcess {
   kill(): Promise<void>;
 }
 
-export async function startBrokerProcess(cwd: string, env: Record<string, string>): Promise<BrokerProcess> {
+export async function startBrokerProcess(cwd: string, env: Record<string, string>, attempt = 1): Promise<BrokerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // Node itself with tsx's loader (not the tsx binary, which runs the program in a child process
@@ -36,7 +36,13 @@ export async function startBrokerProcess(cwd: string, env: Record<string, string
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
-  await waitForOutput(child, /mcp-auth-broker is running/, 30_000);
+  try {
+    await waitForOutput(child, /mcp-auth-broker is running/, 30_000);
+  } catch (err) {
+    // The free port was taken before the broker listened (another test's): try another one.
+    if (attempt < 5 && /already in use/.test(output)) return startBrokerProcess(cwd, env, attempt + 1);
+    throw err;
+  }
   return {
     child,
     url,

@@ -34,7 +34,8 @@ export async function freePort(): Promise<number> {
 
 /**
  * `env` overrides the defaults (demo provider, fresh SQLite, random SECRET_KEY). PUBLIC_URL must
- * know the port, so a free port is chosen first.
+ * know the port, so a free port is chosen first; another process may take it before the broker
+ * listens, and then (unless `env` fixed the port) the broker is built again on another one.
  */
 export async function startBroker(
   env: Record<string, string> = {},
@@ -43,30 +44,39 @@ export async function startBroker(
   const dir = mkdtempSync(path.join(tmpdir(), "mab-test-"));
   // A migrated copy: the broker's own migration step then finds nothing to do.
   if (env.DATABASE_URL === undefined) await copyMigratedSqlite(path.join(dir, "broker.db"));
-  const port = await freePort();
-  const config = loadConfig(
-    {
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
-      DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
-      SECRET_KEY: randomBytes(32).toString("base64"),
-      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
-      ...env,
-    },
-    dir,
-  );
+  const secretKey = randomBytes(32).toString("base64");
   const { logDestination, ...brokerOptions } = options;
-  const broker = await createBroker(config, { ...brokerOptions, cwd: dir, logger: createLogger(config.logLevel, logDestination) });
-  await broker.listen();
-  return {
-    broker,
-    url: config.publicUrl,
-    origin: `http://127.0.0.1:${config.port}`,
-    dir,
-    async stop() {
-      await broker.stop(2000);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const config = loadConfig(
+      {
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
+        SECRET_KEY: secretKey,
+        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+        ...env,
+      },
+      dir,
+    );
+    const broker = await createBroker(config, { ...brokerOptions, cwd: dir, logger: createLogger(config.logLevel, logDestination) });
+    try {
+      await broker.listen();
+    } catch (err) {
+      await broker.stop(0);
+      if ((err as NodeJS.ErrnoException).code === "EADDRINUSE" && env.PORT === undefined && attempt < 5) continue;
+      throw err;
+    }
+    return {
+      broker,
+      url: config.publicUrl,
+      origin: `http://127.0.0.1:${config.port}`,
+      dir,
+      async stop() {
+        await broker.stop(2000);
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
 }
