@@ -1,8 +1,6 @@
 // Every time decision of the grants code reads the injected clock: tests move it and never sleep.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { grantsHarness, insertClient, type GrantsHarness } from "../support/grants-harness.ts";
-import { createUpstreamProvider } from "../../src/upstream/create.ts";
-import { loadConfig } from "../../src/config.ts";
+import { insertClient, machineGrantsHarness, type GrantsHarness } from "../support/grants-harness.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
 import { CredentialRejected } from "../../src/grants/errors.ts";
 import type { RegisteredClient } from "../../src/grants/types.ts";
@@ -24,18 +22,7 @@ describe("grants on a manual clock", () => {
   const issue = () => h.grants.tokens.grant(service, { grant_type: "client_credentials" });
 
   beforeAll(async () => {
-    // A GitHub provider pointed at a closed port: client_credentials grants never call upstream.
-    const env = {
-      UPSTREAM_PROVIDER: "github",
-      UPSTREAM_CLIENT_ID: "x",
-      UPSTREAM_CLIENT_SECRET: "y",
-      GITHUB_URL: "http://127.0.0.1:1",
-      GITHUB_API_URL: "http://127.0.0.1:1",
-    };
-    const provider = createUpstreamProvider(loadConfig({ ...env, SECRET_KEY: "a".repeat(64) }).upstream, {});
-    h = await grantsHarness({ ...env, ACCESS_TOKEN_TTL_SECONDS: "60", SESSION_IDLE_TIMEOUT_SECONDS: "600", SESSION_MAX_AGE_SECONDS: "900" }, provider, {
-      clock,
-    });
+    h = await machineGrantsHarness({ ACCESS_TOKEN_TTL_SECONDS: "60", SESSION_IDLE_TIMEOUT_SECONDS: "600", SESSION_MAX_AGE_SECONDS: "900" }, { clock });
     service = await insertClient(h.database);
   });
   afterAll(async () => h.close());

@@ -1,8 +1,7 @@
 // The token machinery at the domain level, for grants without an upstream session
 // (client_credentials): issuance, validation cache, revocation, introspection, sweep.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { grantsHarness, insertClient, type GrantsHarness } from "../support/grants-harness.ts";
-import { createUpstreamProvider } from "../../src/upstream/create.ts";
+import { insertClient, machineGrantsHarness, type GrantsHarness } from "../support/grants-harness.ts";
 import { CredentialRejected, InvalidScope, InvalidTarget } from "../../src/grants/errors.ts";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { createMcpSessionStore } from "../../src/store/mcp-sessions.ts";
@@ -16,17 +15,7 @@ const issueFor = (client: RegisteredClient, params: Record<string, string> = {})
   h.grants.tokens.grant(client, { grant_type: "client_credentials", ...params });
 
 beforeAll(async () => {
-  // A GitHub provider pointed at a closed port: client_credentials grants never call upstream.
-  const env = {
-    UPSTREAM_PROVIDER: "github",
-    UPSTREAM_CLIENT_ID: "x",
-    UPSTREAM_CLIENT_SECRET: "y",
-    GITHUB_URL: "http://127.0.0.1:1",
-    GITHUB_API_URL: "http://127.0.0.1:1",
-  };
-  const { loadConfig } = await import("../../src/config.ts");
-  const provider = createUpstreamProvider(loadConfig({ ...env, SECRET_KEY: "a".repeat(64) }).upstream, {});
-  h = await grantsHarness({ ...env, ACCESS_TOKEN_TTL_SECONDS: "60" }, provider);
+  h = await machineGrantsHarness({ ACCESS_TOKEN_TTL_SECONDS: "60" });
   service = await insertClient(h.database);
 });
 afterAll(async () => h.close());

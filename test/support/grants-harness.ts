@@ -10,6 +10,7 @@ import { openDatabase, type Database } from "../../src/store/db.ts";
 import { SecretBox } from "../../src/store/secrets.ts";
 import { createGrants, type Grants } from "../../src/grants/index.ts";
 import { createLogger } from "../../src/logger.ts";
+import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import type { UpstreamProvider } from "../../src/upstream/provider.ts";
 import type { RegisteredClient } from "../../src/grants/types.ts";
 import type { Clock } from "../../src/grants/clock.ts";
@@ -50,6 +51,22 @@ export async function grantsHarness(env: Record<string, string>, provider: Upstr
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A harness for grants that never call upstream (client_credentials): its provider is GitHub's,
+ * pointed at a closed port, so any upstream call would fail loudly.
+ */
+export async function machineGrantsHarness(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<GrantsHarness> {
+  const upstream = {
+    UPSTREAM_PROVIDER: "github",
+    UPSTREAM_CLIENT_ID: "x",
+    UPSTREAM_CLIENT_SECRET: "y",
+    GITHUB_URL: "http://127.0.0.1:1",
+    GITHUB_API_URL: "http://127.0.0.1:1",
+  };
+  const provider = createUpstreamProvider(loadConfig({ ...upstream, SECRET_KEY: "a".repeat(64) }).upstream, {});
+  return grantsHarness({ ...upstream, ...env }, provider, options);
 }
 
 /** Inserts a client row the way the registry stores it (the registry itself is tested over HTTP). */
