@@ -52,8 +52,9 @@ afterAll(async () => {
   await new Promise((resolve) => mcpServer.close(resolve));
 });
 
-function mcpHead(ip: string, framing: Record<string, string>): string {
-  return head("POST", "/mcp", {
+/** The head of an authenticated POST to `path` under /mcp, from `ip`, with `framing` (and overrides). */
+function mcpHead(ip: string, framing: Record<string, string>, path = "/mcp"): string {
+  return head("POST", path, {
     host,
     authorization: `Bearer ${token}`,
     "content-type": "application/json",
@@ -62,6 +63,9 @@ function mcpHead(ip: string, framing: Record<string, string>): string {
     ...framing,
   });
 }
+
+/** A chunked upload to the test MCP server's echo endpoint. */
+const mirrorHead = (ip: string) => mcpHead(ip, { "content-type": "application/octet-stream", "transfer-encoding": "chunked" }, "/mcp/mirror");
 
 const jsonRpcError = (res: { body: string }) => JSON.parse(res.body) as { jsonrpc: string; error: { code: number; message: string }; id: null };
 
@@ -139,16 +143,7 @@ describe("slow uploads to /mcp", () => {
 
   it("streams a large upload: the MCP server reads its head while the rest is still to come", async () => {
     const ip = freshIp();
-    const ex = rawRequest(
-      t.url,
-      head("POST", "/mcp/mirror", {
-        host,
-        authorization: `Bearer ${token}`,
-        "content-type": "application/octet-stream",
-        "transfer-encoding": "chunked",
-        "x-forwarded-for": ip,
-      }),
-    );
+    const ex = rawRequest(t.url, mirrorHead(ip));
     const first = 80 * 1024;
     ex.write(`${first.toString(16)}\r\n`);
     ex.write(Buffer.alloc(first, "h"));
@@ -171,17 +166,7 @@ describe("slow uploads to /mcp", () => {
 
   it("sends a small body of unknown length up whole, once it has arrived", async () => {
     const ip = freshIp();
-    const ex = rawRequest(
-      t.url,
-      head("POST", "/mcp/mirror", {
-        host,
-        authorization: `Bearer ${token}`,
-        "content-type": "application/octet-stream",
-        "transfer-encoding": "chunked",
-        "x-forwarded-for": ip,
-      }),
-      "6\r\nfirst;\r\n",
-    );
+    const ex = rawRequest(t.url, mirrorHead(ip), "6\r\nfirst;\r\n");
     ex.write("6\r\nsecond\r\n0\r\n\r\n");
     const res = await within(ex.response, 5000, "the echo");
     expect(res.status).toBe(200);

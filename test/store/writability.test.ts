@@ -35,6 +35,13 @@ const unprivilegedAvailable = !isRoot || spawnSync("runuser", ["-u", "nobody", "
 if (!mechanism) process.stdout.write("[notice] chattr +i does not work on this file system as root: in-process read-only tests skipped\n");
 if (!unprivilegedAvailable) process.stdout.write("[notice] runuser -u nobody is not available, or cannot reach this checkout: start-check tests skipped\n");
 
+/** /readyz of the broker at `url` says 503: the database is not writable, for `reason`. */
+async function expectNotWritable(url: string, reason: string): Promise<void> {
+  const notReady = await fetch(`${url}/readyz`);
+  expect(notReady.status).toBe(503);
+  expect(await notReady.json()).toEqual({ status: "not ready", database: "not writable", reason });
+}
+
 describe("isDatabaseUnavailable with errors from real SQLite", () => {
   let dir: string;
   beforeAll(() => {
@@ -273,13 +280,7 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     const undo = makeUnwritable([file, `${file}-wal`]);
     let undone = false;
     try {
-      const notReady = await fetch(`${t.url}/readyz`);
-      expect(notReady.status).toBe(503);
-      expect(await notReady.json()).toEqual({
-        status: "not ready",
-        database: "not writable",
-        reason: "the database file broker.db is read-only for this process",
-      });
+      await expectNotWritable(t.url, "the database file broker.db is read-only for this process");
       const refused = await register();
       if (mechanism === "chattr") {
         // Every write fails now: 503 with Retry-After, not 500.
@@ -360,13 +361,7 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     expect((await fetch(`${t.url}/readyz`)).status).toBe(200);
     await setReadOnly(true);
     try {
-      const notReady = await fetch(`${t.url}/readyz`);
-      expect(notReady.status).toBe(503);
-      expect(await notReady.json()).toEqual({
-        status: "not ready",
-        database: "not writable",
-        reason: "PostgreSQL sessions are read-only: default_transaction_read_only is on",
-      });
+      await expectNotWritable(t!.url, "PostgreSQL sessions are read-only: default_transaction_read_only is on");
       const refused = await fetch(`${t.url}/register`, {
         method: "POST",
         headers: { "content-type": "application/json" },
