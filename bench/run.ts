@@ -125,6 +125,7 @@ async function main(): Promise<void> {
         DATABASE_URL: `file:${path.join(dir, db)}`,
         SECRET_KEY: secret,
         UPSTREAM_PROVIDER: "github",
+        ALLOW_ANY_USER: "true",
         UPSTREAM_CLIENT_ID: "Iv1.bench",
         UPSTREAM_CLIENT_SECRET: "bench-secret",
         GITHUB_URL: gh.url,

@@ -142,7 +142,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         tokens: grants.tokens,
         upstreamLogin: grants.upstreamLogin,
       }),
-      callbackRouter(grants.upstreamLogin, config.publicUrl),
+      callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName),
       mcpRouter({
         validator: grants.validator,
         resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { parse as parseDotenv } from "dotenv";
 import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
+import { type AccessPolicyConfig, PolicyConfigError, parseAccessPolicy } from "./access-policy-config.ts";
 
 export type UpstreamKind = "github" | "google" | "oidc" | "demo";
 
@@ -33,6 +34,10 @@ export interface Config {
     readonly githubApiUrl: string;
     readonly timeoutMs: number;
   };
+  /** Who may sign in (ALLOWED_*, ALLOW_ANY_USER). */
+  readonly accessPolicy: AccessPolicyConfig;
+  /** RESOURCE_NAME: how pages and the protected resource metadata name the protected service. */
+  readonly resourceName: string;
   readonly upstreamRecheckSeconds: number;
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
@@ -264,6 +269,17 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       return key;
     });
 
+  const allowAnyUser = parseVar(env, "ALLOW_ANY_USER", bool(false), "true or false");
+  let accessPolicy: AccessPolicyConfig;
+  try {
+    accessPolicy = parseAccessPolicy(env, provider, allowAnyUser);
+  } catch (err) {
+    if (err instanceof PolicyConfigError) throw new ConfigError(err.variable, err.message);
+    throw err;
+  }
+  const resourceName =
+    parseVar(env, "RESOURCE_NAME", z.string().trim().min(1).max(80).optional(), "a short name of 1 to 80 characters, e.g. Acme Docs") ?? publicUrlParsed.host;
+
   if (demoMode && !isLoopbackHost(host) && !allowDemoOnPublicHost) {
     throw new ConfigError(
       "HOST",
@@ -291,6 +307,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
       githubApiUrl,
       timeoutMs: upstreamTimeoutSeconds * 1000,
     }),
+    accessPolicy: Object.freeze(accessPolicy),
+    resourceName,
     upstreamRecheckSeconds,
     accessTokenTtlSeconds,
     refreshTokenTtlSeconds,

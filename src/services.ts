@@ -33,7 +33,11 @@ export function demoClientSecret(config: Config): string {
 
 export function createServices(config: Config, database: Database, logger: Logger, options: { readonly clock?: Clock | undefined } = {}): Services {
   const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
-  const provider = createUpstreamProvider(config.upstream, { demoIssuer: demoIssuerUrl(config), demoClientSecret: demoClientSecret(config) });
+  const provider = createUpstreamProvider(config.upstream, {
+    demoIssuer: demoIssuerUrl(config),
+    demoClientSecret: demoClientSecret(config),
+    policy: config.accessPolicy,
+  });
   const grants = createGrants({ db: database.db, config, secrets, provider, logger, clock: options.clock });
   return { secrets, provider, grants, clients: grants.clients, grantListing: createGrantListing(database.db) };
 }

@@ -47,7 +47,7 @@ async function checkUpstream(config: Config): Promise<CheckResult> {
       ok: true,
       detail: "demo mode: the built-in demo identity provider starts with the broker (anyone can sign in as anyone)",
     };
-  const provider = createUpstreamProvider(config.upstream);
+  const provider = createUpstreamProvider(config.upstream, { policy: config.accessPolicy });
   try {
     await provider.prepare?.();
     await provider.verifyCredentials(callbackUrl(config.publicUrl));

@@ -6,6 +6,7 @@ import type { Db } from "../store/db.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { UpstreamProvider } from "../upstream/provider.ts";
 import type { Clock } from "./clock.ts";
+import type { AccessPolicy } from "./policy.ts";
 
 export interface GrantsContext {
   readonly db: Db;
@@ -17,6 +18,8 @@ export interface GrantsContext {
   readonly rotationKey: Uint8Array;
   /** Every time decision of the grants code reads this clock (tests move it instead of sleeping). */
   readonly clock: Clock;
+  /** Who may sign in (and stay signed in): applied at login and at every upstream re-check. */
+  readonly policy: AccessPolicy;
 }
 
 export interface Revocation {

@@ -18,6 +18,8 @@ import type { TokenIssuer } from "./ports.ts";
 import { UpstreamLogin } from "./upstream-login.ts";
 import { sweep, type SweepOptions, type SweepResult } from "./sweep.ts";
 import { RevocationFeed } from "./revocation-feed.ts";
+import { AccessPolicy } from "./policy.ts";
+import { BrowserIdentities } from "./browser-identities.ts";
 
 export interface Grants {
   readonly context: GrantsContext;
@@ -32,6 +34,7 @@ export interface Grants {
   readonly tokens: TokenIssuer;
   readonly upstreamLogin: UpstreamLogin;
   readonly revocationFeed: RevocationFeed;
+  readonly browserIdentities: BrowserIdentities;
   sweep(options?: SweepOptions): Promise<SweepResult>;
 }
 
@@ -46,7 +49,13 @@ export interface GrantsInput {
 }
 
 export function createGrants({ clock = systemClock, ...input }: GrantsInput): Grants {
-  const context: GrantsContext = { ...input, clock, rotationKey: purposeKey(input.config.secretKey, "refresh-rotation/v1") };
+  const context: GrantsContext = {
+    ...input,
+    clock,
+    rotationKey: purposeKey(input.config.secretKey, "refresh-rotation/v1"),
+    policy: new AccessPolicy(input.config.accessPolicy),
+  };
+  const browserIdentities = new BrowserIdentities(input.db, clock);
   const bus = new RevocationBus();
   const lifecycle = new GrantLifecycle(context, bus);
   const sessions = new UpstreamSessions(context, lifecycle);
@@ -63,7 +72,8 @@ export function createGrants({ clock = systemClock, ...input }: GrantsInput): Gr
     transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
     consents: new Consents(input.db, clock),
     tokens: createTokenIssuer({ ...context, lifecycle, sessions, validator, bus }),
-    upstreamLogin: new UpstreamLogin(context, sessions),
+    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities),
+    browserIdentities,
     revocationFeed: new RevocationFeed(context, bus),
     // A session binding outlives no grant: the longest a grant lives bounds it.
     sweep: (options) => sweep(input.db, lifecycle, { now: dateOf(clock), mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds, ...options }),

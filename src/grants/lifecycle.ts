@@ -13,6 +13,8 @@ export type RevocationReason =
   | "code_replay"
   | "upstream_invalid"
   | "upstream_refresh_failed"
+  | "policy_denied"
+  | "user_revoked"
   | "idle_timeout"
   | "max_age"
   | "client_removed";

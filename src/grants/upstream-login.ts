@@ -12,9 +12,26 @@ import { mintSecret } from "./token-format.ts";
 import { audit } from "./audit.ts";
 import { clientRedirectUrl } from "./client-redirect.ts";
 import type { UpstreamLoginStarter } from "./ports.ts";
-import { UpstreamError, type UpstreamIdentity, type UpstreamTokens, type UpstreamAuthorizationRequest } from "../upstream/provider.ts";
+import type { UpstreamAuthorizationRequest } from "../upstream/provider.ts";
+import { authenticateUpstream, type RefusedAccount } from "./upstream-authentication.ts";
+import type { BrowserIdentities } from "./browser-identities.ts";
 
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
+
+/** Where a completed callback leads. */
+export type CallbackOutcome =
+  /** Back to the client: its redirect URI with the broker's code, or with an OAuth error. */
+  | { readonly kind: "redirect"; readonly location: string }
+  /**
+   * The account is not admitted by the access policy: a page says so to the person, and its button
+   * returns to the client (this browser just approved it) with error=access_denied.
+   */
+  | {
+      readonly kind: "refused";
+      readonly account: RefusedAccount;
+      readonly clientName: string | null;
+      readonly returnTo: string;
+    };
 
 export interface CallbackInput {
   readonly callbackUrl: URL;
@@ -40,6 +57,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
   constructor(
     private readonly ctx: GrantsContext,
     private readonly sessions: UpstreamSessions,
+    private readonly browserIdentities: BrowserIdentities,
   ) {
     this.providerName = ctx.provider.displayName;
   }
@@ -92,7 +110,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
    * with the broker's code (or an OAuth error). Problems that must not reach the client (unknown,
    * replayed or foreign callbacks) are SignInErrors, shown to the person in the browser.
    */
-  async complete(input: CallbackInput): Promise<string> {
+  async complete(input: CallbackInput): Promise<CallbackOutcome> {
     const state = input.callbackUrl.searchParams.get("state");
     if (!state) throw new SignInError("invalid_request", "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
@@ -126,10 +144,11 @@ export class UpstreamLogin implements UpstreamLoginStarter {
 
     const toClient = (params: Record<string, string>) =>
       clientRedirectUrl(tx.redirectUri, { ...params, ...(tx.state ? { state: tx.state } : {}), iss: this.ctx.config.publicUrl });
-    const fail = async (error: string, description: string, logDetail: string) => {
-      await this.ctx.db.authTransaction.update({ where: { id: tx.id }, data: { status: "failed" } });
+    const end = () => this.ctx.db.authTransaction.update({ where: { id: tx.id }, data: { status: "failed", upstreamVerifierEnc: null } });
+    const fail = async (error: string, description: string, logDetail: string): Promise<CallbackOutcome> => {
+      await end();
       await audit(this.ctx.db, { type: "login.failed", clientId: tx.clientId, ip: input.ip, detail: { error, reason: logDetail } });
-      return toClient({ error, error_description: description });
+      return { kind: "redirect", location: toClient({ error, error_description: description }) };
     };
 
     const upstreamError = input.callbackUrl.searchParams.get("error");
@@ -140,24 +159,33 @@ export class UpstreamLogin implements UpstreamLoginStarter {
       return fail("server_error", `${this.providerName} reported an error during sign-in.`, upstreamError);
     }
 
-    let tokens: UpstreamTokens;
-    let identity: UpstreamIdentity;
-    try {
-      const codeVerifier = await this.ctx.secrets.decrypt(tx.upstreamVerifierEnc ?? "");
-      tokens = await this.ctx.provider.exchangeCode(
-        { callbackUrl: input.callbackUrl, expectedState: state, expectedNonce: tx.upstreamNonce ?? undefined, codeVerifier },
-        this.callbackUri,
-      );
-      identity = await this.ctx.provider.fetchIdentity(tokens);
-    } catch (err) {
-      const kind = err instanceof UpstreamError ? err.kind : "unavailable";
-      const message = err instanceof Error ? err.message : String(err);
-      if (kind === "misconfigured") this.ctx.logger.error({ err: message }, "upstream login failed: configuration problem");
-      else this.ctx.logger.warn({ err: message, kind }, "upstream login failed");
-      if (kind === "denied") return fail("access_denied", `The sign-in at ${this.providerName} was refused.`, message);
-      if (kind === "unavailable") return fail("temporarily_unavailable", `${this.providerName} could not be reached; try again.`, message);
-      return fail("server_error", `The sign-in at ${this.providerName} could not be completed.`, message);
+    const signIn = await authenticateUpstream(
+      this.ctx,
+      {
+        callbackUrl: input.callbackUrl,
+        expectedState: state,
+        expectedNonce: tx.upstreamNonce ?? undefined,
+        verifierEnc: tx.upstreamVerifierEnc,
+        redirectUri: this.callbackUri,
+      },
+      { clientId: tx.clientId, ip: input.ip },
+    );
+    if (signIn.outcome === "failed") {
+      if (signIn.kind === "denied") return fail("access_denied", `The sign-in at ${this.providerName} was refused.`, signIn.message);
+      if (signIn.kind === "unavailable") return fail("temporarily_unavailable", `${this.providerName} could not be reached; try again.`, signIn.message);
+      return fail("server_error", `The sign-in at ${this.providerName} could not be completed.`, signIn.message);
     }
+    if (signIn.outcome === "refused") {
+      await end();
+      const client = await this.ctx.db.client.findUnique({ where: { id: tx.clientId }, select: { clientName: true } });
+      return {
+        kind: "refused",
+        account: signIn.account,
+        clientName: client?.clientName ?? null,
+        returnTo: toClient({ error: "access_denied", error_description: `This ${this.providerName} account may not use ${this.ctx.config.resourceName}.` }),
+      };
+    }
+    const { tokens, identity } = signIn;
 
     const code = mintSecret("authorizationCode");
     const issuedAt = dateOf(this.ctx.clock);
@@ -201,9 +229,11 @@ export class UpstreamLogin implements UpstreamLoginStarter {
         grantId,
         subject: identity.subject,
         ip: input.ip,
-        detail: { provider: this.ctx.provider.kind },
+        detail: { provider: this.ctx.provider.kind, rule: signIn.rule },
       });
     });
-    return toClient({ code: code.value });
+    // The consent page of this browser's next authorization names who signed in.
+    await this.browserIdentities.remember(input.browserSessionId, { subject: identity.subject, login: identity.login, provider: this.ctx.provider.kind });
+    return { kind: "redirect", location: toClient({ code: code.value }) };
   }
 }

@@ -1,5 +1,6 @@
 // The one place that knows which provider implementation serves which UPSTREAM_PROVIDER.
 import type { Config } from "../config.ts";
+import type { AccessPolicyConfig } from "../access-policy-config.ts";
 import { GitHubProvider } from "./github.ts";
 import { OidcProvider } from "./oidc.ts";
 import type { UpstreamProvider } from "./provider.ts";
@@ -11,6 +12,24 @@ export interface ProviderOptions {
   readonly demoIssuer?: string;
   /** The broker's client secret at the embedded demo IdP (derived from SECRET_KEY). */
   readonly demoClientSecret?: string;
+  /** The access policy: which facts (org membership, groups, e-mails) the provider must read. */
+  readonly policy?: AccessPolicyConfig;
+}
+
+/** The scopes asked for, plus those the policy's facts need (the operator need not know them). */
+function withScopes(base: string, needed: readonly string[]): string {
+  const scopes = base.split(/[ ,]+/).filter(Boolean);
+  for (const scope of needed) if (!scopes.includes(scope)) scopes.push(scope);
+  return scopes.join(" ");
+}
+
+/** GitHub scopes the policy needs: read:org for org/team rules, user:email for e-mail rules. */
+function githubPolicyScopes(policy: AccessPolicyConfig | undefined): string[] {
+  if (!policy || policy.anyUser) return [];
+  const needed: string[] = [];
+  if (policy.githubOrgs.length) needed.push("read:org");
+  if (policy.emailDomains.length || policy.users.some((u) => u.includes("@"))) needed.push("user:email");
+  return needed;
 }
 
 export function createUpstreamProvider(upstream: Config["upstream"], options: ProviderOptions = {}): UpstreamProvider {
@@ -21,7 +40,8 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
         clientSecret: upstream.clientSecret ?? "",
         githubUrl: upstream.githubUrl,
         apiUrl: upstream.githubApiUrl,
-        scopes: upstream.scopes ?? "read:user user:email",
+        scopes: withScopes(upstream.scopes ?? "read:user user:email", githubPolicyScopes(options.policy)),
+        orgRules: options.policy && !options.policy.anyUser ? options.policy.githubOrgs : [],
         timeoutMs: upstream.timeoutMs,
         displayName: upstream.displayName,
       });
@@ -34,6 +54,7 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
         clientSecret: upstream.clientSecret ?? "",
         scopes: upstream.scopes ?? "openid email profile",
         timeoutMs: upstream.timeoutMs,
+        groupsClaim: options.policy?.groupsClaim ?? "groups",
         // Google returns a refresh token only for offline access with a consent prompt.
         extraAuthorizationParams: { access_type: "offline", prompt: "consent" },
       });
@@ -47,6 +68,7 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
         clientSecret: upstream.clientSecret ?? "",
         scopes: upstream.scopes ?? "openid email profile",
         timeoutMs: upstream.timeoutMs,
+        groupsClaim: options.policy?.groupsClaim ?? "groups",
         offline: true,
       });
     case "demo":
@@ -58,6 +80,7 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
         clientSecret: options.demoClientSecret ?? "",
         scopes: upstream.scopes ?? "openid email profile",
         timeoutMs: upstream.timeoutMs,
+        groupsClaim: options.policy?.groupsClaim ?? "groups",
         offline: true,
       });
   }

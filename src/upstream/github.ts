@@ -16,6 +16,7 @@ import {
 } from "./provider.ts";
 import { classifyFailure, kindOf } from "./errors.ts";
 import { s256Challenge } from "../crypto/pkce.ts";
+import type { GitHubOrgRule } from "../access-policy-config.ts";
 
 export interface GitHubProviderOptions {
   readonly clientId: string;
@@ -27,6 +28,8 @@ export interface GitHubProviderOptions {
   readonly scopes: string;
   readonly timeoutMs: number;
   readonly displayName?: string;
+  /** ALLOWED_GITHUB_ORGS: the org/team memberships fetchIdentity reads (needs read:org). */
+  readonly orgRules?: readonly GitHubOrgRule[];
 }
 
 const TokenResponse = z.union([
@@ -143,6 +146,7 @@ export class GitHubProvider implements UpstreamProvider {
     if (!parsed.success) throw new UpstreamError("protocol", "GitHub's /user answer is not a user");
     const user = parsed.data;
     let email = user.email ?? undefined;
+    let verifiedEmails: string[] = [];
     const scopes = (tokens.scope ?? "").split(/[ ,]+/);
     if (scopes.includes("user:email") || scopes.includes("user")) {
       const emails = await this.request(
@@ -152,7 +156,10 @@ export class GitHubProvider implements UpstreamProvider {
       );
       if (emails.ok) {
         const list = Emails.safeParse(await emails.json().catch(() => null));
-        if (list.success) email = list.data.find((e) => e.primary && e.verified)?.email ?? email;
+        if (list.success) {
+          email = list.data.find((e) => e.primary && e.verified)?.email ?? email;
+          verifiedEmails = list.data.filter((e) => e.verified).map((e) => e.email.toLowerCase());
+        }
       }
     }
     return {
@@ -161,6 +168,8 @@ export class GitHubProvider implements UpstreamProvider {
       email,
       name: user.name ?? undefined,
       profile: { id: user.id, login: user.login, name: user.name ?? null, avatar_url: user.avatar_url ?? null, html_url: user.html_url ?? null },
+      verifiedEmails,
+      memberships: [],
     };
   }
 

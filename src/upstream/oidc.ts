@@ -30,6 +30,19 @@ export interface OidcProviderOptions {
   readonly extraAuthorizationParams?: Readonly<Record<string, string>>;
   /** Ask for offline_access when the issuer lists it, so a refresh token comes back. */
   readonly offline?: boolean;
+  /** The claim that carries the user's groups (UPSTREAM_GROUPS_CLAIM). */
+  readonly groupsClaim?: string;
+}
+
+/** Some IdPs send booleans as strings ("true"); anything else is not a yes. */
+const isTrue = (value: unknown): boolean => value === true || value === "true";
+
+/** A groups claim: an array of strings (Keycloak, Okta, Entra, Authentik), or one string. */
+function groupsOf(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === "string");
+  return [];
 }
 
 function tokensFrom(response: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers, previous?: UpstreamTokens): UpstreamTokens {
@@ -158,6 +171,9 @@ export class OidcProvider implements UpstreamProvider {
     if (!subject) throw new UpstreamError("protocol", "the identity provider returned no subject (sub)");
     const str = (k: string) => (typeof merged[k] === "string" ? (merged[k] as string) : undefined);
     const email = str("email");
+    // The claim as the freshest answer gave it: userinfo wins over the ID token when both have it.
+    const groupsClaim = this.options.groupsClaim ?? "groups";
+    const groups = groupsOf(merged[groupsClaim]);
     return {
       subject: `${this.kind}:${subject}`,
       login: str("preferred_username") ?? email ?? str("name") ?? subject,
@@ -166,6 +182,10 @@ export class OidcProvider implements UpstreamProvider {
       profile: Object.fromEntries(
         ["sub", "email", "email_verified", "name", "preferred_username", "picture", "hd"].filter((k) => k in merged).map((k) => [k, merged[k]]),
       ),
+      // email_verified only vouches for the address of the same answer (userinfo or ID token).
+      verifiedEmails: email && isTrue(("email" in userinfo ? userinfo : claims).email_verified) ? [email.toLowerCase()] : [],
+      groups,
+      memberships: [],
     };
   }
 

@@ -27,6 +27,22 @@ export interface UpstreamIdentity {
   readonly name?: string | undefined;
   /** Provider-specific profile fields worth keeping (no tokens). */
   readonly profile: Readonly<Record<string, unknown>>;
+  /**
+   * Every e-mail address the IdP says the user proved they own, lower-cased (GitHub: verified
+   * entries of /user/emails; OIDC: `email` when `email_verified` is true). Only these count for
+   * e-mail rules: an unverified address is anyone's to type.
+   */
+  readonly verifiedEmails: readonly string[];
+  /**
+   * OIDC: the values of the groups claim (UPSTREAM_GROUPS_CLAIM); undefined when this answer did
+   * not carry the claim at all (userinfo without it), as opposed to an empty list.
+   */
+  readonly groups?: readonly string[] | undefined;
+  /**
+   * GitHub: which of the ALLOWED_GITHUB_ORGS entries (`acme`, `acme/platform`) the user is an
+   * active member of, read with the user's token. Empty when no org rule is configured.
+   */
+  readonly memberships: readonly string[];
 }
 
 /** What the broker keeps per authorization transaction for the upstream leg. */

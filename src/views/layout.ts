@@ -24,9 +24,9 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:6px 14px;margin:16px 0
 dt{color:var(--muted)}dd{margin:0;word-break:break-all}
 ul.scopes{margin:8px 0;padding-left:20px}
 .actions{display:flex;gap:12px;margin-top:22px;flex-wrap:wrap}
-button{flex:1;min-width:120px;font:inherit;font-weight:600;padding:11px 16px;border-radius:10px;border:1px solid var(--border);background:transparent;color:var(--text);cursor:pointer}
-button.primary{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}
-button:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
+button,a.button{flex:1;min-width:120px;font:inherit;font-weight:600;padding:11px 16px;border-radius:10px;border:1px solid var(--border);background:transparent;color:var(--text);cursor:pointer;text-align:center;text-decoration:none}
+button.primary,a.button.primary{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}
+button:focus-visible,a.button:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .error h1{color:var(--danger)}
 @media (max-width:480px){body{align-items:flex-start;padding:12px}main{padding:20px;border-radius:12px}dl{grid-template-columns:1fr;gap:0}dt{margin-top:8px}}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88em}

@@ -266,6 +266,7 @@ describe("mcp-auth-broker CLI", () => {
       githubEnv = {
         ...env,
         UPSTREAM_PROVIDER: "github",
+        ALLOW_ANY_USER: "true",
         UPSTREAM_CLIENT_ID: "Iv1.check",
         UPSTREAM_CLIENT_SECRET: "check-secret",
         GITHUB_URL: gh.url,

@@ -52,6 +52,7 @@ describe("loadConfig", () => {
         UPSTREAM_RECHECK_SECONDS: "0",
         DYNAMIC_REGISTRATION: "false",
         FORWARD_UPSTREAM_TOKEN: "true",
+        ALLOWED_GITHUB_ORGS: "acme",
       },
       tmp(),
     );
@@ -65,10 +66,15 @@ describe("loadConfig", () => {
     expect(config.upstream.githubUrl).toBe("https://github.com");
     expect(config.upstream.githubApiUrl).toBe("https://api.github.com");
     expect(config.secretKey.equals(Buffer.alloc(32, 1))).toBe(true);
+    expect(config.accessPolicy.githubOrgs).toEqual([{ org: "acme", team: undefined }]);
+    expect(config.resourceName).toBe("mcp.example.com");
   });
 
   it("gives google its issuer by default", () => {
-    const config = loadConfig({ UPSTREAM_PROVIDER: "google", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY }, tmp());
+    const config = loadConfig(
+      { UPSTREAM_PROVIDER: "google", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY, ALLOW_ANY_USER: "true" },
+      tmp(),
+    );
     expect(config.upstream.issuer).toBe("https://accounts.google.com");
   });
 
@@ -79,10 +85,11 @@ describe("loadConfig", () => {
       UPSTREAM_CLIENT_ID: "x",
       UPSTREAM_CLIENT_SECRET: "y",
       SECRET_KEY: KEY,
+      ALLOW_ANY_USER: "true",
     };
     expect(createUpstreamProvider(loadConfig(base, tmp()).upstream).displayName).toBe("login.acme.example");
     expect(createUpstreamProvider(loadConfig({ ...base, UPSTREAM_DISPLAY_NAME: " Acme SSO " }, tmp()).upstream).displayName).toBe("Acme SSO");
-    const github = { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY };
+    const github = { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY, ALLOW_ANY_USER: "true" };
     expect(createUpstreamProvider(loadConfig(github, tmp()).upstream).displayName).toBe("GitHub");
     expect(createUpstreamProvider(loadConfig({ ...github, UPSTREAM_DISPLAY_NAME: "GitHub Enterprise" }, tmp()).upstream).displayName).toBe("GitHub Enterprise");
   });

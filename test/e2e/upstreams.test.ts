@@ -36,6 +36,7 @@ const UPSTREAMS: ReadonlyArray<{ kind: string; user: string; subject: string; st
       const idp = await startDemoIdentityProvider({ clients: [], cookieKeys: ["e2e"] });
       const broker = await startBroker({
         UPSTREAM_PROVIDER: "oidc",
+        ALLOW_ANY_USER: "true",
         UPSTREAM_ISSUER: idp.url,
         UPSTREAM_CLIENT_ID: "broker",
         UPSTREAM_CLIENT_SECRET: "issuer-secret",
@@ -62,6 +63,7 @@ const UPSTREAMS: ReadonlyArray<{ kind: string; user: string; subject: string; st
       const gh = await startGitHubEmulator({ clientId: "Iv1.broker", clientSecret: "emulator-secret" });
       const broker = await startBroker({
         UPSTREAM_PROVIDER: "github",
+        ALLOW_ANY_USER: "true",
         UPSTREAM_CLIENT_ID: "Iv1.broker",
         UPSTREAM_CLIENT_SECRET: "emulator-secret",
         GITHUB_URL: gh.url,

@@ -25,6 +25,7 @@ const mcp = (t: TestBroker, token: string) =>
 function githubEnv(gh: GitHubEmulator, extra: Record<string, string> = {}): Record<string, string> {
   return {
     UPSTREAM_PROVIDER: "github",
+    ALLOW_ANY_USER: "true",
     UPSTREAM_CLIENT_ID: "Iv1.broker",
     UPSTREAM_CLIENT_SECRET: "emulator-secret",
     GITHUB_URL: gh.url,
@@ -251,6 +252,7 @@ describe("opt-in upstream token forwarding and start-up checks", () => {
     const config = loadConfig(
       {
         UPSTREAM_PROVIDER: "oidc",
+        ALLOW_ANY_USER: "true",
         UPSTREAM_ISSUER: "http://127.0.0.1:1/realms/x",
         UPSTREAM_CLIENT_ID: "c",
         UPSTREAM_CLIENT_SECRET: "s",

@@ -34,6 +34,7 @@ describe("a broker killed mid-callback", () => {
   it("leaves a transaction that expires within the exchange deadline, is swept, and completes nothing", async () => {
     const env = {
       UPSTREAM_PROVIDER: "github",
+      ALLOW_ANY_USER: "true",
       UPSTREAM_CLIENT_ID: "Iv1.broker",
       UPSTREAM_CLIENT_SECRET: "emulator-secret",
       GITHUB_URL: gh.url,
@@ -80,6 +81,7 @@ describe("a broker killed mid-callback", () => {
   it("says 'interrupted' for the callback of a transaction a dead process had claimed", async () => {
     const t = await startBroker({
       UPSTREAM_PROVIDER: "github",
+      ALLOW_ANY_USER: "true",
       UPSTREAM_CLIENT_ID: "Iv1.broker",
       UPSTREAM_CLIENT_SECRET: "emulator-secret",
       GITHUB_URL: gh.url,

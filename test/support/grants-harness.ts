@@ -60,6 +60,7 @@ export async function grantsHarness(env: Record<string, string>, provider: Upstr
 export async function machineGrantsHarness(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<GrantsHarness> {
   const upstream = {
     UPSTREAM_PROVIDER: "github",
+    ALLOW_ANY_USER: "true",
     UPSTREAM_CLIENT_ID: "x",
     UPSTREAM_CLIENT_SECRET: "y",
     GITHUB_URL: "http://127.0.0.1:1",

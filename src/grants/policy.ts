@@ -1,0 +1,81 @@
+// Who may sign in: identity facts in, admit or refuse (with the rule or the reason) out. Pure: the
+// facts are read by the upstream provider at login and at every re-check; this only decides.
+import type { AccessPolicyConfig } from "../access-policy-config.ts";
+
+/** What the policy looks at; a subset of UpstreamIdentity, or a machine client's subject. */
+export interface IdentityFacts {
+  readonly subject: string;
+  readonly login?: string | undefined;
+  readonly verifiedEmails?: readonly string[] | undefined;
+  readonly groups?: readonly string[] | undefined;
+  readonly memberships?: readonly string[] | undefined;
+}
+
+export type PolicyDecision = { readonly admitted: true; readonly rule: string } | { readonly admitted: false; readonly reason: string };
+
+/** `*` matches any run of characters (including none); everything else literally. */
+function globMatcher(pattern: string, caseInsensitive: boolean): (value: string) => boolean {
+  const source = pattern
+    .split("*")
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".*");
+  const re = new RegExp(`^${source}$`, caseInsensitive ? "iu" : "u");
+  return (value) => re.test(value);
+}
+
+/** One ALLOWED_USERS entry: an e-mail pattern, a subject pattern (`github:1`), or a login pattern. */
+function userEntryMatcher(entry: string): (facts: IdentityFacts) => boolean {
+  if (entry.includes("@")) {
+    // Verified addresses only: an OIDC login may be an unverified e-mail, so never the login.
+    const matches = globMatcher(entry, true);
+    return (facts) => (facts.verifiedEmails ?? []).some(matches);
+  }
+  if (/^[a-z]+:/i.test(entry)) {
+    // Subjects are the IdP's identifiers: compared exactly, case included.
+    const matches = globMatcher(entry, false);
+    return (facts) => matches(facts.subject);
+  }
+  const matches = globMatcher(entry, true);
+  return (facts) => facts.login !== undefined && matches(facts.login);
+}
+
+export class AccessPolicy {
+  private readonly userRules: readonly { readonly entry: string; readonly matches: (facts: IdentityFacts) => boolean }[];
+
+  constructor(readonly config: AccessPolicyConfig) {
+    this.userRules = config.users.map((entry) => ({ entry, matches: userEntryMatcher(entry) }));
+  }
+
+  /** True when sign-ins need the facts beyond the subject that only the IdP can tell again. */
+  get readsFacts(): boolean {
+    return !this.config.anyUser;
+  }
+
+  decide(facts: IdentityFacts): PolicyDecision {
+    const { config } = this;
+    if (config.anyUser) return { admitted: true, rule: "ALLOW_ANY_USER" };
+    for (const rule of this.userRules) if (rule.matches(facts)) return { admitted: true, rule: `ALLOWED_USERS ${rule.entry}` };
+    for (const email of facts.verifiedEmails ?? []) {
+      const domain = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
+      if (config.emailDomains.includes(domain)) return { admitted: true, rule: `ALLOWED_EMAIL_DOMAINS ${domain}` };
+    }
+    for (const membership of facts.memberships ?? []) {
+      const wanted = config.githubOrgs.find((o) => (o.team ? `${o.org}/${o.team}` : o.org).toLowerCase() === membership.toLowerCase());
+      if (wanted) return { admitted: true, rule: `ALLOWED_GITHUB_ORGS ${membership}` };
+    }
+    for (const group of facts.groups ?? []) if (config.groups.includes(group)) return { admitted: true, rule: `ALLOWED_GROUPS ${group}` };
+    return { admitted: false, reason: "no access rule admits this account" };
+  }
+
+  /** One line per rule, for `check` and the start-up log. */
+  describe(): string[] {
+    const { config } = this;
+    if (config.anyUser) return ["anyone who can sign in at the identity provider (ALLOW_ANY_USER)"];
+    const lines: string[] = [];
+    if (config.users.length) lines.push(`users: ${config.users.join(", ")}`);
+    if (config.emailDomains.length) lines.push(`verified e-mail domains: ${config.emailDomains.join(", ")}`);
+    if (config.githubOrgs.length) lines.push(`GitHub organizations/teams: ${config.githubOrgs.map((o) => (o.team ? `${o.org}/${o.team}` : o.org)).join(", ")}`);
+    if (config.groups.length) lines.push(`groups (claim ${config.groupsClaim}): ${config.groups.join(", ")}`);
+    return lines;
+  }
+}

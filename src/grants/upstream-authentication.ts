@@ -1,0 +1,78 @@
+// What every upstream callback does, whoever started the sign-in (a client's authorization or the
+// connected-apps page): exchange the code, read who signed in with the facts the access policy
+// needs, and apply the policy. A refused account gets nothing: its upstream token is revoked and
+// the refusal is audited and logged (never with a token).
+import type { GrantsContext } from "./context.ts";
+import { audit } from "./audit.ts";
+import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
+
+export interface UpstreamCallbackLeg {
+  readonly callbackUrl: URL;
+  readonly expectedState: string;
+  readonly expectedNonce?: string | undefined;
+  /** The upstream PKCE verifier as stored (encrypted). */
+  readonly verifierEnc: string | null;
+  /** The redirect URI registered at the IdP (PUBLIC_URL/oauth/callback). */
+  readonly redirectUri: string;
+}
+
+/** The account that signed in, and why it may not use this service. */
+export interface RefusedAccount {
+  readonly subject: string;
+  readonly login: string;
+  readonly providerName: string;
+  readonly reason: string;
+}
+
+export type UpstreamAuthentication =
+  | { readonly outcome: "admitted"; readonly tokens: UpstreamTokens; readonly identity: UpstreamIdentity; readonly rule: string }
+  | { readonly outcome: "refused"; readonly account: RefusedAccount }
+  /** The IdP refused, failed or could not be reached; `message` is for logs, never for the user. */
+  | { readonly outcome: "failed"; readonly kind: UpstreamError["kind"]; readonly message: string };
+
+export async function authenticateUpstream(
+  ctx: GrantsContext,
+  leg: UpstreamCallbackLeg,
+  audited: { readonly clientId?: string | undefined; readonly ip?: string | undefined },
+): Promise<UpstreamAuthentication> {
+  let tokens: UpstreamTokens;
+  let identity: UpstreamIdentity;
+  try {
+    const codeVerifier = await ctx.secrets.decrypt(leg.verifierEnc ?? "");
+    tokens = await ctx.provider.exchangeCode(
+      { callbackUrl: leg.callbackUrl, expectedState: leg.expectedState, expectedNonce: leg.expectedNonce, codeVerifier },
+      leg.redirectUri,
+    );
+    identity = await ctx.provider.fetchIdentity(tokens);
+  } catch (err) {
+    const kind = err instanceof UpstreamError ? err.kind : "unavailable";
+    const message = err instanceof Error ? err.message : String(err);
+    if (kind === "misconfigured") ctx.logger.error({ err: message }, "upstream login failed: configuration problem");
+    else ctx.logger.warn({ err: message, kind }, "upstream login failed");
+    return { outcome: "failed", kind, message };
+  }
+
+  const decision = ctx.policy.decide(identity);
+  if (decision.admitted) return { outcome: "admitted", tokens, identity, rule: decision.rule };
+
+  // Nothing may stand on the refused account's upstream token: give it back now. Best effort (the
+  // IdP may be down); it is never stored either way.
+  await ctx.provider.revoke(tokens).catch((err: unknown) => {
+    ctx.logger.warn(
+      { err: err instanceof Error ? err.message : String(err), subject: identity.subject },
+      "could not revoke a refused account's upstream token",
+    );
+  });
+  ctx.logger.warn({ subject: identity.subject, login: identity.login, clientId: audited.clientId, ip: audited.ip }, "sign-in refused by the access policy");
+  await audit(ctx.db, {
+    type: "login.refused",
+    clientId: audited.clientId,
+    subject: identity.subject,
+    ip: audited.ip,
+    detail: { reason: "policy_denied", login: identity.login, provider: ctx.provider.kind },
+  });
+  return {
+    outcome: "refused",
+    account: { subject: identity.subject, login: identity.login, providerName: ctx.provider.displayName, reason: decision.reason },
+  };
+}
