@@ -25,5 +25,5 @@ export interface UpstreamLoginStarter {
    * Prepares the upstream leg of an approved transaction (state, nonce, PKCE verifier stored with
    * it) and returns the upstream authorization URL to redirect the browser to.
    */
-  start(transactionId: string): Promise<string>;
+  start(transactionId: string, options?: { readonly selectAccount?: boolean }): Promise<string>;
 }

@@ -77,14 +77,14 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     if (ended.count === 1) await audit(this.ctx.db, { type: "login.failed", clientId, ip, detail: { reason } });
   }
 
-  async start(transactionId: string): Promise<string> {
+  async start(transactionId: string, options: { readonly selectAccount?: boolean } = {}): Promise<string> {
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { id: transactionId } });
     if (tx?.status !== "approved" || tx.expiresAt <= dateOf(this.ctx.clock)) {
       throw new SignInError("invalid_request", "Sign-in expired", "This authorization request is no longer pending.", START_AGAIN);
     }
     let request: UpstreamAuthorizationRequest;
     try {
-      request = await this.ctx.provider.createAuthorizationRequest(this.callbackUri);
+      request = await this.ctx.provider.createAuthorizationRequest(this.callbackUri, options);
     } catch (err) {
       this.ctx.logger.error({ err: (err as Error).message }, "cannot start the upstream login");
       throw new SignInError(

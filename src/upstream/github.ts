@@ -80,7 +80,7 @@ export class GitHubProvider implements UpstreamProvider {
     return `Basic ${Buffer.from(`${this.options.clientId}:${this.options.clientSecret}`).toString("base64")}`;
   }
 
-  async createAuthorizationRequest(redirectUri: string): Promise<UpstreamAuthorizationRequest> {
+  async createAuthorizationRequest(redirectUri: string, options: { readonly selectAccount?: boolean } = {}): Promise<UpstreamAuthorizationRequest> {
     const codeVerifier = randomBytes(32).toString("base64url");
     const state = randomBytes(32).toString("base64url");
     const url = new URL(`${this.options.githubUrl}/login/oauth/authorize`);
@@ -91,6 +91,8 @@ export class GitHubProvider implements UpstreamProvider {
     url.searchParams.set("code_challenge", s256Challenge(codeVerifier));
     url.searchParams.set("code_challenge_method", "S256");
     url.searchParams.set("allow_signup", "true");
+    // GitHub's account picker (documented for /login/oauth/authorize since 2023).
+    if (options.selectAccount) url.searchParams.set("prompt", "select_account");
     return { url: url.href, state, codeVerifier };
   }
 

@@ -117,7 +117,7 @@ export class OidcProvider implements UpstreamProvider {
     return [...scopes].join(" ");
   }
 
-  async createAuthorizationRequest(redirectUri: string): Promise<UpstreamAuthorizationRequest> {
+  async createAuthorizationRequest(redirectUri: string, options: { readonly selectAccount?: boolean } = {}): Promise<UpstreamAuthorizationRequest> {
     const config = await this.config();
     const codeVerifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
@@ -133,6 +133,13 @@ export class OidcProvider implements UpstreamProvider {
     };
     // offline_access needs the consent prompt at most issuers to return a refresh token.
     if (params.scope?.split(" ").includes("offline_access") && !params.prompt) params.prompt = "consent";
+    // "Not you?": select_account where the issuer has an account picker (Google), else a fresh
+    // login (OIDC Core §3.1.2.1 prompt=login), where the user can name another account.
+    if (options.selectAccount) {
+      const prompts = new Set((params.prompt ?? "").split(" ").filter(Boolean));
+      prompts.add(this.kind === "google" ? "select_account" : "login");
+      params.prompt = [...prompts].join(" ");
+    }
     return { url: client.buildAuthorizationUrl(config, params).href, state, nonce, codeVerifier };
   }
 

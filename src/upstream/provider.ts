@@ -95,8 +95,12 @@ export interface UpstreamProvider {
   readonly kind: string;
   /** Human name for the consent page ("GitHub", "Google", "Example IdP"). */
   readonly displayName: string;
-  /** Builds the upstream authorization URL (PKCE S256, state, nonce where applicable). */
-  createAuthorizationRequest(redirectUri: string): Promise<UpstreamAuthorizationRequest>;
+  /**
+   * Builds the upstream authorization URL (PKCE S256, state, nonce where applicable). With
+   * `selectAccount` the IdP is asked to let the user choose (or sign in with) another account
+   * instead of silently reusing the one it has a session for ("not you?").
+   */
+  createAuthorizationRequest(redirectUri: string, options?: { readonly selectAccount?: boolean }): Promise<UpstreamAuthorizationRequest>;
   /** Exchanges the callback's code; validates state (and ID token/nonce for OIDC). */
   exchangeCode(input: UpstreamCallbackInput, redirectUri: string): Promise<UpstreamTokens>;
   /** Reads the user's identity with fresh tokens. */
