@@ -31,7 +31,8 @@ export function protectedResourceMetadata(config: Config): Record<string, unknow
     authorization_servers: [config.publicUrl],
     bearer_methods_supported: ["header"],
     scopes_supported: ["mcp"],
-    resource_name: "MCP server behind mcp-auth-broker",
+    // RFC 9728 §2: human-readable, shown to the user (RESOURCE_NAME, by default the MCP host).
+    resource_name: config.resourceName,
   };
 }
 

@@ -8,7 +8,7 @@ import { authorizeUrl, postForm, postJson, registerTestClient, send } from "../s
 let t: TestBroker;
 let closed: TestBroker;
 beforeAll(async () => {
-  [t, closed] = await Promise.all([startBroker({ TRUST_PROXY: "true" }), startBroker({ DYNAMIC_REGISTRATION: "false" })]);
+  [t, closed] = await Promise.all([startBroker({ TRUST_PROXY: "true" }), startBroker({ DYNAMIC_REGISTRATION: "false", RESOURCE_NAME: "Acme Docs" })]);
 });
 afterAll(async () => Promise.all([t.stop(), closed.stop()]));
 
@@ -56,6 +56,13 @@ describe("RFC 9728 protected resource metadata", () => {
       bearer_methods_supported: ["header"],
     });
     expect(res.json!.scopes_supported).toContain("mcp");
+  });
+
+  it("names the resource: RESOURCE_NAME, by default the host of PUBLIC_URL", async () => {
+    const byDefault = await send(`${t.url}/.well-known/oauth-protected-resource/mcp`);
+    expect(byDefault.json!.resource_name).toBe(new URL(t.url).host);
+    const named = await send(`${closed.url}/.well-known/oauth-protected-resource/mcp`);
+    expect(named.json!.resource_name).toBe("Acme Docs");
   });
 
   it("matches the resource_metadata URL of the /mcp challenge", async () => {
