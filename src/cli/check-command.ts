@@ -7,6 +7,7 @@ import { pendingMigrations } from "../store/migrate.ts";
 import { createUpstreamProvider } from "../upstream/create.ts";
 import { UpstreamError } from "../upstream/provider.ts";
 import { cliConfig } from "./context.ts";
+import { AccessPolicy } from "../grants/policy.ts";
 import { CliError, jsonCommand, printJson } from "./output.ts";
 import type { CliIo } from "./io.ts";
 
@@ -86,6 +87,11 @@ export function registerCheckCommand(program: Command, io: CliIo): void {
           check: "configuration",
           ok: true,
           detail: `PUBLIC_URL ${config.publicUrl}, ${config.demoMode ? "demo mode" : `${config.upstream.provider} login`}, ${config.databaseKind}`,
+        },
+        {
+          check: "who may sign in",
+          ok: true,
+          detail: new AccessPolicy(config.accessPolicy).describe().join("; "),
         },
         ...(await Promise.all([checkDatabase(config, io.cwd), checkUpstream(config), checkMcpServer(config)])),
       ];

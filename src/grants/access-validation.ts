@@ -116,6 +116,10 @@ export class AccessValidator {
     ) {
       throw new CredentialRejected("this token carries no signed-in user and was not issued to an operator-registered machine client");
     }
+    // The policy as configured now (a restart with a narrower ALLOWED_USERS ends machine access).
+    if (machine && !this.ctx.policy.decide({ subject: machineSubject(row.clientId) }).admitted) {
+      throw new CredentialRejected("the access policy of this service does not admit this machine client");
+    }
     const now = dateOf(this.ctx.clock);
     if (row.revokedAt) throw new CredentialRejected("the access token was revoked");
     if (row.expiresAt <= now) throw new CredentialRejected("the access token expired");

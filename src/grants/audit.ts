@@ -20,6 +20,7 @@ export type AuditEventType =
   | "refresh.reused"
   | "upstream.invalid"
   | "upstream.refreshed"
+  | "access.policy_denied"
   | "upstream.revoke_failed"
   | "sweep.completed";
 

@@ -17,6 +17,20 @@ export interface CheckedSession {
   readonly lastCheckedAt: Date;
 }
 
+/** Profile plus the facts a re-check may not get again (groups only some ID tokens carry). */
+function withStoredFacts(identity: UpstreamIdentity): Record<string, unknown> {
+  return { ...identity.profile, ...(identity.groups ? { groups: identity.groups } : {}) };
+}
+
+function storedGroups(profile: string): string[] | undefined {
+  try {
+    const groups = (JSON.parse(profile) as { groups?: unknown }).groups;
+    return Array.isArray(groups) ? groups.filter((g): g is string => typeof g === "string") : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class UpstreamSessions {
   private readonly checks = new SingleFlight<CheckedSession>();
   readonly stats = { checks: 0, refreshes: 0 };
@@ -36,7 +50,7 @@ export class UpstreamSessions {
         subject: identity.subject,
         login: identity.login,
         email: identity.email ?? null,
-        profile: JSON.stringify(identity.profile),
+        profile: JSON.stringify(withStoredFacts(identity)),
         ...(await this.encryptTokens(tokens)),
         lastCheckedAt: now,
         status: "active",
@@ -81,18 +95,66 @@ export class UpstreamSessions {
       if (result.status === "active" && result.accessExpiresAt) accessExpiresAt = result.accessExpiresAt;
     }
 
-    if (status === "expired") return this.refresh(sessionId, tokens, view);
+    if (status === "expired") return this.refresh(sessionId, row, tokens, view);
     if (status === "invalid") {
       await audit(this.ctx.db, { type: "upstream.invalid", subject: row.subject, detail: { upstreamSession: sessionId, reason } });
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_invalid");
       throw new CredentialRejected("the upstream identity provider no longer accepts this login; authorize again");
     }
+    const facts = await this.admitAgain(sessionId, row, tokens);
     const checkedAt = dateOf(this.ctx.clock);
-    await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null } });
-    return { ...view, lastCheckedAt: checkedAt };
+    await this.ctx.db.upstreamSession.update({
+      where: { id: sessionId },
+      data: { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null, ...facts },
+    });
+    return { ...view, login: facts.login ?? view.login, lastCheckedAt: checkedAt };
   }
 
-  private async refresh(sessionId: string, tokens: UpstreamTokens, view: Omit<CheckedSession, "lastCheckedAt">): Promise<CheckedSession> {
+  /**
+   * Reads the facts the access policy needs again (org and team membership, groups, verified
+   * e-mails) and applies the policy as configured now: a user who left the org, or whom a changed
+   * policy no longer admits, loses every grant on this session here. Returns what to store.
+   */
+  private async admitAgain(
+    sessionId: string,
+    row: { subject: string; profile: string },
+    tokens: UpstreamTokens,
+  ): Promise<{ login?: string; email?: string | null; profile?: string }> {
+    if (!this.ctx.policy.readsFacts) return {};
+    let identity: UpstreamIdentity;
+    try {
+      identity = await this.callUpstream(() => this.ctx.provider.fetchIdentity(tokens));
+    } catch (err) {
+      if (err instanceof UpstreamError && err.kind === "invalid_grant") {
+        await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_invalid");
+        throw new CredentialRejected("the upstream identity provider no longer accepts this login; authorize again");
+      }
+      if (err instanceof UpstreamError) throw new UpstreamUnavailable("the upstream identity provider gave an answer the broker cannot use; retry shortly");
+      throw err;
+    }
+    // A subject never changes under one upstream session; an answer about someone else is refused.
+    if (identity.subject !== row.subject) throw new UpstreamUnavailable("the upstream identity provider answered for another user; retry shortly");
+    const groups = identity.groups ?? storedGroups(row.profile);
+    const decision = this.ctx.policy.decide({ ...identity, groups });
+    if (!decision.admitted) {
+      this.ctx.logger.warn({ subject: row.subject, login: identity.login }, "access policy no longer admits this user: grants revoked");
+      await audit(this.ctx.db, { type: "access.policy_denied", subject: row.subject, detail: { upstreamSession: sessionId, reason: "policy_denied", login: identity.login } });
+      // Nothing may stand on this upstream token any more: give it back (best effort).
+      await this.ctx.provider.revoke(tokens).catch((err: unknown) => {
+        this.ctx.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "could not revoke the upstream token of a user the policy no longer admits");
+      });
+      await this.lifecycle.revokeUpstreamSession(sessionId, "policy_denied");
+      throw new CredentialRejected("the access policy of this service no longer admits this account");
+    }
+    return { login: identity.login, email: identity.email ?? null, profile: JSON.stringify(withStoredFacts({ ...identity, groups })) };
+  }
+
+  private async refresh(
+    sessionId: string,
+    row: { subject: string; profile: string },
+    tokens: UpstreamTokens,
+    view: Omit<CheckedSession, "lastCheckedAt">,
+  ): Promise<CheckedSession> {
     if (!this.ctx.provider.canRefresh(tokens)) {
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_refresh_failed");
       throw new CredentialRejected("the upstream login expired and cannot be renewed; authorize again");
@@ -106,15 +168,15 @@ export class UpstreamSessions {
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_refresh_failed");
       throw new CredentialRejected("the upstream identity provider refused to renew this login; authorize again");
     }
+    const renewed = { ...fresh, refreshToken: fresh.refreshToken ?? tokens.refreshToken };
+    // The rotated upstream refresh token is stored before anything else can fail: losing it would
+    // orphan the session.
+    await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: await this.encryptTokens(renewed) });
+    const facts = await this.admitAgain(sessionId, row, renewed);
     const checkedAt = dateOf(this.ctx.clock);
-    // The rotated upstream refresh token is stored in the same write as the new access token:
-    // losing it would orphan the session.
-    await this.ctx.db.upstreamSession.update({
-      where: { id: sessionId },
-      data: { ...(await this.encryptTokens({ ...fresh, refreshToken: fresh.refreshToken ?? tokens.refreshToken })), lastCheckedAt: checkedAt },
-    });
+    await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: { lastCheckedAt: checkedAt, ...facts } });
     await audit(this.ctx.db, { type: "upstream.refreshed", subject: view.subject, detail: { upstreamSession: sessionId } });
-    return { ...view, lastCheckedAt: checkedAt };
+    return { ...view, login: facts.login ?? view.login, lastCheckedAt: checkedAt };
   }
 
   /** Runs an upstream call; network failures, timeouts and 5xx become UpstreamUnavailable. */

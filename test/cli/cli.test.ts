@@ -288,6 +288,7 @@ describe("mcp-auth-broker CLI", () => {
       const json = JSON.parse((await cli(["check", "--json"], { env: githubEnv })).stdout) as Array<{ check: string; ok: boolean }>;
       expect(json.map((r) => [r.check, r.ok])).toEqual([
         ["configuration", true],
+        ["who may sign in", true],
         ["database", true],
         ["identity provider", true],
         ["MCP server", true],
@@ -319,6 +320,26 @@ describe("mcp-auth-broker CLI", () => {
       expect(res.code).toBe(0);
       expect(res.stdout).toContain("demo identity provider");
       expect(res.stdout).toContain("built-in demo MCP server");
+      expect(res.stdout).toMatch(/^ok +who may sign in +anyone who can sign in at the identity provider \(ALLOW_ANY_USER\)$/m);
+    });
+
+    it("prints the effective access policy, and refuses a configuration without one", async () => {
+      const { ALLOW_ANY_USER: _, ...noPolicy } = githubEnv;
+      const policy = {
+        ...noPolicy,
+        ALLOWED_USERS: "octocat,*@acme.com,github:583231",
+        ALLOWED_EMAIL_DOMAINS: "@Acme.org",
+        ALLOWED_GITHUB_ORGS: "acme,acme/platform",
+      };
+      const res = await cli(["check"], { env: policy });
+      expect(res.stdout).toMatch(
+        /^ok +who may sign in +users: octocat, \*@acme\.com, github:583231; verified e-mail domains: acme\.org; GitHub organizations\/teams: acme, acme\/platform$/m,
+      );
+      const refused = await cli(["check"], { env: noPolicy });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(
+        /^mcp-auth-broker: configuration error: ALLOWED_USERS: nobody is allowed to sign in yet: set ALLOWED_USERS .*ALLOWED_EMAIL_DOMAINS .*ALLOWED_GITHUB_ORGS .*or ALLOW_ANY_USER=true to admit anyone with a GitHub account$/m,
+      );
     });
   });
 });

@@ -149,9 +149,10 @@ describe("loadConfig", () => {
 describe("the real process", () => {
   it.each([
     [{ PORT: "abc" }, /^mcp-auth-broker: configuration error: PORT: expected a port number/],
+    // npm start outside demo mode without an access policy: the line names every variable to set.
     [
-      { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y" },
-      /^mcp-auth-broker: configuration error: SECRET_KEY: expected at least 32 bytes/,
+      { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY },
+      /^mcp-auth-broker: configuration error: ALLOWED_USERS: nobody is allowed to sign in yet: set ALLOWED_USERS .*ALLOWED_EMAIL_DOMAINS .*ALLOWED_GITHUB_ORGS .*ALLOW_ANY_USER=true/,
     ],
   ])("stops with one line for %j", async (env, expected) => {
     const dir = tmp();

@@ -32,6 +32,13 @@ export function clientCredentialsGrant(t: TokenContext): GrantHandler {
         "client_credentials is only for machine clients the operator registered (npx mcp-auth-broker clients add --grant-type client_credentials).",
       );
     }
+    // A machine client is subject to the access policy like a user: the operator names it.
+    const admitted = t.policy.decide({ subject: machineSubject(client.id) });
+    if (!admitted.admitted) {
+      throw new UnauthorizedClient(
+        `the access policy does not admit ${machineSubject(client.id)}: the operator adds it to ALLOWED_USERS (or client:* for every machine client).`,
+      );
+    }
     const resource = p.resource ?? t.config.resourceUrl;
     const now = dateOf(t.clock);
     const { response } = await t.db.$transaction(async (tx) => {
