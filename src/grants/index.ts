@@ -20,6 +20,8 @@ import { sweep, type SweepOptions, type SweepResult } from "./sweep.ts";
 import { RevocationFeed } from "./revocation-feed.ts";
 import { AccessPolicy } from "./policy.ts";
 import { BrowserIdentities } from "./browser-identities.ts";
+import { AccountSignIn } from "./account-sign-in.ts";
+import { ConnectedApps } from "./connected-apps.ts";
 
 export interface Grants {
   readonly context: GrantsContext;
@@ -35,6 +37,9 @@ export interface Grants {
   readonly upstreamLogin: UpstreamLogin;
   readonly revocationFeed: RevocationFeed;
   readonly browserIdentities: BrowserIdentities;
+  /** The connected-apps page: its upstream sign-in and CSRF tokens, and the user's grants. */
+  readonly accountSignIn: AccountSignIn;
+  readonly connectedApps: ConnectedApps;
   sweep(options?: SweepOptions): Promise<SweepResult>;
 }
 
@@ -74,6 +79,8 @@ export function createGrants({ clock = systemClock, ...input }: GrantsInput): Gr
     tokens: createTokenIssuer({ ...context, lifecycle, sessions, validator, bus }),
     upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities),
     browserIdentities,
+    accountSignIn: new AccountSignIn(context, browserIdentities, purposeKey(input.config.secretKey, "account-csrf/v1")),
+    connectedApps: new ConnectedApps(context, lifecycle),
     revocationFeed: new RevocationFeed(context, bus),
     // A session binding outlives no grant: the longest a grant lives bounds it.
     sweep: (options) => sweep(input.db, lifecycle, { now: dateOf(clock), mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds, ...options }),

@@ -14,6 +14,10 @@ export interface SweepResult {
   readonly timedOut: number;
   readonly upstreamSessions: number;
   readonly consents: number;
+  /** Account page sign-ins that expired or ended (their upstream verifier with them). */
+  readonly accountLogins: number;
+  /** Browsers whose remembered upstream sign-in expired. */
+  readonly browserIdentities: number;
   /** MCP session bindings older than the longest a grant can live (SESSION_MAX_AGE_SECONDS). */
   readonly mcpSessions: number;
   readonly auditEvents: number;
@@ -63,9 +67,11 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
     ).count;
     const upstreamSessions = (await tx.upstreamSession.deleteMany({ where: { status: { not: "active" }, grants: { none: {} } } })).count;
     const consents = (await tx.consent.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+    const accountLogins = (await tx.accountLogin.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+    const browserIdentities = (await tx.browserIdentity.deleteMany({ where: { expiresAt: { lt: now } } })).count;
     const mcpSessions = (await tx.mcpSession.deleteMany({ where: { createdAt: { lt: mcpSessionsBefore } } })).count;
     const auditEvents = (await tx.auditEvent.deleteMany({ where: { at: { lt: auditBefore } } })).count;
-    return { transactions, codes, accessTokens, refreshTokens, grants, upstreamSessions, consents, mcpSessions, auditEvents };
+    return { transactions, codes, accessTokens, refreshTokens, grants, upstreamSessions, consents, accountLogins, browserIdentities, mcpSessions, auditEvents };
   });
   await audit(db, { type: "sweep.completed", detail: { ...result, timedOut } });
   return { ...result, timedOut };

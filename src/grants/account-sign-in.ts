@@ -1,0 +1,188 @@
+// Sign-in to the connected-apps page (/account): an upstream login with no client behind it. It
+// produces no grant and keeps no upstream token; only who signed in, remembered for this browser
+// (browser-identities.ts). It comes back through the one registered callback: the callback
+// recognizes its state (owns) and hands it here. Every form of the page carries a CSRF token
+// derived from the browser session, like the consent form's (transactions.ts), with its own key.
+import { createHmac, randomUUID } from "node:crypto";
+import { callbackUrl } from "../config.ts";
+import { constantTimeEqual } from "../store/secrets.ts";
+import type { GrantsContext } from "./context.ts";
+import { SignInError } from "./errors.ts";
+import { dateOf } from "./clock.ts";
+import { audit } from "./audit.ts";
+import { authenticateUpstream, type RefusedAccount } from "./upstream-authentication.ts";
+import type { BrowserIdentities, BrowserIdentity } from "./browser-identities.ts";
+import type { UpstreamError } from "../upstream/provider.ts";
+
+/** How long an account sign-in may wait for its callback. */
+export const ACCOUNT_LOGIN_TTL_SECONDS = 600;
+
+/**
+ * Upstream calls one callback makes at most (exchange, identity, e-mails), each bounded by
+ * UPSTREAM_TIMEOUT_SECONDS, plus a margin for the writes: how long a claimed sign-in may take.
+ */
+const UPSTREAM_CALLS_PER_CALLBACK = 3;
+const EXCHANGE_MARGIN_MS = 60_000;
+
+export type AccountSignInOutcome =
+  | { readonly kind: "signed_in"; readonly identity: Omit<BrowserIdentity, "signedInAt"> }
+  /** The access policy does not admit the account: it gets nothing, the page says so. */
+  | { readonly kind: "refused"; readonly account: RefusedAccount }
+  /** The IdP cancelled, refused, failed or could not be reached. */
+  | { readonly kind: "failed"; readonly reason: "cancelled" | UpstreamError["kind"] };
+
+export interface AccountCallbackInput {
+  readonly callbackUrl: URL;
+  readonly browserSessionId: string | null;
+  readonly ip?: string | undefined;
+}
+
+const START_AGAIN = "Open the connected apps page again and sign in from there.";
+const alreadyUsed = () =>
+  new SignInError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
+
+export class AccountSignIn {
+  constructor(
+    private readonly ctx: GrantsContext,
+    private readonly browserIdentities: BrowserIdentities,
+    private readonly csrfKey: Uint8Array,
+  ) {}
+
+  /** The CSRF token of every form of the account page in this browser session. */
+  csrfToken(browserSessionId: string): string {
+    return createHmac("sha256", this.csrfKey).update(`account.${browserSessionId}`).digest("base64url");
+  }
+
+  csrfValid(browserSessionId: string | null, presented: string | undefined): boolean {
+    return Boolean(browserSessionId && presented && constantTimeEqual(presented, this.csrfToken(browserSessionId)));
+  }
+
+  /**
+   * Starts an upstream sign-in for this browser and returns the IdP's authorization URL. With
+   * `selectAccount` the IdP is asked to let the person pick another account.
+   */
+  async start(browserSessionId: string, options: { readonly selectAccount?: boolean } = {}): Promise<string> {
+    let request: Awaited<ReturnType<GrantsContext["provider"]["createAuthorizationRequest"]>>;
+    try {
+      request = await this.ctx.provider.createAuthorizationRequest(callbackUrl(this.ctx.config.publicUrl), options);
+    } catch (err) {
+      this.ctx.logger.error({ err: (err as Error).message }, "cannot start the account sign-in");
+      throw new SignInError(
+        "temporarily_unavailable",
+        `${this.ctx.provider.displayName} is not reachable`,
+        `The sign-in service could not be reached: ${(err as Error).message}`,
+        "Try again in a moment.",
+      );
+    }
+    await this.ctx.db.accountLogin.create({
+      data: {
+        id: randomUUID(),
+        browserSessionId,
+        upstreamState: request.state,
+        upstreamNonce: request.nonce ?? null,
+        upstreamVerifierEnc: await this.ctx.secrets.encrypt(request.codeVerifier),
+        status: "pending",
+        expiresAt: new Date(this.ctx.clock.now() + ACCOUNT_LOGIN_TTL_SECONDS * 1000),
+      },
+    });
+    return request.url;
+  }
+
+  /** Whether an upstream callback with this state belongs to an account sign-in. */
+  async owns(state: string): Promise<boolean> {
+    return (await this.ctx.db.accountLogin.count({ where: { upstreamState: state } })) > 0;
+  }
+
+  /** Ends a sign-in whose callback was refused or failed; only one not yet ended. */
+  private async end(id: string, from: "pending" | "exchanging"): Promise<void> {
+    await this.ctx.db.accountLogin.updateMany({ where: { id, status: from }, data: { status: "failed", upstreamVerifierEnc: null } });
+  }
+
+  /**
+   * Completes the sign-in: only in the browser that started it, once, before it expires. Problems
+   * with the response itself (unknown, replayed, foreign) are SignInErrors.
+   */
+  async complete(input: AccountCallbackInput): Promise<AccountSignInOutcome> {
+    const state = input.callbackUrl.searchParams.get("state") ?? "";
+    const login = state ? await this.ctx.db.accountLogin.findUnique({ where: { upstreamState: state } }) : null;
+    if (!login)
+      throw new SignInError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending sign-in.", START_AGAIN);
+    if (login.status !== "pending") throw alreadyUsed();
+    if (!input.browserSessionId || login.browserSessionId !== input.browserSessionId) {
+      // A leaked callback URL must not sign in anyone later, in this browser or another.
+      await this.end(login.id, "pending");
+      throw new SignInError(
+        "access_denied",
+        "Sign-in started in another browser",
+        "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.",
+        "Sign in again from the connected apps page, in one browser.",
+      );
+    }
+    const now = dateOf(this.ctx.clock);
+    if (login.expiresAt <= now) {
+      await this.end(login.id, "pending");
+      throw new SignInError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
+    }
+    // Claim it: a second callback (replay, double click) finds it taken. Its deadline shrinks to
+    // what the exchange can take, so a process that dies mid-exchange leaves a row the sweep removes.
+    const exchangeDeadline = now.getTime() + UPSTREAM_CALLS_PER_CALLBACK * this.ctx.config.upstream.timeoutMs + EXCHANGE_MARGIN_MS;
+    const claim = await this.ctx.db.accountLogin.updateMany({
+      where: { id: login.id, status: "pending" },
+      data: { status: "exchanging", expiresAt: new Date(Math.min(login.expiresAt.getTime(), exchangeDeadline)) },
+    });
+    if (claim.count !== 1) throw alreadyUsed();
+
+    const upstreamError = input.callbackUrl.searchParams.get("error");
+    if (upstreamError) {
+      await this.end(login.id, "exchanging");
+      return {
+        kind: "failed",
+        reason: upstreamError === "access_denied" ? "cancelled" : upstreamError === "temporarily_unavailable" ? "unavailable" : "protocol",
+      };
+    }
+
+    const signIn = await authenticateUpstream(
+      this.ctx,
+      {
+        callbackUrl: input.callbackUrl,
+        expectedState: state,
+        expectedNonce: login.upstreamNonce ?? undefined,
+        verifierEnc: login.upstreamVerifierEnc,
+        redirectUri: callbackUrl(this.ctx.config.publicUrl),
+      },
+      { ip: input.ip },
+    );
+    if (signIn.outcome !== "admitted") {
+      await this.end(login.id, "exchanging");
+      return signIn.outcome === "refused" ? { kind: "refused", account: signIn.account } : { kind: "failed", reason: signIn.kind };
+    }
+
+    const { identity, tokens } = signIn;
+    const done = await this.ctx.db.accountLogin.updateMany({
+      where: { id: login.id, status: "exchanging" },
+      data: { status: "completed", upstreamVerifierEnc: null },
+    });
+    // The page keeps no upstream token: give it back whatever happens next.
+    await this.ctx.provider.revoke(tokens).catch((err: unknown) => {
+      this.ctx.logger.warn({ err: (err as Error).message, subject: identity.subject }, "could not revoke the account page's upstream token (best effort)");
+    });
+    // Past its deadline the sweep may have removed it: then nobody is signed in.
+    if (done.count !== 1) throw alreadyUsed();
+    const remembered = { subject: identity.subject, login: identity.login, provider: this.ctx.provider.kind };
+    await this.browserIdentities.remember(input.browserSessionId, remembered);
+    await audit(this.ctx.db, {
+      type: "account.signed_in",
+      subject: identity.subject,
+      ip: input.ip,
+      detail: { provider: this.ctx.provider.kind, login: identity.login, rule: signIn.rule },
+    });
+    return { kind: "signed_in", identity: remembered };
+  }
+
+  /** Sign out: this browser forgets who it was and every consent it remembered. */
+  async signOut(browserSessionId: string, ip?: string): Promise<void> {
+    const identity = await this.browserIdentities.of(browserSessionId);
+    await this.browserIdentities.forget(browserSessionId);
+    if (identity) await audit(this.ctx.db, { type: "account.signed_out", subject: identity.subject, ip, detail: { provider: identity.provider } });
+  }
+}
