@@ -1,7 +1,9 @@
 // A GitHub emulator that speaks GitHub's real OAuth and REST endpoints, as GitHub Enterprise
 // Server lays them out on one origin: /login/oauth/* for OAuth, /api/v3/* for the API. It
 // supports OAuth apps and GitHub Apps with expiring user tokens, and has controls for tests:
-// revoke a user's tokens, expire them now, an outage (503 or hang), and call counters.
+// revoke a user's tokens, expire them now, an outage (503 or hang), and call counters. For access
+// policies it keeps per-user e-mail lists (verified or not) and organizations with teams, and
+// answers GitHub's membership endpoints as GitHub does for what the token may see.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createHash, randomBytes } from "node:crypto";
@@ -10,6 +12,39 @@ export interface EmulatedUser {
   readonly id: number;
   readonly login: string;
   readonly email: string;
+}
+
+/** One entry of GET /user/emails, in GitHub's shape. */
+export interface EmulatedEmail {
+  readonly email: string;
+  readonly primary: boolean;
+  readonly verified: boolean;
+  readonly visibility?: "public" | "private" | null;
+}
+
+interface OrgMember {
+  public: boolean;
+  role: "admin" | "member";
+}
+
+interface TeamMember {
+  state: "active" | "pending";
+  role: "member" | "maintainer";
+}
+
+interface TeamRecord {
+  readonly id: number;
+  readonly slug: string;
+  readonly members: Map<string, TeamMember>;
+}
+
+interface OrgRecord {
+  readonly id: number;
+  readonly login: string;
+  readonly members: Map<string, OrgMember>;
+  readonly teams: Map<string, TeamRecord>;
+  /** SAML SSO enforced, and no OAuth token of the emulator is authorized for it. */
+  samlSso: boolean;
 }
 
 interface TokenRecord {
@@ -36,6 +71,21 @@ export interface GitHubEmulatorOptions {
 
 const KNOWN_USERS: Record<string, number> = { octocat: 583231, hubot: 480938, monalisa: 2 };
 
+/** Route patterns counted under one name ("GET /api/v3/orgs/:org/members/:user"), with their parameters. */
+const PATTERNS: readonly { readonly re: RegExp; readonly name: string }[] = [
+  { re: /^\/api\/v3\/applications\/([^/]+)\/token$/, name: "/api/v3/applications/:id/token" },
+  { re: /^\/api\/v3\/orgs\/([^/]+)\/members\/([^/]+)$/, name: "/api/v3/orgs/:org/members/:user" },
+  { re: /^\/api\/v3\/orgs\/([^/]+)\/public_members\/([^/]+)$/, name: "/api/v3/orgs/:org/public_members/:user" },
+  { re: /^\/api\/v3\/orgs\/([^/]+)\/teams\/([^/]+)\/memberships\/([^/]+)$/, name: "/api/v3/orgs/:org/teams/:team/memberships/:user" },
+];
+
+/** Scopes that let an OAuth token read private organization and team membership (write/admin imply read). */
+const READ_ORG_SCOPES = ["read:org", "write:org", "admin:org"];
+
+function scopesOf(record: { readonly scope: string }): string[] {
+  return record.scope.split(/[ ,]+/).filter(Boolean);
+}
+
 export class GitHubEmulator {
   url = "";
   /** Calls per "METHOD path-pattern", e.g. "POST /api/v3/applications/:id/token". */
@@ -53,6 +103,9 @@ export class GitHubEmulator {
   private readonly hanging = new Set<http.ServerResponse>();
   private nextId = 1000;
   private readonly users = new Map<string, EmulatedUser>();
+  private readonly emails = new Map<string, readonly EmulatedEmail[]>();
+  private readonly orgs = new Map<string, OrgRecord>();
+  private readonly failures = new Map<string, number>();
 
   constructor(private readonly options: GitHubEmulatorOptions) {
     this.expiringTokensSeconds = options.expiringTokensSeconds;
@@ -85,6 +138,89 @@ export class GitHubEmulator {
   /** Makes every access token of a user expired now (refresh tokens stay valid). */
   expireUser(login: string): void {
     for (const r of this.tokens.values()) if (r.user.login === login) r.expiresAt = Date.now() - 1000;
+  }
+
+  /** Replaces the list GET /user/emails returns for this user (default: one verified primary address). */
+  setEmails(login: string, emails: readonly EmulatedEmail[]): void {
+    this.emails.set(
+      login.toLowerCase(),
+      emails.map((e) => ({ ...e })),
+    );
+  }
+
+  /** The list GET /user/emails returns for this user. */
+  emailsOf(login: string): readonly EmulatedEmail[] {
+    const user = this.user(login);
+    return this.emails.get(user.login) ?? [{ email: user.email, primary: true, verified: true, visibility: "private" }];
+  }
+
+  private org(name: string): OrgRecord {
+    const key = name.toLowerCase();
+    let org = this.orgs.get(key);
+    if (!org) {
+      org = { id: this.nextId++, login: name, members: new Map(), teams: new Map(), samlSso: false };
+      this.orgs.set(key, org);
+    }
+    return org;
+  }
+
+  private team(org: string, slug: string): TeamRecord {
+    const o = this.org(org);
+    const key = slug.toLowerCase();
+    let team = o.teams.get(key);
+    if (!team) {
+      team = { id: this.nextId++, slug: key, members: new Map() };
+      o.teams.set(key, team);
+    }
+    return team;
+  }
+
+  /** Makes `login` an active member of `org` (created on first use); private membership unless `public`. */
+  addOrgMember(org: string, login: string, options: { readonly public?: boolean; readonly role?: "admin" | "member" } = {}): void {
+    this.org(org).members.set(login.toLowerCase(), { public: options.public ?? false, role: options.role ?? "member" });
+  }
+
+  /** Removes `login` from `org` and from every team of it, as GitHub does. */
+  removeOrgMember(org: string, login: string): void {
+    const o = this.org(org);
+    o.members.delete(login.toLowerCase());
+    for (const team of o.teams.values()) team.members.delete(login.toLowerCase());
+  }
+
+  /**
+   * Adds `login` to the team `org/team` (both created on first use). `active` (the default) also
+   * makes them an org member, as they must be; `pending` is an invitation not yet accepted.
+   */
+  addTeamMember(
+    org: string,
+    team: string,
+    login: string,
+    options: { readonly state?: "active" | "pending"; readonly role?: "member" | "maintainer" } = {},
+  ): void {
+    const state = options.state ?? "active";
+    if (state === "active" && !this.org(org).members.has(login.toLowerCase())) this.addOrgMember(org, login);
+    this.team(org, team).members.set(login.toLowerCase(), { state, role: options.role ?? "member" });
+  }
+
+  removeTeamMember(org: string, team: string, login: string): void {
+    this.team(org, team).members.delete(login.toLowerCase());
+  }
+
+  /**
+   * SAML SSO enforced at `org` and no token authorized for it: its membership endpoints answer 403
+   * with an X-GitHub-SSO header, as GitHub does for a token not authorized for the organization.
+   */
+  requireSamlSso(org: string, required = true): void {
+    this.org(org).samlSso = required;
+  }
+
+  /**
+   * Makes every request counted under `key` ("GET /api/v3/orgs/:org/members/:user", "GET /api/v3/user")
+   * answer `status` with GitHub's body for it (401 Bad credentials, 403/429 rate limit, 5xx); null ends it.
+   */
+  failRoute(key: string, status: number | null): void {
+    if (status === null) this.failures.delete(key);
+    else this.failures.set(key, status);
   }
 
   liveTokenCount(login: string): number {
@@ -170,13 +306,24 @@ export class GitHubEmulator {
     const url = new URL(req.url ?? "/", this.url);
     const path = url.pathname;
     const method = req.method ?? "GET";
-    const appToken = /^\/api\/v3\/applications\/([^/]+)\/token$/.exec(path);
-    this.count1(`${method} ${appToken ? "/api/v3/applications/:id/token" : path}`);
+    let pattern: { readonly name: string; readonly params: string[] } | null = null;
+    for (const p of PATTERNS) {
+      const m = p.re.exec(path);
+      if (m) {
+        pattern = { name: p.name, params: m.slice(1).map((v) => decodeURIComponent(v)) };
+        break;
+      }
+    }
+    const key = `${method} ${pattern ? pattern.name : path}`;
+    this.count1(key);
+    const appToken = pattern?.name === "/api/v3/applications/:id/token" ? pattern.params : null;
     if (this.outage === "503") return this.json(res, 503, { message: "Service Unavailable" });
     if (this.outage === "hang") {
       this.hanging.add(res);
       return;
     }
+    const failure = this.failures.get(key);
+    if (failure !== undefined) return this.fail(res, failure);
 
     if (path === "/login/oauth/authorize" && method === "GET") {
       const q = url.searchParams;
@@ -248,11 +395,20 @@ ${[...q.entries()].map(([k, v]) => `<input type="hidden" name="${k}" value="${v.
     if (path === "/api/v3/user/emails" && method === "GET") {
       const record = this.bearerUser(req);
       if (!record) return this.json(res, 401, { message: "Bad credentials" });
-      if (!/\buser(:email)?\b/.test(record.scope)) return this.json(res, 404, { message: "Not Found" });
-      return this.json(res, 200, [{ email: record.user.email, primary: true, verified: true, visibility: "private" }]);
+      // OAuth tokens need `user:email` (or `user`); `read:user` is not enough.
+      const scopes = scopesOf(record);
+      if (!scopes.includes("user:email") && !scopes.includes("user")) return this.json(res, 404, { message: "Not Found" });
+      return this.json(res, 200, this.emailsOf(record.user.login));
+    }
+    if (path === "/api/v3/user/orgs" && method === "GET") return this.userOrgs(req, res);
+    if (pattern && method === "GET") {
+      if (pattern.name === "/api/v3/orgs/:org/members/:user") return this.orgMembership(req, res, pattern.params[0]!, pattern.params[1]!);
+      if (pattern.name === "/api/v3/orgs/:org/public_members/:user") return this.publicMembership(res, pattern.params[0]!, pattern.params[1]!);
+      if (pattern.name === "/api/v3/orgs/:org/teams/:team/memberships/:user")
+        return this.teamMembership(req, res, pattern.params[0]!, pattern.params[1]!, pattern.params[2]!);
     }
     if (appToken) {
-      if (appToken[1] !== this.options.clientId || !this.appAuthorized(req)) return this.json(res, 404, { message: "Not Found" });
+      if (appToken[0] !== this.options.clientId || !this.appAuthorized(req)) return this.json(res, 404, { message: "Not Found" });
       const body = JSON.parse((await this.body(req)) || "{}") as { access_token?: string };
       const record = this.tokens.get(body.access_token ?? "");
       if (method === "POST") {
@@ -274,6 +430,136 @@ ${[...q.entries()].map(([k, v]) => `<input type="hidden" name="${k}" value="${v.
       }
     }
     this.json(res, 404, { message: "Not Found" });
+  }
+
+  /** An injected failure, with the body GitHub sends for that status. */
+  private async fail(res: http.ServerResponse, status: number): Promise<void> {
+    if (status === 401) return this.json(res, 401, { message: "Bad credentials", documentation_url: "https://docs.github.com/rest" });
+    if (status === 403 || status === 429) {
+      res.writeHead(status, {
+        "content-type": "application/json; charset=utf-8",
+        "x-ratelimit-limit": "5000",
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + 3600),
+      });
+      res.end(
+        JSON.stringify({
+          message: "API rate limit exceeded for user ID 1.",
+          documentation_url: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+        }),
+      );
+      return;
+    }
+    this.json(res, status, { message: status >= 500 ? "Service Unavailable" : "Error" });
+  }
+
+  private readsOrgs(record: TokenRecord): boolean {
+    return scopesOf(record).some((s) => READ_ORG_SCOPES.includes(s));
+  }
+
+  /** 403 for an organization that enforces SAML SSO: the header names where to authorize the token. */
+  private async samlRefusal(res: http.ServerResponse, org: OrgRecord): Promise<void> {
+    res.writeHead(403, {
+      "content-type": "application/json; charset=utf-8",
+      "x-github-sso": `required; url=${this.url}/orgs/${org.login}/sso?authorization_request=${randomBytes(12).toString("hex")}`,
+    });
+    res.end(
+      JSON.stringify({
+        message: "Resource protected by organization SAML enforcement. You must grant your OAuth token access to this organization.",
+        documentation_url: "https://docs.github.com/articles/authenticating-to-a-github-organization-with-saml-single-sign-on/",
+      }),
+    );
+  }
+
+  /**
+   * GET /user/orgs ("List organizations for the authenticated user"): OAuth tokens need `user` or
+   * `read:org` (write:org and admin:org imply it); with neither GitHub answers 403.
+   */
+  private async userOrgs(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const record = this.bearerUser(req);
+    if (!record) return this.json(res, 401, { message: "Bad credentials" });
+    if (!this.readsOrgs(record) && !scopesOf(record).includes("user"))
+      return this.json(res, 403, {
+        message: "You need at least read:org scope or user scope to list your organizations.",
+        documentation_url: "https://docs.github.com/rest/orgs/orgs#list-organizations-for-the-authenticated-user",
+      });
+    const login = record.user.login;
+    const orgs = [...this.orgs.values()].filter((o) => o.members.has(login) && !o.samlSso);
+    return this.json(
+      res,
+      200,
+      orgs.map((o) => ({
+        login: o.login,
+        id: o.id,
+        node_id: Buffer.from(`Organization${o.id}`).toString("base64"),
+        url: `${this.apiUrl}/orgs/${o.login}`,
+        repos_url: `${this.apiUrl}/orgs/${o.login}/repos`,
+        events_url: `${this.apiUrl}/orgs/${o.login}/events`,
+        hooks_url: `${this.apiUrl}/orgs/${o.login}/hooks`,
+        issues_url: `${this.apiUrl}/orgs/${o.login}/issues`,
+        members_url: `${this.apiUrl}/orgs/${o.login}/members{/member}`,
+        public_members_url: `${this.apiUrl}/orgs/${o.login}/public_members{/member}`,
+        avatar_url: `${this.url}/avatars/${o.login}`,
+        description: null,
+      })),
+    );
+  }
+
+  /**
+   * GET /orgs/{org}/members/{username} ("Check organization membership for a user"): 204 member,
+   * 404 not a member — both only when the requester is a member who may see private membership
+   * (read:org). Otherwise 302 to the public_members check, which is what GitHub sends a requester
+   * it does not see as a member.
+   */
+  private async orgMembership(req: http.IncomingMessage, res: http.ServerResponse, orgName: string, login: string): Promise<void> {
+    const record = this.bearerUser(req);
+    if (!record) return this.json(res, 401, { message: "Bad credentials" });
+    const org = this.orgs.get(orgName.toLowerCase());
+    if (!org) return this.json(res, 404, { message: "Not Found" });
+    if (org.samlSso) return this.samlRefusal(res, org);
+    if (!this.readsOrgs(record) || !org.members.has(record.user.login)) {
+      res.writeHead(302, { location: `${this.apiUrl}/orgs/${encodeURIComponent(org.login)}/public_members/${encodeURIComponent(login)}` }).end();
+      return;
+    }
+    if (org.members.has(login.toLowerCase())) {
+      res.writeHead(204).end();
+      return;
+    }
+    return this.json(res, 404, { message: "User does not exist or is not a member of the organization" });
+  }
+
+  /** GET /orgs/{org}/public_members/{username}: 204 for a public member, 404 otherwise; no token needed. */
+  private async publicMembership(res: http.ServerResponse, orgName: string, login: string): Promise<void> {
+    const org = this.orgs.get(orgName.toLowerCase());
+    if (org?.members.get(login.toLowerCase())?.public) {
+      res.writeHead(204).end();
+      return;
+    }
+    return this.json(res, 404, { message: "Not Found" });
+  }
+
+  /**
+   * GET /orgs/{org}/teams/{team_slug}/memberships/{username} ("Get team membership for a user"):
+   * 200 with `state` active or pending, 404 without a membership. The team must be visible to the
+   * requester: a token with read:org of an org member, or of someone invited to that team. Anything
+   * else sees 404.
+   */
+  private async teamMembership(req: http.IncomingMessage, res: http.ServerResponse, orgName: string, slug: string, login: string): Promise<void> {
+    const record = this.bearerUser(req);
+    if (!record) return this.json(res, 401, { message: "Bad credentials" });
+    const org = this.orgs.get(orgName.toLowerCase());
+    if (!org) return this.json(res, 404, { message: "Not Found" });
+    if (org.samlSso) return this.samlRefusal(res, org);
+    const team = org.teams.get(slug.toLowerCase());
+    const requester = record.user.login;
+    const visible = team !== undefined && this.readsOrgs(record) && (org.members.has(requester) || team.members.has(requester));
+    const membership = visible ? team.members.get(login.toLowerCase()) : undefined;
+    if (!team || !membership) return this.json(res, 404, { message: "Not Found" });
+    return this.json(res, 200, {
+      url: `${this.apiUrl}/teams/${team.id}/memberships/${login.toLowerCase()}`,
+      role: membership.role,
+      state: membership.state,
+    });
   }
 }
 
