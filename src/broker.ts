@@ -13,6 +13,7 @@ import { listen, type RunningServer } from "./http/server.ts";
 import { createServices, type Services } from "./services.ts";
 import { authorizationServerRouter } from "./oauth/router.ts";
 import { callbackRouter } from "./oauth/callback.ts";
+import { frontDoorRouter } from "./account/front-door.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
@@ -141,7 +142,9 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         consents: grants.consents,
         tokens: grants.tokens,
         upstreamLogin: grants.upstreamLogin,
+        browserIdentities: grants.browserIdentities,
       }),
+      frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
       callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName),
       mcpRouter({
         validator: grants.validator,

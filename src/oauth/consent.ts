@@ -1,5 +1,7 @@
 // GET/POST /consent: the user's decision, before anything goes upstream (spec §5.5.8). Only the
-// browser that started the transaction may decide, once, with the form's CSRF token.
+// browser that started the transaction may decide, once, with the form's CSRF token. "Not you?"
+// is an Allow that first forgets who this browser was (and the consents it remembered), then asks
+// the upstream IdP for another account.
 import type Koa from "koa";
 import { PageError } from "../http/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
@@ -8,6 +10,7 @@ import { clientRedirectUrl } from "../grants/client-redirect.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { AuthorizationTransactions } from "../grants/transactions.ts";
 import type { Consents } from "../grants/consents.ts";
+import type { BrowserIdentities } from "../grants/browser-identities.ts";
 import type { UpstreamLoginStarter } from "../grants/ports.ts";
 import { renderConsentPage } from "../views/consent-page.ts";
 
@@ -17,7 +20,20 @@ export interface ConsentDeps {
   readonly transactions: AuthorizationTransactions;
   readonly consents: Consents;
   readonly upstreamLogin: UpstreamLoginStarter;
+  readonly browserIdentities: BrowserIdentities;
+  /** The upstream provider kind (UPSTREAM_PROVIDER): an identity from another one is not named. */
+  readonly providerKind: string;
+  readonly resourceName: string;
+  readonly idleTimeoutSeconds: number;
+  readonly maxAgeSeconds: number;
 }
+
+/** The form's decision values ("Not you?" posts allow_other_account). */
+const DECISIONS = new Map<string, "approved" | "denied">([
+  ["allow", "approved"],
+  ["deny", "denied"],
+  ["allow_other_account", "approved"],
+]);
 
 const NOT_PENDING = new PageError(
   400,
@@ -33,8 +49,9 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
     const sid = browserSessionId(ctx, false);
     const tx = await deps.transactions.pendingFor(id, sid);
     if (!tx || !sid) throw NOT_PENDING;
-    const client = await deps.clients.get(tx.clientId);
+    const [client, identity] = await Promise.all([deps.clients.get(tx.clientId), deps.browserIdentities.of(sid)]);
     if (!client) throw NOT_PENDING;
+    const known = identity && identity.provider === deps.providerKind ? identity : null;
     ctx.set("Cache-Control", "no-store");
     ctx.type = "text/html; charset=utf-8";
     ctx.body = renderConsentPage({
@@ -43,6 +60,10 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
       scope: tx.scope,
       resource: tx.resource,
       providerName: deps.upstreamLogin.providerName,
+      resourceName: deps.resourceName,
+      signedInAs: known ? (known.login ?? known.subject) : undefined,
+      idleTimeoutSeconds: deps.idleTimeoutSeconds,
+      maxAgeSeconds: deps.maxAgeSeconds,
       transactionId: tx.id,
       csrfToken: deps.transactions.csrfToken(tx.id, sid),
     });
@@ -54,7 +75,7 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
     ctx.state.errorFormat = "page";
     const form = await readForm(ctx, 8 * 1024);
     const sid = browserSessionId(ctx, false);
-    const decision = form.decision === "allow" ? "approved" : form.decision === "deny" ? "denied" : null;
+    const decision = DECISIONS.get(form.decision ?? "");
     if (!sid || !form.transaction || !form.csrf || !decision) throw NOT_PENDING;
     if (!(await deps.transactions.decide(form.transaction, sid, form.csrf, decision, ctx.ip))) throw NOT_PENDING;
     const tx = await deps.transactions.get(form.transaction);
@@ -73,7 +94,11 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
       );
       return;
     }
+    // Only after the CSRF check above: a forged form must not sign anyone out.
+    const otherAccount = form.decision === "allow_other_account";
+    if (otherAccount) await deps.browserIdentities.forget(sid);
+    // The consent of the person deciding now (with "Not you?", the next one at this browser).
     await deps.consents.remember({ browserSessionId: sid, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });
-    ctx.redirect(await deps.upstreamLogin.start(tx.id));
+    ctx.redirect(await deps.upstreamLogin.start(tx.id, otherAccount ? { selectAccount: true } : {}));
   };
 }

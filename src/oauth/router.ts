@@ -5,6 +5,7 @@ import type { TokenIssuer, UpstreamLoginStarter } from "../grants/ports.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { AuthorizationTransactions } from "../grants/transactions.ts";
 import type { Consents } from "../grants/consents.ts";
+import type { BrowserIdentities } from "../grants/browser-identities.ts";
 import { cors } from "../http/cors.ts";
 import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
 import { rateLimit } from "../http/rate-limit.ts";
@@ -24,6 +25,8 @@ export interface AuthorizationServerDeps {
   readonly consents: Consents;
   readonly tokens: TokenIssuer;
   readonly upstreamLogin: UpstreamLoginStarter;
+  /** Who signed in upstream in each browser: the consent page names them and offers "Not you?". */
+  readonly browserIdentities: BrowserIdentities;
 }
 
 /** Dynamic registrations per client IP and minute. */
@@ -33,6 +36,14 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   const { config, clients, transactions, consents } = deps;
   const issuer = config.publicUrl;
   const flow = { issuer, clients, transactions, consents, upstreamLogin: deps.upstreamLogin };
+  const consent = {
+    ...flow,
+    browserIdentities: deps.browserIdentities,
+    providerKind: config.upstream.provider,
+    resourceName: config.resourceName,
+    idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
+    maxAgeSeconds: config.sessionMaxAgeSeconds,
+  };
 
   const router = new Router();
   const asMetadata = serveJson(() => authorizationServerMetadata(config, config.dynamicRegistration));
@@ -63,7 +74,7 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   router.options(at("/register"), postCors).post(at("/register"), postCors, registerLimit, registerHandler(clients, config.dynamicRegistration));
   const authorize = authorizeHandler({ ...flow, resource: config.resourceUrl });
   router.get(at("/authorize"), authorize).post(at("/authorize"), authorize);
-  router.get(at("/consent"), consentPageHandler(flow)).post(at("/consent"), consentDecisionHandler(flow));
+  router.get(at("/consent"), consentPageHandler(consent)).post(at("/consent"), consentDecisionHandler(consent));
   router.options(at("/token"), postCors).post(at("/token"), postCors, tokenHandler({ clients, tokens: deps.tokens }));
   router.options(at("/revoke"), postCors).post(at("/revoke"), postCors, revokeHandler(clients, deps.tokens));
   // Server-to-server only (confidential clients): no CORS.

@@ -1,5 +1,9 @@
-// The consent page: who is asking (name, logo, id, where it will send you back), whether it
-// registered itself, what it may do, and where you will sign in. Allow and Deny post the form.
+// The consent page: who is asking (name, id, where it will send you back), whether it registered
+// itself, which service it wants, what it may do and for how long, who is signed in in this
+// browser, and where you will sign in. Allow, Deny and "Not you?" post the form.
+// The client's logo_uri is never loaded: the person's browser would contact a host the client
+// chose (a tracking pixel at the moment of consent). A neutral initial stands in for it.
+import { createHash } from "node:crypto";
 import { html } from "./html.ts";
 import { page } from "./layout.ts";
 import type { RegisteredClient } from "../grants/types.ts";
@@ -10,14 +14,65 @@ const SCOPE_TEXT: Record<string, string> = {
   offline_access: "Stay connected when you are not using it (refresh tokens)",
 };
 
+/** How many colours layout.ts has for the initial (.avatar.c0 … .c7). */
+const AVATAR_COLOURS = 8;
+
 export interface ConsentPageInput {
   readonly client: RegisteredClient;
   readonly redirectUri: string;
   readonly scope: string;
   readonly providerName: string;
+  /** RESOURCE_NAME: the protected service the client wants to reach. */
+  readonly resourceName: string;
+  /** Who last signed in upstream in this browser, if anyone. */
+  readonly signedInAs?: string | undefined;
+  /** SESSION_IDLE_TIMEOUT_SECONDS and SESSION_MAX_AGE_SECONDS. */
+  readonly idleTimeoutSeconds: number;
+  readonly maxAgeSeconds: number;
   readonly transactionId: string;
   readonly csrfToken: string;
   readonly resource: string;
+}
+
+const UNITS = [
+  ["day", 86400],
+  ["hour", 3600],
+  ["minute", 60],
+  ["second", 1],
+] as const;
+
+/**
+ * A duration for people: "1 day", "12 hours", "90 minutes", "30 days". The largest unit that
+ * divides it exactly, unless that would need 2 or more of the next larger unit: then that larger
+ * unit, rounded, and said to be approximate ("about 3 days" for 3 days and 1 hour).
+ */
+export function humanizeSeconds(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  const say = (n: number, unit: string) => `${n} ${unit}${n === 1 ? "" : "s"}`;
+  for (const [unit, size] of UNITS) {
+    if (s % size === 0 && s >= size) return say(s / size, unit);
+    if (s >= 2 * size) return `about ${say(Math.round(s / size), unit)}`;
+  }
+  return say(s, "second");
+}
+
+/** The sentence about how long the access lasts, from the grant deadlines of the configuration. */
+export function accessDurationText(idleTimeoutSeconds: number, maxAgeSeconds: number): string {
+  const atMost = humanizeSeconds(maxAgeSeconds);
+  // An idle timeout as long as the maximum age never ends anything first: not worth a clause.
+  if (idleTimeoutSeconds >= maxAgeSeconds) return `Access lasts until you revoke it; it ends after ${atMost} at most.`;
+  return `Access lasts until you revoke it; it ends after ${humanizeSeconds(idleTimeoutSeconds)} unused and after ${atMost} at most.`;
+}
+
+/** The first letter or digit of the name, upper-cased; "?" when it has none. */
+export function initialOf(name: string | null): string {
+  const first = name ? /[\p{L}\p{N}]/u.exec(name)?.[0] : undefined;
+  return first ? first.toLocaleUpperCase("en") : "?";
+}
+
+/** A colour class for the initial that stays the same for a client and differs between clients. */
+function colourOf(clientId: string): string {
+  return `c${createHash("sha256").update(clientId).digest()[0]! % AVATAR_COLOURS}`;
 }
 
 export function renderConsentPage(input: ConsentPageInput): string {
@@ -27,12 +82,11 @@ export function renderConsentPage(input: ConsentPageInput): string {
   const redirectHost = redirect.host;
   // Native MCP clients come back to a loopback address: say what that means to a non-developer.
   const onThisComputer = isLoopbackHost(redirect.hostname);
-  const logo = client.logoUri?.startsWith("https://") ? client.logoUri : null;
   return page(
-    `Allow ${name}?`,
+    `${name} wants to connect to ${input.resourceName}`,
     html`<div class="client">
-${logo ? html`<img src="${logo}" alt="" width="48" height="48">` : ""}
-<div><h1>Allow <span id="client-name">${name}</span> to connect?</h1>
+<div class="avatar ${colourOf(client.id)}" id="client-initial" aria-hidden="true">${initialOf(client.clientName)}</div>
+<div><h1><span id="client-name">${name}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>
 <p class="return-to">It will return to <strong id="redirect-host">${redirectHost}</strong>${onThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p></div>
 </div>
 ${
@@ -43,6 +97,7 @@ ${
 <p>After you allow it, you will sign in with <strong id="provider-name">${input.providerName}</strong>.</p>
 <p>It will be able to:</p>
 <ul class="scopes">${input.scope.split(" ").map((s) => html`<li>${SCOPE_TEXT[s] ?? s}</li>`)}</ul>
+<p class="muted" id="access-duration">${accessDurationText(input.idleTimeoutSeconds, input.maxAgeSeconds)}</p>
 <dl>
 <dt>Application ID</dt><dd><code>${client.id}</code></dd>
 ${client.clientUri ? html`<dt>Website</dt><dd>${client.clientUri}</dd>` : ""}
@@ -52,6 +107,13 @@ ${client.clientUri ? html`<dt>Website</dt><dd>${client.clientUri}</dd>` : ""}
 <form method="post" action="consent">
 <input type="hidden" name="transaction" value="${input.transactionId}">
 <input type="hidden" name="csrf" value="${input.csrfToken}">
+${
+  input.signedInAs
+    ? html`<p class="signed-in" id="signed-in">You are signed in as <strong id="signed-in-as">${input.signedInAs}</strong> (${input.providerName}).
+<button type="submit" name="decision" value="allow_other_account" class="link" id="not-you">Not you? Allow with another account</button></p>`
+    : ""
+}
+<p class="question">Allow <strong>${name}</strong> to connect?</p>
 <div class="actions">
 <button type="submit" name="decision" value="deny">Deny</button>
 <button type="submit" name="decision" value="allow" class="primary">Allow</button>

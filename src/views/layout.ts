@@ -30,6 +30,14 @@ button:focus-visible,a.button:focus-visible{outline:3px solid var(--accent);outl
 .error h1{color:var(--danger)}
 @media (max-width:480px){body{align-items:flex-start;padding:12px}main{padding:20px;border-radius:12px}dl{grid-template-columns:1fr;gap:0}dt{margin-top:8px}}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88em}
+.avatar{flex:none;width:48px;height:48px;border-radius:50%;display:flex;align-items:center;justify-content:center;font-size:1.4rem;font-weight:700;color:#fff;background:#5b6578;user-select:none}
+.avatar.c0{background:#2457d6}.avatar.c1{background:#0f7b6c}.avatar.c2{background:#8a3ffc}.avatar.c3{background:#b42318}
+.avatar.c4{background:#a15c00}.avatar.c5{background:#00739d}.avatar.c6{background:#c2185b}.avatar.c7{background:#4d7c0f}
+.signed-in{margin:14px 0 0;padding:10px 12px;border:1px solid var(--border);border-radius:10px}
+button.link{flex:none;min-width:0;padding:0;border:0;background:none;color:var(--accent);font-weight:600;text-decoration:underline;text-align:left}
+.question{margin:18px 0 0;font-weight:600}
+.copy{display:block;margin:8px 0;padding:10px 12px;border:1px solid var(--border);border-radius:10px;background:var(--bg);font-size:.95rem;word-break:break-all;user-select:all}
+a{color:var(--accent)}
 `;
 
 export function page(title: string, body: SafeHtml, options: { className?: string } = {}): string {

@@ -1,10 +1,12 @@
 // Issue 4 (4): the consent page over HTTP: what it shows, its hardening (CSRF bound to the browser
 // session, once only, only the starting browser, framing, cookies), Allow, Deny and the
-// remembered-consent rule. consent-browser.test.ts drives the same page in Chromium.
+// remembered-consent rule. Issue 12 (4): the service it names, who is signed in ("Not you?"), how
+// long access lasts, and no hot-linked logo. consent-browser.test.ts drives the same page in Chromium.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { ClientRegistry } from "../../src/grants/clients.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
-import { HttpBrowser } from "../support/http-browser.ts";
+import { accessDurationText, humanizeSeconds, initialOf } from "../../src/views/consent-page.ts";
+import { answerAs, HttpBrowser } from "../support/http-browser.ts";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import {
   authorizeUrl,
@@ -47,12 +49,27 @@ describe("what the page shows", () => {
     form = await consentFor({ scope: "mcp offline_access" });
   });
 
-  it("names the client prominently, with its logo, id, website and the host it returns to", () => {
-    expect(form.html).toMatch(/<h1>Allow <span id="client-name">Acme Assistant<\/span> to connect\?<\/h1>/);
-    expect(form.html).toContain('<img src="https://acme.example.com/logo.png"');
+  it("names the client and the service prominently, with its initial, id, website and the host it returns to", () => {
+    const host = new URL(t.url).host;
+    expect(form.html).toMatch(
+      new RegExp(`<h1><span id="client-name">Acme Assistant</span> wants to connect to <span id="resource-name">${host.replace(/\./g, "\\.")}</span></h1>`),
+    );
+    expect(form.html).toMatch(/<div class="avatar c[0-7]" id="client-initial" aria-hidden="true">A<\/div>/);
+    expect(form.html).toContain("Allow <strong>Acme Assistant</strong> to connect?");
     expect(form.html).toContain(client.client_id);
     expect(form.html).toContain("https://acme.example.com");
     expect(form.html).toMatch(/<strong id="redirect-host">127\.0\.0\.1:7777<\/strong>/);
+  });
+
+  it("never hot-links the client's logo: the person's browser contacts no host the client chose", () => {
+    expect(form.html).not.toContain("<img");
+    expect(form.html).not.toContain("logo.png");
+  });
+
+  it("says how long the access lasts, from the default session limits", () => {
+    expect(form.html).toContain(
+      '<p class="muted" id="access-duration">Access lasts until you revoke it; it ends after 1 day unused and after 30 days at most.</p>',
+    );
   });
 
   it("says plainly that a dynamically registered client is unverified", () => {
@@ -98,11 +115,159 @@ describe("what the page shows", () => {
     expect(page.html).toContain("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;");
   });
 
-  it("shows no image for a client without a logo", async () => {
+  it("shows a neutral initial for a client without a name", async () => {
     const plain = await registerTestClient(t.url, { client_name: undefined });
     const page = await openConsent(authorizeUrl(t.url, plain));
     expect(page.html).not.toContain("<img");
     expect(page.html).toContain("An unnamed application");
+    expect(page.html).toMatch(/id="client-initial" aria-hidden="true">\?</);
+  });
+
+  it("does not name anyone as signed in while this browser has not signed in", () => {
+    expect(form.html).not.toContain("signed in as");
+    expect(form.html).not.toContain("allow_other_account");
+  });
+});
+
+describe("the words for durations and initials", () => {
+  it.each([
+    [86400, "1 day"],
+    [43200, "12 hours"],
+    [5400, "90 minutes"],
+    [2592000, "30 days"],
+    [3600, "1 hour"],
+    [90000, "25 hours"],
+    [45, "45 seconds"],
+    [1, "1 second"],
+    [3 * 86400 + 3600, "about 3 days"],
+    [2 * 3600 + 1, "about 2 hours"],
+  ])("%i seconds is %j", (seconds, words) => {
+    expect(humanizeSeconds(seconds)).toBe(words);
+  });
+
+  it("leaves out the idle limit when it can never come first", () => {
+    expect(accessDurationText(86400, 86400)).toBe("Access lasts until you revoke it; it ends after 1 day at most.");
+    expect(accessDurationText(3600, 86400)).toBe("Access lasts until you revoke it; it ends after 1 hour unused and after 1 day at most.");
+  });
+
+  it.each([
+    ["Acme", "A"],
+    ["claude", "C"],
+    ["  [beta] tool", "B"],
+    ["Ökobot", "Ö"],
+    ["42 agents", "4"],
+    ["<>", "?"],
+    [null, "?"],
+  ])("the initial of %j is %j", (name, initial) => {
+    expect(initialOf(name)).toBe(initial);
+  });
+});
+
+describe("a configured service name and session limits", () => {
+  let named: TestBroker;
+  beforeAll(async () => {
+    named = await startBroker({ RESOURCE_NAME: "Acme <Docs>", SESSION_IDLE_TIMEOUT_SECONDS: "5400", SESSION_MAX_AGE_SECONDS: "43200" });
+  });
+  afterAll(async () => named.stop());
+
+  it("names RESOURCE_NAME (escaped) and states SESSION_IDLE_TIMEOUT_SECONDS and SESSION_MAX_AGE_SECONDS in words", async () => {
+    const c = await registerTestClient(named.url, { client_name: "Claude" });
+    const page = await openConsent(authorizeUrl(named.url, c));
+    expect(page.html).toContain('<span id="client-name">Claude</span> wants to connect to <span id="resource-name">Acme &lt;Docs&gt;</span>');
+    expect(page.html).toContain("<title>Claude wants to connect to Acme &lt;Docs&gt;</title>");
+    expect(page.html).toContain("Access lasts until you revoke it; it ends after 90 minutes unused and after 12 hours at most.");
+  });
+});
+
+/**
+ * Answers like answerAs, and also submits the page oidc-provider shows when another account signs
+ * in over an open session (an auto-submitting form that ends the old session: a browser runs its
+ * script; HttpBrowser runs none).
+ */
+function answerSwitchingTo(user: string) {
+  const answer = answerAs(user);
+  return (url: string, html: string) => {
+    const reply = answer(url, html);
+    if (reply || !html.includes("<title>Submitting Callback</title>")) return reply;
+    const decode = (v: string) => v.replace(/&amp;/g, "&").replace(/&quot;/g, '"');
+    const action = decode(/<form method="post" action="([^"]+)"/.exec(html)![1]!);
+    const form = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/>/g)].map((m) => [m[1]!, decode(m[2]!)]));
+    return { action, form };
+  };
+}
+
+describe("the signed-in user, and Not you?", () => {
+  // A client of its own: the remembered consents made here do not meet the other tests'.
+  let app: TestClient;
+  beforeAll(async () => {
+    app = await registerTestClient(t.url, {
+      client_name: "Signed-in test app",
+      redirect_uris: ["http://127.0.0.1:7777/callback", "http://localhost:7778/other"],
+    });
+  });
+  const consentFor = (overrides: Record<string, string | undefined>, browser: HttpBrowser) => openConsent(authorizeUrl(t.url, app, overrides), browser);
+  const sessionOf = async (transaction: string) => (await db().authTransaction.findUniqueOrThrow({ where: { id: transaction } })).browserSessionId;
+
+  /** A browser that connected the app once (scope mcp) as `user`, through the demo IdP. */
+  async function signedInBrowser(user: string): Promise<HttpBrowser> {
+    const browser = new HttpBrowser();
+    const back = await browser.walk(authorizeUrl(t.url, app, { scope: "mcp" }).href, app.redirect_uri, answerAs(user));
+    expect(back.searchParams.get("code")).toEqual(expect.any(String));
+    return browser;
+  }
+
+  it("names who signed in last in this browser, with the provider, and offers Not you? in the same form", async () => {
+    const browser = await signedInBrowser("alice");
+    // Another scope: the remembered consent (scope mcp) would skip the page.
+    const form = await consentFor({ scope: "mcp offline_access" }, browser);
+    expect(form.html).toContain('You are signed in as <strong id="signed-in-as">alice</strong> (Demo identity provider).');
+    const buttons = [...form.html.matchAll(/<button type="submit" name="decision" value="([a-z_]+)"[^>]*>([^<]*)<\/button>/g)].map((m) => [m[1], m[2]]);
+    expect(buttons).toEqual([
+      ["allow_other_account", "Not you? Allow with another account"],
+      ["deny", "Deny"],
+      ["allow", "Allow"],
+    ]);
+    // All three in the one CSRF-protected form.
+    const inForm = /<form method="post" action="consent">([\s\S]*)<\/form>/.exec(form.html)![1]!;
+    expect(inForm.match(/<button /g)).toHaveLength(3);
+  });
+
+  it("Not you?: forgets this browser's identity and consents, approves, and asks the IdP for a fresh login", async () => {
+    const browser = await signedInBrowser("alice");
+    const form = await consentFor({ scope: "mcp offline_access", state: "other-account" }, browser);
+    const sid = await sessionOf(form.transaction);
+    expect(await t.broker.services.grants.browserIdentities.of(sid)).toMatchObject({ subject: "demo:alice", login: "alice", provider: "demo" });
+    expect(await db().consent.count({ where: { browserSessionId: sid, scope: "mcp" } })).toBe(1);
+
+    const res = await decide(form, "allow_other_account", browser);
+    expect(res.status).toBe(303);
+    const upstream = new URL(res.headers.get("location")!);
+    expect(upstream.href.startsWith(`${upstreamAuthorize}?`)).toBe(true);
+    // OIDC Core §3.1.2.1: the demo IdP (like any OIDC issuer but Google) shows its login form again.
+    expect(upstream.searchParams.get("prompt")?.split(" ")).toContain("login");
+    expect(await txStatus(form.transaction)).toBe("approved");
+    expect(await t.broker.services.grants.browserIdentities.of(sid)).toBeNull();
+    expect(await db().browserIdentity.count({ where: { browserSessionId: sid } })).toBe(0);
+    // The consent alice gave is gone; the one given now is remembered.
+    expect(await db().consent.findMany({ where: { browserSessionId: sid }, select: { scope: true } })).toEqual([{ scope: "mcp offline_access" }]);
+
+    // The upstream login asks again (the IdP's session of alice does not carry over): bob signs in.
+    const back = await browser.walk(upstream.href, app.redirect_uri, answerSwitchingTo("bob"));
+    expect(back.searchParams.get("state")).toBe("other-account");
+    expect(await t.broker.services.grants.browserIdentities.of(sid)).toMatchObject({ subject: "demo:bob", login: "bob" });
+    const next = await consentFor({ redirect_uri: "http://localhost:7778/other" }, browser);
+    expect(next.html).toContain('<strong id="signed-in-as">bob</strong>');
+  });
+
+  it("with a forged CSRF token, Not you? forgets nothing and approves nothing", async () => {
+    const browser = await signedInBrowser("carol");
+    const form = await consentFor({ scope: "mcp offline_access" }, browser);
+    const sid = await sessionOf(form.transaction);
+    const res = await decide({ ...form, csrf: tamper(form.csrf) }, "allow_other_account", browser);
+    expect(res.status).toBe(400);
+    expect(await txStatus(form.transaction)).toBe("pending");
+    expect(await t.broker.services.grants.browserIdentities.of(sid)).toMatchObject({ login: "carol" });
+    expect(await db().consent.count({ where: { browserSessionId: sid } })).toBe(1);
   });
 });
 
