@@ -14,6 +14,8 @@ import { createServices, type Services } from "./services.ts";
 import { authorizationServerRouter } from "./oauth/router.ts";
 import { callbackRouter } from "./oauth/callback.ts";
 import { frontDoorRouter } from "./account/front-door.ts";
+import { accountRouter, type AccountDeps } from "./account/router.ts";
+import { accountSignInCallback } from "./account/sign-in-callback.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
@@ -107,6 +109,14 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         publicUrl: config.publicUrl,
       });
 
+  const account: AccountDeps = {
+    publicUrl: config.publicUrl,
+    resourceName: config.resourceName,
+    providerName: grants.upstreamLogin.providerName,
+    browserIdentities: grants.browserIdentities,
+    signIn: grants.accountSignIn,
+    apps: grants.connectedApps,
+  };
   const app = createApp({
     config,
     logger,
@@ -145,7 +155,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         browserIdentities: grants.browserIdentities,
       }),
       frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
-      callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName),
+      callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName, accountSignInCallback(account)),
+      accountRouter(account),
       mcpRouter({
         validator: grants.validator,
         resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,

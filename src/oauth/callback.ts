@@ -1,6 +1,9 @@
-// GET /oauth/callback: the upstream IdP's redirect back to the broker. Thin: the grants layer
-// matches the transaction and browser session, exchanges the code and decides where to go.
+// GET /oauth/callback: the upstream IdP's redirect back to the broker, the one URL registered there
+// for every sign-in. Thin: it dispatches by `state` (the connected-apps page's sign-ins are
+// recognized by theirs; any other is a client's authorization) and the grants layer matches the
+// transaction and browser session, exchanges the code and decides where to go.
 import { callbackPath, callbackUrl } from "../config.ts";
+import type Koa from "koa";
 import Router from "@koa/router";
 import type { UpstreamLogin } from "../grants/upstream-login.ts";
 import { browserSessionId } from "../http/browser-session.ts";
@@ -8,7 +11,14 @@ import { publicPaths } from "../http/public-paths.ts";
 import { paramsToRecord } from "../http/body.ts";
 import { renderAccessRefusedPage } from "../views/access-refused-page.ts";
 
-export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, resourceName: string): Router {
+/** Another sign-in that comes back through this callback, recognized by the state it sent upstream. */
+export interface CallbackBranch {
+  owns(state: string): Promise<boolean>;
+  /** Completes the sign-in and sets the response. */
+  complete(ctx: Koa.Context, callbackUrl: URL): Promise<void>;
+}
+
+export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, resourceName: string, accountSignIn?: CallbackBranch): Router {
   const router = new Router();
   router.get(publicPaths(publicUrl, callbackPath), async (ctx) => {
     ctx.state.errorFormat = "page";
@@ -16,6 +26,11 @@ export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, 
     paramsToRecord(new URLSearchParams(ctx.querystring));
     // The URL as the IdP saw it (PUBLIC_URL based), so issuer-side checks of the redirect URI agree.
     const url = new URL(`${callbackUrl(publicUrl)}${ctx.querystring ? `?${ctx.querystring}` : ""}`);
+    const state = url.searchParams.get("state");
+    if (accountSignIn && state && (await accountSignIn.owns(state))) {
+      await accountSignIn.complete(ctx, url);
+      return;
+    }
     const outcome = await upstreamLogin.complete({ callbackUrl: url, browserSessionId: browserSessionId(ctx, false), ip: ctx.ip });
     ctx.set("Cache-Control", "no-store");
     if (outcome.kind === "redirect") {

@@ -1,0 +1,74 @@
+// POST /account: sign in, revoke one app, revoke all, sign out. Every form carries the CSRF token
+// of this browser session (checked before anything else); revoking needs a recent sign-in and
+// touches only the signed-in user's grants. Answers 303 back to the page (or to the IdP).
+import { randomBytes } from "node:crypto";
+import type Koa from "koa";
+import { z } from "zod";
+import { PageError } from "../http/errors.ts";
+import { readForm } from "../http/body.ts";
+import { browserSessionId } from "../http/browser-session.ts";
+import { accountUrl, type AccountDeps } from "./deps.ts";
+
+// A missing token is refused like a wrong one (403), not as a malformed form.
+const csrf = z.string().max(200).default("");
+const AccountForm = z.discriminatedUnion("action", [
+  z.object({ action: z.literal("sign_in"), csrf, select_account: z.literal("1").optional() }),
+  z.object({ action: z.literal("revoke"), csrf, grant: z.string().min(1).max(100) }),
+  z.object({ action: z.literal("revoke_all"), csrf }),
+  z.object({ action: z.literal("sign_out"), csrf }),
+]);
+
+const AGAIN = "Open the connected apps page again.";
+const BAD_FORM = new PageError(400, "This request cannot be completed", "The form was incomplete or not one of this page's. Nothing was changed.", AGAIN);
+const STALE_FORM = new PageError(
+  403,
+  "This form has expired",
+  "It was not made for this browser session (it was opened before you signed out, or in another browser). Nothing was changed.",
+  AGAIN,
+);
+const SIGNED_OUT = new PageError(403, "Sign in again", "Your sign-in to the connected apps page has ended. Nothing was changed.", AGAIN);
+const NO_SUCH_APP = new PageError(
+  404,
+  "No such connected app",
+  "This application is not connected with your account (it may have been disconnected already). Nothing was changed.",
+  "Open the connected apps page again to see the current list.",
+);
+
+/** Replaces this browser's session id: what was bound to the old one stays behind. */
+function renewSessionId(ctx: Koa.Context): void {
+  const data = (ctx as unknown as { session: { sid?: string } | null }).session;
+  if (data) data.sid = randomBytes(32).toString("base64url");
+}
+
+export function accountActionHandler(deps: AccountDeps): Koa.Middleware {
+  return async (ctx) => {
+    ctx.state.errorFormat = "page";
+    const parsed = AccountForm.safeParse(await readForm(ctx, 8 * 1024));
+    if (!parsed.success) throw BAD_FORM;
+    const form = parsed.data;
+    const sid = browserSessionId(ctx, false);
+    if (!sid || !deps.signIn.csrfValid(sid, form.csrf)) throw STALE_FORM;
+    ctx.set("Cache-Control", "no-store");
+    ctx.status = 303;
+
+    if (form.action === "sign_in") {
+      ctx.redirect(await deps.signIn.start(sid, { selectAccount: form.select_account === "1" }));
+      return;
+    }
+    if (form.action === "sign_out") {
+      await deps.signIn.signOut(sid, ctx.ip);
+      renewSessionId(ctx);
+      ctx.redirect(accountUrl(deps.publicUrl, { notice: "signed_out" }));
+      return;
+    }
+    const identity = await deps.browserIdentities.forAccountPage(sid);
+    if (!identity) throw SIGNED_OUT;
+    if (form.action === "revoke") {
+      if (!(await deps.apps.revoke(identity.subject, form.grant, { ip: ctx.ip }))) throw NO_SUCH_APP;
+      ctx.redirect(accountUrl(deps.publicUrl, { notice: "revoked" }));
+      return;
+    }
+    await deps.apps.revokeAll(identity.subject, { ip: ctx.ip });
+    ctx.redirect(accountUrl(deps.publicUrl, { notice: "revoked_all" }));
+  };
+}

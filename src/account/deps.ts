@@ -1,0 +1,21 @@
+// What the connected-apps page (/account) uses: the grants services it calls and the names it shows.
+import type { AccountSignIn } from "../grants/account-sign-in.ts";
+import type { BrowserIdentities } from "../grants/browser-identities.ts";
+import type { ConnectedApps } from "../grants/connected-apps.ts";
+
+export interface AccountDeps {
+  /** PUBLIC_URL: redirects go to PUBLIC_URL/account. */
+  readonly publicUrl: string;
+  readonly resourceName: string;
+  /** The upstream IdP's display name ("GitHub"). */
+  readonly providerName: string;
+  readonly browserIdentities: BrowserIdentities;
+  readonly signIn: AccountSignIn;
+  readonly apps: ConnectedApps;
+}
+
+/** PUBLIC_URL/account, with a notice for the page to show. */
+export function accountUrl(publicUrl: string, query: Record<string, string> = {}): string {
+  const search = new URLSearchParams(query).toString();
+  return `${publicUrl}/account${search ? `?${search}` : ""}`;
+}

@@ -1,0 +1,51 @@
+// The end of the connected-apps page's upstream sign-in, reached through /oauth/callback when the
+// state is an account sign-in's: back to /account when admitted; the refusal page (with a way to
+// try another account) when the access policy does not admit the account; a page saying what
+// failed otherwise.
+import type Koa from "koa";
+import { browserSessionId } from "../http/browser-session.ts";
+import { PageError } from "../http/errors.ts";
+import type { CallbackBranch } from "../oauth/callback.ts";
+import type { AccountSignInOutcome } from "../grants/account-sign-in.ts";
+import { renderAccessRefusedPage } from "../views/access-refused-page.ts";
+import { accountUrl, type AccountDeps } from "./deps.ts";
+
+const AGAIN = "Sign in again from the connected apps page.";
+
+function failure(reason: Extract<AccountSignInOutcome, { kind: "failed" }>["reason"], providerName: string): PageError {
+  if (reason === "cancelled")
+    return new PageError(400, "Sign-in cancelled", `The sign-in at ${providerName} was cancelled or refused: you are not signed in.`, AGAIN);
+  if (reason === "unavailable")
+    return new PageError(503, `${providerName} is not reachable`, `${providerName} could not be reached to complete the sign-in.`, "Try again in a moment.");
+  if (reason === "misconfigured")
+    return new PageError(
+      502,
+      "Sign-in could not be completed",
+      `${providerName} did not accept this service's sign-in request.`,
+      "Tell the operator of this service.",
+    );
+  return new PageError(502, "Sign-in could not be completed", `The sign-in at ${providerName} could not be completed.`, AGAIN);
+}
+
+export function accountSignInCallback(deps: AccountDeps): CallbackBranch {
+  return {
+    owns: (state) => deps.signIn.owns(state),
+    async complete(ctx: Koa.Context, callbackUrl: URL) {
+      const outcome = await deps.signIn.complete({ callbackUrl, browserSessionId: browserSessionId(ctx, false), ip: ctx.ip });
+      ctx.set("Cache-Control", "no-store");
+      if (outcome.kind === "failed") throw failure(outcome.reason, deps.providerName);
+      if (outcome.kind === "signed_in") {
+        ctx.redirect(accountUrl(deps.publicUrl));
+        return;
+      }
+      ctx.status = 403;
+      ctx.type = "text/html; charset=utf-8";
+      ctx.body = renderAccessRefusedPage({
+        login: outcome.account.login,
+        providerName: outcome.account.providerName,
+        resourceName: deps.resourceName,
+        signInAgainUrl: accountUrl(deps.publicUrl, { another: "1" }),
+      });
+    },
+  };
+}
