@@ -38,6 +38,13 @@ button.link{flex:none;min-width:0;padding:0;border:0;background:none;color:var(-
 .question{margin:18px 0 0;font-weight:600}
 .copy{display:block;margin:8px 0;padding:10px 12px;border:1px solid var(--border);border-radius:10px;background:var(--bg);font-size:.95rem;word-break:break-all;user-select:all}
 a{color:var(--accent)}
+.app{border-top:1px solid var(--border);margin-top:18px;padding-top:14px}
+.app h2{font-size:1.05rem;margin:0;line-height:1.35;overflow-wrap:anywhere}
+.app dl{margin:10px 0}
+.app .actions{margin-top:10px}
+.verified{font-weight:600}
+.notice{border:1px solid var(--border);border-left:4px solid var(--accent);border-radius:10px;padding:10px 12px}
+button.danger{color:var(--danger);border-color:var(--danger)}
 `;
 
 export function page(title: string, body: SafeHtml, options: { className?: string } = {}): string {
