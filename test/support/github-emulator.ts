@@ -106,6 +106,7 @@ export class GitHubEmulator {
   private readonly emails = new Map<string, readonly EmulatedEmail[]>();
   private readonly orgs = new Map<string, OrgRecord>();
   private readonly failures = new Map<string, number>();
+  private readonly holds = new Map<string, { arrivals: number; readonly listeners: (() => void)[]; readonly released: Promise<void> }>();
 
   constructor(private readonly options: GitHubEmulatorOptions) {
     this.expiringTokensSeconds = options.expiringTokensSeconds;
@@ -223,6 +224,30 @@ export class GitHubEmulator {
     else this.failures.set(key, status);
   }
 
+  /**
+   * Holds every request counted under `key` unanswered until `release()`; `arrived(n)` resolves
+   * once n of them are waiting. Shows which calls are in flight together, without timing.
+   */
+  holdRoute(key: string): { arrived(count: number): Promise<void>; release(): void } {
+    let release!: () => void;
+    const hold = { arrivals: 0, listeners: [] as (() => void)[], released: new Promise<void>((r) => (release = r)) };
+    this.holds.set(key, hold);
+    return {
+      arrived: (count) =>
+        new Promise<void>((resolve) => {
+          const check = (): void => {
+            if (hold.arrivals >= count) resolve();
+            else hold.listeners.push(check);
+          };
+          check();
+        }),
+      release: () => {
+        if (this.holds.get(key) === hold) this.holds.delete(key);
+        release();
+      },
+    };
+  }
+
   liveTokenCount(login: string): number {
     return [...this.tokens.values()].filter((r) => r.user.login === login).length;
   }
@@ -321,6 +346,12 @@ export class GitHubEmulator {
     if (this.outage === "hang") {
       this.hanging.add(res);
       return;
+    }
+    const hold = this.holds.get(key);
+    if (hold) {
+      hold.arrivals++;
+      for (const listener of hold.listeners.splice(0)) listener();
+      await hold.released;
     }
     const failure = this.failures.get(key);
     if (failure !== undefined) return this.fail(res, failure);
