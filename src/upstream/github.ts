@@ -1,6 +1,8 @@
 // GitHub (github.com or GitHub Enterprise Server) as the upstream IdP: OAuth apps and GitHub Apps
 // with expiring user tokens. Endpoints as GitHub documents them; the token check and revocation
-// use the application endpoints, authenticated with the app's client id and secret.
+// use the application endpoints, authenticated with the app's client id and secret. For the access
+// policy, fetchIdentity also reads the verified e-mails and the ALLOWED_GITHUB_ORGS memberships
+// with the user's own token.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import {
@@ -30,6 +32,11 @@ export interface GitHubProviderOptions {
   readonly displayName?: string;
   /** ALLOWED_GITHUB_ORGS: the org/team memberships fetchIdentity reads (needs read:org). */
   readonly orgRules?: readonly GitHubOrgRule[];
+  /**
+   * Where a membership GitHub refused to show (403: SAML SSO, an OAuth app restriction) is noted;
+   * a pino logger fits. Only the rule, the login, the status and GitHub's message are passed.
+   */
+  readonly log?: { warn(fields: Record<string, unknown>, message: string): void };
 }
 
 const TokenResponse = z.union([
@@ -52,7 +59,31 @@ const User = z.object({
   avatar_url: z.string().nullish(),
   html_url: z.string().nullish(),
 });
+// GET /user/emails ("List email addresses for the authenticated user", needs user:email):
+// [{ email, primary, verified, visibility }].
 const Emails = z.array(z.object({ email: z.string(), primary: z.boolean(), verified: z.boolean() }));
+// The error body of every REST endpoint: { message, documentation_url }.
+const ApiError = z.object({ message: z.string().optional() });
+// GET /orgs/{org}/teams/{team_slug}/memberships/{username}: { url, role, state: active | pending }.
+const TeamMembership = z.object({ state: z.string(), role: z.string().optional() });
+
+/** What a membership answer counts as. */
+type MembershipAnswer = "member" | "not_member";
+
+/**
+ * GitHub's rate limits answer 403 or 429, with x-ratelimit-remaining 0 (primary) or a message
+ * saying so and maybe retry-after (secondary) ("Rate limits for the REST API"). That says nothing
+ * about the user: retry later, never count it as "not a member".
+ */
+function rateLimited(res: Response, message: string | undefined): boolean {
+  if (res.status === 429) return true;
+  return res.status === 403 && (res.headers.get("x-ratelimit-remaining") === "0" || res.headers.has("retry-after") || /rate limit/i.test(message ?? ""));
+}
+
+/** Reads and drops a body nobody needs, so the connection can be reused. */
+async function discard(res: Response): Promise<void> {
+  await res.arrayBuffer().catch(() => undefined);
+}
 
 export class GitHubProvider implements UpstreamProvider {
   readonly kind = "github";
@@ -143,36 +174,101 @@ export class GitHubProvider implements UpstreamProvider {
       { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) },
       "reading the GitHub user",
     );
-    if (!res.ok) throw new UpstreamError(res.status === 401 ? "invalid_grant" : "protocol", `reading the GitHub user: status ${res.status}`);
+    if (!res.ok) {
+      await discard(res);
+      throw new UpstreamError(res.status === 401 ? "invalid_grant" : "protocol", `reading the GitHub user: status ${res.status}`);
+    }
     const parsed = User.safeParse(await res.json().catch(() => null));
     if (!parsed.success) throw new UpstreamError("protocol", "GitHub's /user answer is not a user");
     const user = parsed.data;
-    let email = user.email ?? undefined;
-    let verifiedEmails: string[] = [];
-    const scopes = (tokens.scope ?? "").split(/[ ,]+/);
-    if (scopes.includes("user:email") || scopes.includes("user")) {
-      const emails = await this.request(
-        `${this.options.apiUrl}/user/emails`,
-        { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) },
-        "reading the GitHub e-mails",
-      );
-      if (emails.ok) {
-        const list = Emails.safeParse(await emails.json().catch(() => null));
-        if (list.success) {
-          email = list.data.find((e) => e.primary && e.verified)?.email ?? email;
-          verifiedEmails = list.data.filter((e) => e.verified).map((e) => e.email.toLowerCase());
-        }
-      }
-    }
+    // E-mails and memberships only need the login: read them all at once.
+    const [emails, memberships] = await Promise.all([this.fetchEmails(tokens), this.fetchMemberships(tokens, user.login)]);
     return {
       subject: `github:${user.id}`,
       login: user.login,
-      email,
+      email: emails.find((e) => e.primary && e.verified)?.email ?? user.email ?? undefined,
       name: user.name ?? undefined,
       profile: { id: user.id, login: user.login, name: user.name ?? null, avatar_url: user.avatar_url ?? null, html_url: user.html_url ?? null },
-      verifiedEmails,
-      memberships: [],
+      // Only verified addresses prove anything: an unverified one (even the primary) is anyone's to type.
+      verifiedEmails: [...new Set(emails.filter((e) => e.verified).map((e) => e.email.toLowerCase()))],
+      memberships,
     };
+  }
+
+  /**
+   * GET /user/emails, when the token may read it: OAuth tokens with `user:email` or `user`, and
+   * GitHub App user tokens (no scopes; the app's "Email addresses" permission decides). A token
+   * that may not read them gets 404/403: no addresses, not an error.
+   */
+  private async fetchEmails(tokens: UpstreamTokens): Promise<z.infer<typeof Emails>> {
+    const scopes = (tokens.scope ?? "").split(/[ ,]+/).filter(Boolean);
+    if (scopes.length && !scopes.includes("user:email") && !scopes.includes("user")) return [];
+    const what = "reading the GitHub e-mails";
+    const res = await this.request(`${this.options.apiUrl}/user/emails`, { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) }, what);
+    if (res.status === 200) {
+      const list = Emails.safeParse(await res.json().catch(() => null));
+      if (!list.success) throw new UpstreamError("protocol", `${what}: GitHub's answer is not a list of e-mails`);
+      return list.data;
+    }
+    const message = ApiError.safeParse(await res.json().catch(() => null)).data?.message;
+    if (res.status === 401) throw new UpstreamError("invalid_grant", `${what}: GitHub refused the token (401)`);
+    if (rateLimited(res, message)) throw new UpstreamError("unavailable", `${what}: GitHub's rate limit was reached (${res.status})`);
+    return [];
+  }
+
+  /** The ALLOWED_GITHUB_ORGS entries (as written: `acme`, `acme/platform`) the user is an active member of. */
+  private async fetchMemberships(tokens: UpstreamTokens, login: string): Promise<string[]> {
+    const rules = this.options.orgRules ?? [];
+    const answers = await Promise.all(rules.map((rule) => this.fetchMembership(tokens, rule, login)));
+    return rules.filter((_, i) => answers[i] === "member").map((rule) => (rule.team ? `${rule.org}/${rule.team}` : rule.org));
+  }
+
+  /**
+   * One org or team rule, read with the user's token (works the same on GHES under its apiUrl):
+   * - org: GET /orgs/{org}/members/{username} ("Check organization membership for a user"):
+   *   204 member; 404 not a member; 302 (to public_members) when GitHub does not count the
+   *   requester as a member, or the token lacks read:org to see private membership: not a member.
+   * - team: GET /orgs/{org}/teams/{team_slug}/memberships/{username} ("Get team membership for a
+   *   user"): 200 with state "active" member, "pending" (invitation not accepted) not; 404 not
+   *   (or the team is not visible to this token).
+   * - 401: the token is dead (invalid_grant). 403: GitHub refuses to show it (SAML SSO not
+   *   authorized for this token, an OAuth app access restriction): not a member, noted in the log.
+   *   403/429 from a rate limit, 5xx, network: unavailable (retry; never decide "not a member").
+   */
+  private async fetchMembership(tokens: UpstreamTokens, rule: GitHubOrgRule, login: string): Promise<MembershipAnswer> {
+    const label = rule.team ? `${rule.org}/${rule.team}` : rule.org;
+    const what = `reading the GitHub membership in ${label}`;
+    const org = encodeURIComponent(rule.org);
+    const user = encodeURIComponent(login);
+    const url = rule.team
+      ? `${this.options.apiUrl}/orgs/${org}/teams/${encodeURIComponent(rule.team)}/memberships/${user}`
+      : `${this.options.apiUrl}/orgs/${org}/members/${user}`;
+    const res = await this.request(url, { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) }, what);
+    if (rule.team && res.status === 200) {
+      const membership = TeamMembership.safeParse(await res.json().catch(() => null));
+      if (!membership.success) throw new UpstreamError("protocol", `${what}: GitHub's answer is not a team membership`);
+      return membership.data.state === "active" ? "member" : "not_member";
+    }
+    if (!rule.team && res.status === 204) {
+      await discard(res);
+      return "member";
+    }
+    if (res.status === 404 || (!rule.team && res.status === 302)) {
+      await discard(res);
+      return "not_member";
+    }
+    const message = ApiError.safeParse(await res.json().catch(() => null)).data?.message;
+    if (res.status === 401) throw new UpstreamError("invalid_grant", `${what}: GitHub refused the token (401)`);
+    if (rateLimited(res, message)) throw new UpstreamError("unavailable", `${what}: GitHub's rate limit was reached (${res.status})`);
+    if (res.status === 403) {
+      // Not the X-GitHub-SSO header: its URL carries an authorization request meant for the user.
+      this.options.log?.warn(
+        { rule: label, login, status: res.status, samlSso: res.headers.has("x-github-sso"), githubMessage: message?.slice(0, 200) },
+        "GitHub refused to show an organization membership: counted as not a member",
+      );
+      return "not_member";
+    }
+    throw new UpstreamError("protocol", `${what}: unexpected status ${res.status}`);
   }
 
   async check(tokens: UpstreamTokens): Promise<UpstreamCheck> {

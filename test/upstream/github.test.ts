@@ -69,6 +69,9 @@ describe("GitHubProvider", () => {
     expect(tokens.accessToken).toMatch(/^gho_/);
     const identity = await p.fetchIdentity(tokens);
     expect(identity).toMatchObject({ subject: "github:583231", login: "octocat", email: "octocat@users.noreply.example" });
+    // The policy facts: the verified address from /user/emails; no org rule, so no membership read.
+    expect(identity.verifiedEmails).toEqual(["octocat@users.noreply.example"]);
+    expect(identity.memberships).toEqual([]);
     expect(await p.check(tokens)).toEqual({ status: "active" });
   });
 
