@@ -1,0 +1,84 @@
+// Revoke at /account on one broker instance; another instance on the same database, which had the
+// access token validated and cached, refuses it within a second (its revocation feed). Run on
+// SQLite (two processes' worth of brokers on one file) and, when available, PostgreSQL.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomBytes } from "node:crypto";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { obtainTokens } from "../support/oauth-flow.ts";
+import { databaseTargets } from "../support/database-targets.ts";
+import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
+import { AccountVisitor } from "./account-visitor.ts";
+
+/** The status an instance's /mcp answers an initialize request carrying this token with. */
+async function mcpStatus(origin: string, accessToken: string): Promise<number> {
+  const res = await fetch(`${origin}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
+    }),
+  });
+  await res.body?.cancel();
+  return res.status;
+}
+
+for (const target of databaseTargets("the cross-instance revocation tests")) {
+  describe(`two instances on one ${target.name} database`, () => {
+    let mcpServer: DemoMcpServer;
+    let first: TestBroker;
+    let second: TestBroker;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      const database = await target.setup();
+      cleanup = database.cleanup;
+      mcpServer = await startDemoMcpServer();
+      const shared = { DATABASE_URL: database.url, SECRET_KEY: randomBytes(32).toString("base64"), MCP_SERVER_URL: mcpServer.url };
+      first = await startBroker(shared);
+      second = await startBroker({ ...shared, PUBLIC_URL: first.url });
+    }, 60_000);
+    afterAll(async () => {
+      await Promise.all([first.stop(), second.stop()]);
+      await mcpServer.close();
+      await cleanup();
+    });
+
+    it("a grant revoked at /account on one is refused by the other within a second", async () => {
+      const user = "quinn";
+      const account = new AccountVisitor(first.url);
+      await account.signIn(user);
+      const delays: number[] = [];
+      for (let round = 0; round < 3; round++) {
+        const { client, tokens } = await obtainTokens(first.url, { user });
+        const grant = await first.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });
+        // The other instance validates the token and keeps the validation in its cache.
+        expect(await mcpStatus(second.origin, tokens.access_token)).toBe(200);
+        expect(await mcpStatus(second.origin, tokens.access_token)).toBe(200);
+        const hitsBefore = second.broker.services.grants.validator.stats.hits;
+        expect(await mcpStatus(second.origin, tokens.access_token)).toBe(200);
+        expect(second.broker.services.grants.validator.stats.hits).toBe(hitsBefore + 1);
+
+        // The moment the other instance's caches drop the grant: its feed publishes it on its bus.
+        const learned = new Promise<number>((resolve) => {
+          const stop = second.broker.services.grants.bus.subscribe((revocation) => {
+            if (!revocation.grantIds?.includes(grant.id)) return;
+            stop();
+            resolve(performance.now());
+          });
+        });
+        const { csrf } = await account.open();
+        const started = performance.now();
+        expect((await account.post({ action: "revoke", csrf, grant: grant.id })).status).toBe(303);
+        expect(await mcpStatus(first.origin, tokens.access_token)).toBe(401);
+        delays.push((await learned) - started);
+        expect(await mcpStatus(second.origin, tokens.access_token)).toBe(401);
+      }
+      process.stdout.write(
+        `[measure] ${target.name}: revocation at /account reached the other instance after ${delays.map((d) => `${Math.round(d)} ms`).join(", ")}\n`,
+      );
+      expect(Math.max(...delays)).toBeLessThan(1000);
+    });
+  });
+}
