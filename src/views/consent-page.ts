@@ -1,6 +1,7 @@
 // The consent page: who is asking (name, id, where it will send you back), whether it registered
 // itself, which service it wants, what it may do and for how long, who is signed in in this
-// browser, and where you will sign in. Allow, Deny and "Not you?" post the form.
+// browser, and where you will sign in. Allow, Deny and "Not you?" post the form; the technical
+// details (ids and addresses) follow it, so that the decision fits a phone's first screenful.
 // The client's logo_uri is never loaded: the person's browser would contact a host the client
 // chose (a tracking pixel at the moment of consent). A neutral initial stands in for it.
 import { createHash } from "node:crypto";
@@ -98,12 +99,6 @@ ${
 <p>It will be able to:</p>
 <ul class="scopes">${input.scope.split(" ").map((s) => html`<li>${SCOPE_TEXT[s] ?? s}</li>`)}</ul>
 <p class="muted" id="access-duration">${accessDurationText(input.idleTimeoutSeconds, input.maxAgeSeconds)}</p>
-<dl>
-<dt>Application ID</dt><dd><code>${client.id}</code></dd>
-${client.clientUri ? html`<dt>Website</dt><dd>${client.clientUri}</dd>` : ""}
-<dt>Redirect address</dt><dd>${input.redirectUri}</dd>
-<dt>Resource</dt><dd>${input.resource}</dd>
-</dl>
 <form method="post" action="consent">
 <input type="hidden" name="transaction" value="${input.transactionId}">
 <input type="hidden" name="csrf" value="${input.csrfToken}">
@@ -118,6 +113,12 @@ ${
 <button type="submit" name="decision" value="deny">Deny</button>
 <button type="submit" name="decision" value="allow" class="primary">Allow</button>
 </div>
-</form>`,
+</form>
+<dl>
+<dt>Application ID</dt><dd><code>${client.id}</code></dd>
+${client.clientUri ? html`<dt>Website</dt><dd>${client.clientUri}</dd>` : ""}
+<dt>Redirect address</dt><dd>${input.redirectUri}</dd>
+<dt>Resource</dt><dd>${input.resource}</dd>
+</dl>`,
   );
 }

@@ -90,7 +90,7 @@ describeWithChromium("the consent page in Chromium, from the MCP SDK's authoriza
     }
   });
 
-  it("on a phone (390 px wide): readable, labelled, client and redirect host up front, provider named", async () => {
+  it("on a phone (390 px wide): readable, labelled, client, service and redirect host up front, provider named", async () => {
     const context = await newUser(chromium.browser, PHONE);
     try {
       const c = await connectAs(context, async (page, url) => {
@@ -104,7 +104,7 @@ describeWithChromium("the consent page in Chromium, from the MCP SDK's authoriza
             // The page's stylesheet is intact (all of it: a broken rule once dropped the font).
             expect(await p.evaluate<string>("getComputedStyle(document.body).fontFamily")).toContain("system-ui");
             if (kind !== "consent") return;
-            await expect(heading(p)).resolves.toBe("Allow SDK e2e client to connect?");
+            await expect(heading(p)).resolves.toBe(`SDK e2e client wants to connect to ${new URL(env.broker.url).host}`);
             await expect(p.getByRole("main").count()).resolves.toBe(1);
             // The decision and who will see it, in the first screenful.
             for (const target of [

@@ -1,8 +1,9 @@
 // Issue 4 (4) in a real browser: the consent page in headless Chromium. Allow, Deny, two tabs
 // answering one request, the browser binding and framing (the CSRF rule and Back-then-submit are
-// in e2e/consent-page, reached through the real SDK client); screenshots are kept
-// under test-output/screenshots/. Nothing leaves 127.0.0.1: the client's redirect URI, its logo
-// and a foreign framing site are answered by request interception.
+// in e2e/consent-page, reached through the real SDK client). Issue 12 (4, 6): the page with a
+// signed-in user and "Not you?", and the front page. Screenshots are kept under
+// test-output/screenshots/. Nothing leaves 127.0.0.1: the client's redirect URI, its logo host
+// (which must never be asked) and a foreign framing site are answered by request interception.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -37,8 +38,11 @@ afterAll(async () => {
   await t?.stop();
 });
 
-/** A fresh browser profile (own cookies) where the client's redirect URI and logo are served locally. */
-async function newBrowserContext(options: { mobile?: boolean } = {}): Promise<{ context: BrowserContext; callbacks: URL[] }> {
+/**
+ * A fresh browser profile (own cookies) where the client's redirect URI is served locally, and
+ * every request to the client's logo host is answered and recorded.
+ */
+async function newBrowserContext(options: { mobile?: boolean } = {}): Promise<{ context: BrowserContext; callbacks: URL[]; logoRequests: string[] }> {
   const context = await browser.newContext(
     options.mobile
       ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true }
@@ -49,13 +53,17 @@ async function newBrowserContext(options: { mobile?: boolean } = {}): Promise<{ 
     callbacks.push(new URL(route.request().url()));
     await route.fulfill({ status: 200, contentType: "text/html", body: "<h1>client callback</h1>" });
   });
-  await context.route("https://acme.example.com/**", (route) => route.fulfill({ status: 200, contentType: "image/svg+xml", body: LOGO }));
-  return { context, callbacks };
+  const logoRequests: string[] = [];
+  await context.route("https://acme.example.com/**", (route) => {
+    logoRequests.push(route.request().url());
+    return route.fulfill({ status: 200, contentType: "image/svg+xml", body: LOGO });
+  });
+  return { context, callbacks, logoRequests };
 }
 
-async function openConsentPage(context: BrowserContext, state = "browser-state"): Promise<Page> {
+async function openConsentPage(context: BrowserContext, state = "browser-state", scope = "mcp offline_access"): Promise<Page> {
   const page = await context.newPage();
-  const res = await page.goto(authorizeUrl(t.url, client, { state, scope: "mcp offline_access" }).href);
+  const res = await page.goto(authorizeUrl(t.url, client, { state, scope }).href);
   expect(res?.status()).toBe(200);
   expect(page.url()).toMatch(/\/consent\?transaction=/);
   return page;
@@ -66,16 +74,19 @@ const deny = (page: Page) => page.getByRole("button", { name: "Deny", exact: tru
 
 describe("consent page in Chromium", () => {
   it("shows the client, the upstream provider and exactly Allow and Deny (screenshots kept)", async () => {
-    const { context } = await newBrowserContext();
+    const { context, logoRequests } = await newBrowserContext();
     const page = await openConsentPage(context);
-    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Allow Acme Assistant to connect?");
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(`Acme Assistant wants to connect to ${new URL(t.url).host}`);
     await expect(page.locator("#redirect-host").textContent()).resolves.toBe("127.0.0.1:7777");
     await expect(page.locator("#provider-name").textContent()).resolves.toBe("Demo identity provider");
     await expect(page.locator("#unverified").isVisible()).resolves.toBe(true);
     await expect(page.getByText(client.client_id).isVisible()).resolves.toBe(true);
     expect(await page.getByRole("button").allTextContents()).toEqual(["Deny", "Allow"]);
-    // The logo (https) was loaded, through the interception above.
-    await expect(page.locator("img").evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth > 0)).resolves.toBe(true);
+    // The client's logo_uri is not loaded: an initial stands in for it, and its host heard nothing.
+    await expect(page.locator("img").count()).resolves.toBe(0);
+    await expect(page.locator("#client-initial").textContent()).resolves.toBe("A");
+    expect(await page.evaluate<string>('getComputedStyle(document.querySelector("#client-initial")).borderRadius')).toBe("50%");
+    expect(logoRequests).toEqual([]);
     await screenshot(page, "consent-page");
 
     const mobile = await newBrowserContext({ mobile: true });
@@ -185,5 +196,79 @@ describe("consent page in Chromium", () => {
     expect(children.filter((f) => f.url().startsWith("chrome-error:"))).toHaveLength(2);
     await screenshot(framer, "consent-framing-blocked");
     await context.close();
+  });
+});
+
+describe("who is signed in, and the front page, in Chromium", () => {
+  it("names the service, the signed-in user and the duration; Not you? signs in another account; / renders (screenshots, desktop and phone)", async () => {
+    // A real callback server: the demo IdP ends alice's session with a script-submitted form, and
+    // Playwright does not intercept the redirects that follow it.
+    const callbacks: URL[] = [];
+    const server = createServer((req, res) => {
+      callbacks.push(new URL(req.url ?? "/", "http://127.0.0.1"));
+      res.setHeader("content-type", "text/html");
+      res.end("<h1>client callback</h1>");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const redirect = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`;
+    const app = await registerTestClient(t.url, { client_name: "Acme Assistant", logo_uri: "https://acme.example.com/logo.svg", redirect_uris: [redirect] });
+    const { context, logoRequests } = await newBrowserContext();
+    const open = async (state: string, scope: string) => {
+      const p = await context.newPage();
+      expect((await p.goto(authorizeUrl(t.url, app, { state, scope }).href))?.status()).toBe(200);
+      return p;
+    };
+    const signIn = async (p: Page, user: string) => {
+      await p.waitForURL((url) => url.href.startsWith(idpPrefix));
+      await p.getByLabel("User name").fill(user);
+      await p.getByRole("button", { name: "Sign in" }).click();
+      await p.waitForURL((url) => url.href.startsWith(redirect));
+    };
+    const host = new URL(t.url).host;
+    try {
+      // alice connects once: this browser now has a known sign-in.
+      const first = await open("first", "mcp offline_access");
+      await allow(first).click();
+      await signIn(first, "alice");
+
+      // Another scope, so that the remembered consent does not skip the page.
+      const page = await open("second", "mcp");
+      await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(`Acme Assistant wants to connect to ${host}`);
+      await expect(page.locator("#signed-in").textContent()).resolves.toMatch(/^You are signed in as alice \(Demo identity provider\)\.\s+Not you\?/);
+      await expect(page.locator("#access-duration").textContent()).resolves.toBe(
+        "Access lasts until you revoke it; it ends after 1 day unused and after 30 days at most.",
+      );
+      expect(await page.getByRole("button").allTextContents()).toEqual(["Not you? Allow with another account", "Deny", "Allow"]);
+      await screenshot(page, "consent-page-signed-in");
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      // The decision, and who makes it, in the first screenful (the ids and addresses come after).
+      expect(await allow(page).evaluate((b: { getBoundingClientRect(): { bottom: number } }) => b.getBoundingClientRect().bottom)).toBeLessThanOrEqual(844);
+      await screenshot(page, "consent-page-signed-in-mobile");
+
+      // Not you?: the demo IdP asks for a login although alice's session there is open; bob signs in.
+      await page.getByRole("button", { name: "Not you? Allow with another account" }).click();
+      await signIn(page, "bob");
+      expect(callbacks.map((u) => u.searchParams.get("state"))).toEqual(["first", "second"]);
+      expect(callbacks[1]!.searchParams.get("code")).toEqual(expect.any(String));
+      const third = await open("third", "mcp offline_access");
+      await expect(third.locator("#signed-in-as").textContent()).resolves.toBe("bob");
+      expect(logoRequests).toEqual([]);
+
+      // The front page, at both widths.
+      const front = await context.newPage();
+      expect((await front.goto(`${t.url}/`))?.status()).toBe(200);
+      await expect(front.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(host);
+      await expect(front.locator("#mcp-url").textContent()).resolves.toBe(`${t.url}/mcp`);
+      await expect(front.getByRole("link", { name: "Your connected apps" }).getAttribute("href")).resolves.toBe(`${t.url}/account`);
+      expect(await front.evaluate<string>('getComputedStyle(document.querySelector("#mcp-url")).userSelect')).toBe("all");
+      await screenshot(front, "front-page");
+      await front.setViewportSize({ width: 390, height: 844 });
+      expect(await front.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      await screenshot(front, "front-page-mobile");
+    } finally {
+      await context.close();
+      server.close();
+    }
   });
 });
