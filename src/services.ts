@@ -37,6 +37,7 @@ export function createServices(config: Config, database: Database, logger: Logge
     demoIssuer: demoIssuerUrl(config),
     demoClientSecret: demoClientSecret(config),
     policy: config.accessPolicy,
+    log: logger,
   });
   const grants = createGrants({ db: database.db, config, secrets, provider, logger, clock: options.clock });
   return { secrets, provider, grants, clients: grants.clients, grantListing: createGrantListing(database.db) };

@@ -22,6 +22,11 @@ export interface DemoIdentityProviderOptions {
   readonly accessTokenTtlSeconds?: number;
   /** Keys for the IdP's own cookies. */
   readonly cookieKeys: readonly string[];
+  /**
+   * Claims of an account beyond the defaults (e.g. `groups`, or `email_verified: false`), read on
+   * every ID token and userinfo answer: tests change them to move a user in or out of a group.
+   */
+  readonly accountClaims?: (accountId: string) => Readonly<Record<string, unknown>> | undefined;
 }
 
 export interface DemoIdentityProvider {
@@ -135,10 +140,19 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
     cookies: { keys: [...options.cookieKeys] },
     findAccount: async (_ctx, id) => ({
       accountId: id,
-      claims: async () => ({ sub: id, email: `${id}@demo.invalid`, email_verified: true, name: id, preferred_username: id }),
+      claims: async () => ({
+        sub: id,
+        email: `${id}@demo.invalid`,
+        email_verified: true,
+        name: id,
+        preferred_username: id,
+        groups: [],
+        ...options.accountClaims?.(id),
+      }),
     }),
-    claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "preferred_username"] },
-    scopes: ["openid", "offline_access", "email", "profile"],
+    // `groups` as Okta and Authentik release it: a scope of its own, in the ID token and userinfo.
+    claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "preferred_username"], groups: ["groups"] },
+    scopes: ["openid", "offline_access", "email", "profile", "groups"],
     features: {
       devInteractions: { enabled: false },
       // A client may introspect and revoke only its own tokens.

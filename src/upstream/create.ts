@@ -14,6 +14,8 @@ export interface ProviderOptions {
   readonly demoClientSecret?: string;
   /** The access policy: which facts (org membership, groups, e-mails) the provider must read. */
   readonly policy?: AccessPolicyConfig;
+  /** Where a provider notes what an operator may need to fix (e.g. an org's SAML SSO). */
+  readonly log?: { warn(fields: Record<string, unknown>, message: string): void };
 }
 
 /** The scopes asked for, plus those the policy's facts need (the operator need not know them). */
@@ -42,6 +44,7 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
         apiUrl: upstream.githubApiUrl,
         scopes: withScopes(upstream.scopes ?? "read:user user:email", githubPolicyScopes(options.policy)),
         orgRules: options.policy && !options.policy.anyUser ? options.policy.githubOrgs : [],
+        log: options.log,
         timeoutMs: upstream.timeoutMs,
         displayName: upstream.displayName,
       });
