@@ -336,6 +336,7 @@ describe("OpenID Connect and Google upstreams", () => {
     // The issuer learns the broker's callback once the broker has a port.
     const t = await startBroker({
       UPSTREAM_PROVIDER: kind,
+      ALLOW_ANY_USER: "true",
       UPSTREAM_ISSUER: idp.url,
       UPSTREAM_CLIENT_ID: `broker-${kind}`,
       UPSTREAM_CLIENT_SECRET: "issuer-secret",
