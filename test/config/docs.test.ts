@@ -8,13 +8,16 @@ import { projectRoot } from "../support/spawn.ts";
 const read = (file: string) => readFileSync(path.join(projectRoot, file), "utf8");
 const variablesIn = (text: string, pattern: RegExp) => new Set([...text.matchAll(pattern)].map((m) => m[1]!));
 
-/** Every variable src/config.ts reads, by either of its two spellings. */
-const readByBroker = variablesIn(read("src/config.ts"), /(?:env,\s*"|env\.)([A-Z][A-Z0-9_]+)/g);
+/** Every variable the configuration modules read, by either of their spellings. */
+const readByBroker = new Set(
+  ["src/config.ts", "src/access-policy-config.ts"].flatMap((file) => [...variablesIn(read(file), /(?:env,\s*"|env\.)([A-Z][A-Z0-9_]+)/g)]),
+);
 
 describe("configuration documentation", () => {
   it("finds the variables the broker reads", () => {
     expect(readByBroker.size).toBeGreaterThan(20);
     expect(readByBroker).toContain("DATABASE_URL");
+    expect(readByBroker).toContain("ALLOWED_USERS");
   });
 
   it("the README's table lists exactly the variables the broker reads", () => {
