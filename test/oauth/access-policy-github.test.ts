@@ -70,6 +70,8 @@ describe("org and team rules", () => {
     ["monalisa", "an allowed domain, but only on an unverified address", "refused"],
   ])("%s (%s) → %s", async (user, _why, outcome) => {
     expect(await signInOutcome(broker, client, user)).toBe(outcome);
+    // A refused account's GitHub token is given back at once; an admitted one's is kept.
+    expect(gh.liveTokenCount(user)).toBe(outcome === "refused" ? 0 : 1);
   });
 });
 
