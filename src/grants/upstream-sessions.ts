@@ -138,10 +138,17 @@ export class UpstreamSessions {
     const decision = this.ctx.policy.decide({ ...identity, groups });
     if (!decision.admitted) {
       this.ctx.logger.warn({ subject: row.subject, login: identity.login }, "access policy no longer admits this user: grants revoked");
-      await audit(this.ctx.db, { type: "access.policy_denied", subject: row.subject, detail: { upstreamSession: sessionId, reason: "policy_denied", login: identity.login } });
+      await audit(this.ctx.db, {
+        type: "access.policy_denied",
+        subject: row.subject,
+        detail: { upstreamSession: sessionId, reason: "policy_denied", login: identity.login },
+      });
       // Nothing may stand on this upstream token any more: give it back (best effort).
       await this.ctx.provider.revoke(tokens).catch((err: unknown) => {
-        this.ctx.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "could not revoke the upstream token of a user the policy no longer admits");
+        this.ctx.logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          "could not revoke the upstream token of a user the policy no longer admits",
+        );
       });
       await this.lifecycle.revokeUpstreamSession(sessionId, "policy_denied");
       throw new CredentialRejected("the access policy of this service no longer admits this account");

@@ -91,6 +91,8 @@ describe("what the page shows", () => {
 
   it("is hardened against framing and caching", () => {
     expect(form.headers.get("content-security-policy")).toMatch(/frame-ancestors 'none'/);
+    // No image from a host the client chose can load, whatever the page says.
+    expect(form.headers.get("content-security-policy")).toMatch(/img-src 'self' data:;/);
     expect(form.headers.get("x-frame-options")).toBe("DENY");
     expect(form.headers.get("cache-control")).toBe("no-store");
     expect(form.headers.get("content-type")).toMatch(/^text\/html/);
