@@ -271,4 +271,34 @@ describe("who is signed in, and the front page, in Chromium", () => {
       server.close();
     }
   });
+  it("a refused account: the page names it, and its button returns to the client with access_denied (screenshot)", async () => {
+    const closed = await startBroker({ ALLOWED_USERS: "alice", RESOURCE_NAME: "Acme Docs" });
+    try {
+      const refusedClient = await registerTestClient(closed.url, { client_name: "Acme Assistant", redirect_uris: [REDIRECT] });
+      const { context, callbacks } = await newBrowserContext({ mobile: true });
+      const page = await context.newPage();
+      await page.goto(authorizeUrl(closed.url, refusedClient, { state: "refused-state" }).href);
+      await allow(page).click();
+      await page.waitForURL((url) => url.href.startsWith(`${closed.url}/demo-idp/`));
+      await page.getByLabel("User name").fill("zoe");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.waitForURL((url) => url.href.startsWith(`${closed.url}/oauth/callback`));
+      await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("This account cannot use Acme Docs");
+      await expect(page.locator("#signed-in-as").textContent()).resolves.toBe("zoe");
+      await expect(page.locator("#try-another").textContent()).resolves.toContain("To use another account, sign out of Demo identity provider");
+      await screenshot(page, "access-refused-phone");
+      expect(callbacks).toHaveLength(0);
+      await page.getByRole("link", { name: "Return to Acme Assistant" }).click();
+      await page.waitForURL((url) => url.href.startsWith(REDIRECT));
+      expect(Object.fromEntries(callbacks[0]!.searchParams)).toEqual({
+        error: "access_denied",
+        error_description: "This Demo identity provider account may not use Acme Docs.",
+        state: "refused-state",
+        iss: closed.url,
+      });
+      await context.close();
+    } finally {
+      await closed.stop();
+    }
+  });
 });
