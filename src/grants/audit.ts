@@ -12,6 +12,7 @@ export type AuditEventType =
   | "login.refused"
   | "account.signed_in"
   | "account.signed_out"
+  | "account.revoked"
   | "token.issued"
   | "token.refreshed"
   | "token.revoked"

@@ -102,7 +102,7 @@ export class ConnectedApps {
     // The lifecycle records the cascade; this records who asked, from where.
     const clients = await this.ctx.db.grant.findMany({ where: { id: { in: revoked } }, select: { id: true, clientId: true } });
     for (const { id, clientId } of clients) {
-      await audit(this.ctx.db, { type: "grant.revoked", grantId: id, clientId, subject, ip: at.ip, detail: { reason: "user_revoked", by: "account_page" } });
+      await audit(this.ctx.db, { type: "account.revoked", grantId: id, clientId, subject, ip: at.ip, detail: { reason: "user_revoked", by: "account_page" } });
     }
     return revoked;
   }
