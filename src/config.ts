@@ -7,6 +7,7 @@ import { parse as parseDotenv } from "dotenv";
 import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
 import { type AccessPolicyConfig, PolicyConfigError, parseAccessPolicy } from "./access-policy-config.ts";
+import { type ClientInteropConfig, InteropConfigError, parseClientInterop } from "./client-interop-config.ts";
 
 export type UpstreamKind = "github" | "google" | "oidc" | "demo";
 
@@ -49,6 +50,8 @@ export interface Config {
   /** Keys that were rotated out: still accepted for reading old rows and cookies. */
   readonly previousSecretKeys: readonly Buffer[];
   readonly dynamicRegistration: boolean;
+  /** App-scheme redirects, Client ID Metadata Documents, scopes (ALLOW_APP_SCHEME_REDIRECTS, CIMD*, SCOPE*). */
+  readonly clients: ClientInteropConfig;
   readonly forwardUpstreamToken: boolean;
   readonly logLevel: string;
   readonly proxyTimeoutMs: number;
@@ -236,6 +239,17 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
   const dynamicRegistration = parseVar(env, "DYNAMIC_REGISTRATION", bool(true), "true or false");
   const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
+  let clients: ClientInteropConfig;
+  try {
+    clients = parseClientInterop(env, {
+      allowAppSchemeRedirects: parseVar(env, "ALLOW_APP_SCHEME_REDIRECTS", bool(true), "true or false"),
+      cimd: parseVar(env, "CIMD", bool(true), "true or false"),
+      cimdAllowPrivateNetworks: parseVar(env, "CIMD_ALLOW_PRIVATE_NETWORKS", bool(false), "true or false"),
+    });
+  } catch (err) {
+    if (err instanceof InteropConfigError) throw new ConfigError(err.variable, err.message);
+    throw err;
+  }
   const allowDemoOnPublicHost = parseVar(env, "DEMO_ALLOW_PUBLIC_HOST", bool(false), "true or false");
   const trustProxy = parseVar(env, "TRUST_PROXY", bool(false), "true or false");
   const logLevel =
@@ -318,6 +332,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     secretKey,
     previousSecretKeys,
     dynamicRegistration,
+    clients: Object.freeze(clients),
     forwardUpstreamToken,
     logLevel,
     proxyTimeoutMs: proxyTimeoutSeconds * 1000,

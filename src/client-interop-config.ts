@@ -1,0 +1,88 @@
+// How far the broker goes to meet real MCP clients, as the operator set it: app-scheme redirects,
+// Client ID Metadata Documents, and the scopes clients may ask for. Parsed once at start.
+
+export interface ScopeConfig {
+  /** SCOPES_SUPPORTED: what clients may ask for (offline_access is always understood too). */
+  readonly supported: readonly string[];
+  /** SCOPE_DESCRIPTIONS: what the consent page says about each scope. */
+  readonly descriptions: Readonly<Record<string, string>>;
+}
+
+export interface ClientInteropConfig {
+  /** ALLOW_APP_SCHEME_REDIRECTS: private-use URI schemes (cursor://…) for public clients. */
+  readonly allowAppSchemeRedirects: boolean;
+  readonly cimd: {
+    /** CIMD: an https URL as client_id names a Client ID Metadata Document. */
+    readonly enabled: boolean;
+    /** CIMD_TRUSTED_HOSTS: clients whose document lives on these hosts are shown as verified. */
+    readonly trustedHosts: readonly string[];
+    /** CIMD_ALLOW_PRIVATE_NETWORKS: fetch documents from private/loopback addresses too. */
+    readonly allowPrivateNetworks: boolean;
+  };
+  readonly scopes: ScopeConfig;
+}
+
+export class InteropConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const list = (raw: string | undefined): string[] =>
+  (raw ?? "")
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
+
+// RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`.
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+
+const DEFAULT_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  mcp: "Use the MCP server's tools and data as you",
+  offline_access: "Stay connected when you are not using it (refresh tokens)",
+};
+
+function parseScopes(env: Env): ScopeConfig {
+  const supported = list(env.SCOPES_SUPPORTED?.replace(/\s+/g, ","));
+  for (const scope of supported) {
+    if (!SCOPE_TOKEN.test(scope)) throw new InteropConfigError("SCOPES_SUPPORTED", `expected scope names such as mcp,docs:read, got ${JSON.stringify(scope)}`);
+  }
+  const descriptions: Record<string, string> = { ...DEFAULT_DESCRIPTIONS };
+  // `scope=What the consent page says;other=…` (a semicolon separates entries: descriptions may hold commas).
+  for (const entry of (env.SCOPE_DESCRIPTIONS ?? "")
+    .split(";")
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const at = entry.indexOf("=");
+    const scope = at > 0 ? entry.slice(0, at).trim() : "";
+    const text = at > 0 ? entry.slice(at + 1).trim() : "";
+    if (!scope || !text)
+      throw new InteropConfigError("SCOPE_DESCRIPTIONS", `expected entries like docs:read=Read your documents;docs:write=Change them, got ${JSON.stringify(entry)}`);
+    descriptions[scope] = text;
+  }
+  return { supported: supported.length ? supported : ["mcp"], descriptions };
+}
+
+/** The switches, parsed by config.ts with its boolean rule. */
+export interface InteropSwitches {
+  readonly allowAppSchemeRedirects: boolean;
+  readonly cimd: boolean;
+  readonly cimdAllowPrivateNetworks: boolean;
+}
+
+export function parseClientInterop(env: Env, switches: InteropSwitches): ClientInteropConfig {
+  const trustedHosts = list(env.CIMD_TRUSTED_HOSTS).map((h) => h.toLowerCase());
+  for (const host of trustedHosts) {
+    if (!/^[a-z0-9.-]+(:\d+)?$/.test(host)) throw new InteropConfigError("CIMD_TRUSTED_HOSTS", `expected host names such as claude.ai, got ${JSON.stringify(host)}`);
+  }
+  return {
+    allowAppSchemeRedirects: switches.allowAppSchemeRedirects,
+    cimd: { enabled: switches.cimd, trustedHosts, allowPrivateNetworks: switches.cimdAllowPrivateNetworks },
+    scopes: parseScopes(env),
+  };
+}
