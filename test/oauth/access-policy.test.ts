@@ -11,6 +11,7 @@ import { HttpBrowser } from "../support/http-browser.ts";
 import { basicAuth, postForm, registerOperatorClient } from "../support/oauth-client.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
+import { startLoggedBroker } from "../http/logged-broker.ts";
 
 /** The IdP's accounts: claims beyond the defaults (verified `<id>@demo.invalid`, no groups). */
 const accounts = new Map<string, Record<string, unknown>>([
@@ -214,6 +215,23 @@ describe("access on every use", () => {
       rmSync(first.dir, { recursive: true, force: true });
     }
   });
+});
+
+it("a refusal is logged at warn with who and which client, and never a token", async () => {
+  const broker = await startLoggedBroker({ ALLOWED_USERS: "alice", LOG_LEVEL: "info" });
+  try {
+    const client = await registerClient(broker.url, { client_name: "Claude" });
+    const browser = new HttpBrowser();
+    const { callback } = await authorize(broker.url, client, { user: "zoe", browser, stopAt: `${broker.url}/oauth/callback` });
+    expect((await browser.request(callback.href)).status).toBe(403);
+    const line = await broker.logged((l) => l.msg === "sign-in refused by the access policy");
+    expect(line).toMatchObject({ level: 40, subject: "demo:zoe", login: "zoe", clientId: client.client_id });
+    const everything = JSON.stringify(broker.logs);
+    expect(everything).not.toContain(callback.searchParams.get("code")!);
+    expect(everything).not.toMatch(/access_token|refresh_token|id_token"/);
+  } finally {
+    await broker.stop();
+  }
 });
 
 it("demo mode stays open, and enforces rules when the operator writes some", async () => {
