@@ -23,6 +23,7 @@ import { createMcpSessionStore } from "./store/mcp-sessions.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
 import type { MountedDemoIdentityProvider } from "./demo/mount.ts";
 import { DEFAULT_SCOPE } from "./grants/types.ts";
+import { knownScopes } from "./grants/scope.ts";
 import type { Clock } from "./grants/clock.ts";
 import { publicPaths } from "./http/public-paths.ts";
 
@@ -116,6 +117,12 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
         mountPaths,
         publicUrl: config.publicUrl,
+        // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
+        challenge: {
+          resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
+          requiredScope: DEFAULT_SCOPE,
+          knownScopes: knownScopes(config.clients.scopes.supported),
+        },
       });
 
   const account: AccountDeps = {

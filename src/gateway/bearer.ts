@@ -26,10 +26,36 @@ function quote(value: string): string {
   return `"${value.replace(/[\\"]/g, "\\$&")}"`;
 }
 
-export function challenge(options: BearerOptions, error?: { code: string; description: string; scope?: string }): string {
+/** What a challenge of this endpoint is made of (the bearer middleware's and the proxy's alike). */
+export type ChallengeOptions = Pick<BearerOptions, "resourceMetadataUrl" | "requiredScope">;
+
+export function challenge(options: ChallengeOptions, error?: { code: string; description: string; scope?: string }): string {
   const parts = [`resource_metadata=${quote(options.resourceMetadataUrl)}`, `scope=${quote(error?.scope ?? options.requiredScope)}`];
   if (error) parts.push(`error=${quote(error.code)}`, `error_description=${quote(error.description)}`);
   return `Bearer ${parts.join(", ")}`;
+}
+
+/** RFC 9110 §11 auth-param: token "=" ( token / quoted-string ). */
+const AUTH_PARAM = /^\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([!#$%&'*+.^_`|~0-9A-Za-z-]+))\s*(?:,|$)/;
+
+/**
+ * The parameters of the Bearer challenge in a WWW-Authenticate value (RFC 6750 §3), lower-cased
+ * names, unquoted values; null when there is no Bearer challenge. Other schemes' challenges before
+ * it are skipped; parsing stops at the next scheme.
+ */
+export function parseBearerChallenge(header: string | readonly string[] | undefined): Record<string, string> | null {
+  for (const value of typeof header === "string" ? [header] : (header ?? [])) {
+    const at = /(?:^|,)\s*Bearer(?:\s+|$)/i.exec(value);
+    if (!at) continue;
+    const params: Record<string, string> = {};
+    let rest = value.slice(at.index + at[0].length);
+    for (let m = AUTH_PARAM.exec(rest); m && rest.length > 0; m = AUTH_PARAM.exec(rest)) {
+      params[m[1]!.toLowerCase()] = m[2] !== undefined ? m[2].replace(/\\(.)/g, "$1") : m[3]!;
+      rest = rest.slice(m[0].length);
+    }
+    return params;
+  }
+  return null;
 }
 
 function identityOf(access: ValidatedAccess): CallerIdentity {

@@ -12,6 +12,9 @@ import type Koa from "koa";
 import { Pool, errors as undiciErrors } from "undici";
 import type { Logger } from "../logger.ts";
 import type { CallerIdentity } from "./identity.ts";
+import { challenge, parseBearerChallenge, type ChallengeOptions } from "./bearer.ts";
+import { OAuthError } from "../http/errors.ts";
+import { scopeList } from "../grants/scope.ts";
 import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
@@ -35,6 +38,12 @@ export interface McpProxyOptions {
    * the address the request reached the broker at.
    */
   readonly publicUrl?: string;
+  /**
+   * How the broker answers the MCP server's 401 and `403 insufficient_scope` with its own challenge
+   * (the scopes it can grant: SCOPES_SUPPORTED with mcp and offline_access). Without it (the proxy
+   * used on its own) those answers pass, minus the MCP server's WWW-Authenticate.
+   */
+  readonly challenge?: ChallengeOptions & { readonly knownScopes: readonly string[] };
 }
 
 export interface McpProxy {
@@ -153,6 +162,64 @@ function discard(body: Readable): void {
   body.destroy();
 }
 
+/**
+ * The broker's own answer to the MCP server's 401 or 403, or null to pass the response on (without
+ * its WWW-Authenticate, which would send the client to an authorization server the client does not
+ * use: the MCP server sits behind the broker and never sees the client's token).
+ *
+ * - 401: the MCP server refused the caller the broker vouched for (with FORWARD_UPSTREAM_TOKEN, say
+ *   an upstream token it no longer accepts): the broker's 401 challenge, invalid_token, so that the
+ *   client authorizes again, for the scopes it holds.
+ * - 403 with `Bearer error="insufficient_scope", scope="…"` (RFC 6750 §3.1): the MCP 2025-11-25 scope
+ *   challenge (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#scope-challenge-handling).
+ *   The broker's 403 names the caller's granted scopes plus the ones asked for: clients of that
+ *   revision (the TypeScript SDK 1.x among them) request exactly the challenge's scope, so naming
+ *   only the new one would cost them what they hold; clients that add it to what they hold
+ *   (SEP-2350, modelcontextprotocol/modelcontextprotocol#2350) get the same set. Scopes the broker
+ *   cannot grant are left out; when nothing grantable is missing, a plain 403 without a challenge,
+ *   or the client would loop through authorizations that cannot help.
+ */
+function backendRefusal(
+  status: number,
+  header: string | string[] | undefined,
+  identity: CallerIdentity,
+  options: McpProxyOptions["challenge"],
+  log: () => Logger,
+): OAuthError | null {
+  if (!options) return null;
+  const granted = scopeList(identity.scopes.join(" "));
+  if (status === 401) {
+    const description = "The MCP server did not accept this authorization; authorize again.";
+    log().info({ clientId: identity.clientId, grantId: identity.grantId }, "MCP server answered 401: the broker's challenge instead");
+    return new OAuthError("invalid_token", description, {
+      status: 401,
+      headers: { "WWW-Authenticate": challenge(options, { code: "invalid_token", description, scope: granted.join(" ") || options.requiredScope }) },
+    });
+  }
+  const params = parseBearerChallenge(header);
+  if (params?.error !== "insufficient_scope") return null;
+  const asked = scopeList(params.scope);
+  const grantable = asked.filter((s) => options.knownScopes.includes(s));
+  const missing = grantable.filter((s) => !granted.includes(s));
+  log().info({ clientId: identity.clientId, grantId: identity.grantId, asked: asked.join(" ").slice(0, 200), missing }, "MCP server asked for more scope");
+  if (missing.length === 0) {
+    return new OAuthError(
+      "insufficient_scope",
+      asked.length
+        ? `The MCP server requires the scope ${asked.join(" ").slice(0, 200)}, which this authorization server cannot grant.`
+        : "The MCP server refused this request for lack of a scope it did not name.",
+      { status: 403 },
+    );
+  }
+  const description = `This request needs the scope ${missing.join(" ")}.`;
+  return new OAuthError("insufficient_scope", description, {
+    status: 403,
+    headers: {
+      "WWW-Authenticate": challenge(options, { code: "insufficient_scope", description, scope: [...new Set([...granted, ...grantable])].sort().join(" ") }),
+    },
+  });
+}
+
 function errorCode(err: unknown): string | undefined {
   const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
   const code = e?.code ?? e?.cause?.code;
@@ -265,6 +332,13 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       }
 
       const status = upstream.statusCode;
+      if (status === 401 || status === 403) {
+        const refusal = backendRefusal(status, upstream.headers["www-authenticate"], identity, options.challenge, log);
+        if (refusal) {
+          discard(upstream.body);
+          throw refusal;
+        }
+      }
       if (status >= 200 && status < 300) {
         let refused = false;
         try {
@@ -289,7 +363,10 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       }
 
       ctx.respond = false;
-      ctx.res.writeHead(status, clientResponseHeaders(upstream.headers));
+      const headers = clientResponseHeaders(upstream.headers);
+      // Only the broker challenges its clients (backendRefusal above).
+      delete headers["www-authenticate"];
+      ctx.res.writeHead(status, headers);
       ctx.res.flushHeaders();
       try {
         await pump(upstream.body, ctx.res);

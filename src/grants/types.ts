@@ -64,9 +64,14 @@ export type IntrospectionResponse =
       readonly token_type: "Bearer" | "refresh_token";
     };
 
-/** The scopes this broker knows. `mcp` is the default scope for access to the MCP endpoint. */
+/**
+ * The built-in scopes. `mcp` is the default scope for access to the MCP endpoint; the operator adds
+ * more with SCOPES_SUPPORTED (config.clients.scopes; grants/scope.ts knownScopes() is the full set).
+ */
 export const SUPPORTED_SCOPES = ["mcp", "offline_access"] as const;
 export const DEFAULT_SCOPE = "mcp";
+/** Refresh tokens: always understood, whatever SCOPES_SUPPORTED says. */
+export const OFFLINE_ACCESS = "offline_access";
 
 /**
  * The subject of a machine client (client_credentials): what the MCP server receives as

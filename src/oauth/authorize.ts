@@ -16,7 +16,7 @@ import type { UpstreamLoginStarter } from "../grants/ports.ts";
 import type { RegisteredClient, ValidatedAuthorizationRequest } from "../grants/types.ts";
 import { DomainError, InvalidRequest, UnauthorizedClient, UnsupportedResponseType } from "../grants/errors.ts";
 import { resolveResource } from "../grants/resource.ts";
-import { resolveScope } from "../grants/scope.ts";
+import { authorizationScope } from "../grants/scope.ts";
 
 export interface AuthorizeDeps {
   readonly issuer: string;
@@ -25,6 +25,8 @@ export interface AuthorizeDeps {
   readonly transactions: AuthorizationTransactions;
   readonly consents: Consents;
   readonly upstreamLogin: UpstreamLoginStarter;
+  /** SCOPES_SUPPORTED (config.clients.scopes.supported); `mcp` and `offline_access` when absent. */
+  readonly scopes?: readonly string[];
 }
 
 const START_AGAIN = "Go back to the application you came from and try to connect again. If this keeps happening, tell the application's developer.";
@@ -72,7 +74,7 @@ function validate(
     redirectUri,
     codeChallenge: params.code_challenge,
     codeChallengeMethod: "S256",
-    scope: resolveScope(params.scope, client.scope),
+    scope: authorizationScope(params.scope, client.scope, deps.scopes),
     resource: resolveResource(params.resource, deps.resource),
     state: params.state ?? null,
     protocolVersion,

@@ -26,6 +26,8 @@ export interface ConsentDeps {
   readonly resourceName: string;
   readonly idleTimeoutSeconds: number;
   readonly maxAgeSeconds: number;
+  /** SCOPE_DESCRIPTIONS: what the page says about each scope. */
+  readonly scopeDescriptions?: Readonly<Record<string, string>>;
 }
 
 /** The form's decision values ("Not you?" posts allow_other_account). */
@@ -66,6 +68,7 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
       maxAgeSeconds: deps.maxAgeSeconds,
       transactionId: tx.id,
       csrfToken: deps.transactions.csrfToken(tx.id, sid),
+      scopeDescriptions: deps.scopeDescriptions,
     });
   };
 }

@@ -2,7 +2,7 @@
 // metadata. Both revisions' clients are answered alike; the protocol version they announce is logged.
 import type Koa from "koa";
 import type { Config } from "../config.ts";
-import { SUPPORTED_SCOPES } from "../grants/types.ts";
+import { knownScopes, resourceScopes } from "../grants/scope.ts";
 
 export function authorizationServerMetadata(config: Config, dynamicRegistration: boolean): Record<string, unknown> {
   const base = config.publicUrl;
@@ -20,7 +20,8 @@ export function authorizationServerMetadata(config: Config, dynamicRegistration:
     token_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
     revocation_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
     introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
-    scopes_supported: [...SUPPORTED_SCOPES],
+    // SCOPES_SUPPORTED, with mcp and offline_access, which are always understood.
+    scopes_supported: knownScopes(config.clients.scopes.supported),
     authorization_response_iss_parameter_supported: true,
   };
 }
@@ -30,7 +31,8 @@ export function protectedResourceMetadata(config: Config): Record<string, unknow
     resource: config.resourceUrl,
     authorization_servers: [config.publicUrl],
     bearer_methods_supported: ["header"],
-    scopes_supported: ["mcp"],
+    // What the resource itself asks for (SCOPES_SUPPORTED and mcp); refresh tokens are the AS's business.
+    scopes_supported: resourceScopes(config.clients.scopes.supported),
     // RFC 9728 §2: human-readable, shown to the user (RESOURCE_NAME, by default the MCP host).
     resource_name: config.resourceName,
   };

@@ -35,7 +35,7 @@ export const REGISTRATION_RATE_LIMIT = { limit: 20, windowMs: 60_000 } as const;
 export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
   const { config, clients, transactions, consents } = deps;
   const issuer = config.publicUrl;
-  const flow = { issuer, clients, transactions, consents, upstreamLogin: deps.upstreamLogin };
+  const flow = { issuer, clients, transactions, consents, upstreamLogin: deps.upstreamLogin, scopes: config.clients.scopes.supported };
   const consent = {
     ...flow,
     browserIdentities: deps.browserIdentities,
@@ -43,6 +43,7 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
     resourceName: config.resourceName,
     idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
     maxAgeSeconds: config.sessionMaxAgeSeconds,
+    scopeDescriptions: config.clients.scopes.descriptions,
   };
 
   const router = new Router();

@@ -10,7 +10,8 @@ import { page } from "./layout.ts";
 import type { RegisteredClient } from "../grants/types.ts";
 import { isLoopbackHost } from "../config.ts";
 
-const SCOPE_TEXT: Record<string, string> = {
+/** What the page says about a scope when the operator said nothing (SCOPE_DESCRIPTIONS adds more). */
+const SCOPE_TEXT: Readonly<Record<string, string>> = {
   mcp: "Use the MCP server's tools and data as you",
   offline_access: "Stay connected when you are not using it (refresh tokens)",
 };
@@ -33,6 +34,8 @@ export interface ConsentPageInput {
   readonly transactionId: string;
   readonly csrfToken: string;
   readonly resource: string;
+  /** SCOPE_DESCRIPTIONS (config.clients.scopes.descriptions): what each scope lets the client do. */
+  readonly scopeDescriptions?: Readonly<Record<string, string>> | undefined;
 }
 
 const UNITS = [
@@ -97,7 +100,7 @@ ${
 }
 <p>After you allow it, you will sign in with <strong id="provider-name">${input.providerName}</strong>.</p>
 <p>It will be able to:</p>
-<ul class="scopes">${input.scope.split(" ").map((s) => html`<li>${SCOPE_TEXT[s] ?? s}</li>`)}</ul>
+<ul class="scopes">${input.scope.split(" ").map((s) => html`<li>${input.scopeDescriptions?.[s] ?? SCOPE_TEXT[s] ?? s}</li>`)}</ul>
 <p class="muted" id="access-duration">${accessDurationText(input.idleTimeoutSeconds, input.maxAgeSeconds)}</p>
 <form method="post" action="consent">
 <input type="hidden" name="transaction" value="${input.transactionId}">

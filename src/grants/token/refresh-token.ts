@@ -56,7 +56,8 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
 
   return async (client, params) => {
     const p = parseParameters(Parameters, params);
-    const requested = parseScope(p.scope, client.scope);
+    // Only narrowing (below): a scope the user consented to at step-up counts, registered or not.
+    const requested = parseScope(p.scope, undefined, t.config.clients.scopes.supported);
     const row = await t.db.refreshToken.findUnique({ where: { tokenHash: hashPresentedToken(p.refresh_token) }, include: { grant: true } });
     if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_REFRESH);
     const now = dateOf(t.clock);
