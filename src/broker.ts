@@ -26,6 +26,7 @@ import { DEFAULT_SCOPE } from "./grants/types.ts";
 import { knownScopes } from "./grants/scope.ts";
 import type { Clock } from "./grants/clock.ts";
 import { publicPaths } from "./http/public-paths.ts";
+import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
@@ -46,6 +47,11 @@ export interface BrokerOptions {
   readonly mcpHandler?: McpHandler;
   /** The time the grants decide by (default: the system clock); tests move a ManualClock. */
   readonly clock?: Clock;
+  /**
+   * How Client ID Metadata Documents are fetched, beyond CIMD_ALLOW_PRIVATE_NETWORKS: tests give
+   * their own DNS answers and the CA of their https document server.
+   */
+  readonly documentFetch?: Partial<Pick<GuardedFetchOptions, "lookup" | "ca" | "timeoutMs" | "maxBytes">>;
 }
 
 export interface Broker {
@@ -96,7 +102,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     if (applied.length > 0) logger.info({ applied }, "database migrations applied");
   }
   const database = await openDatabase(config.databaseUrl, options.cwd);
-  const services = createServices(config, database, logger, { clock: options.clock });
+  const documentFetcher = createGuardedFetcher({ allowPrivateNetworks: config.clients.cimd.allowPrivateNetworks, ...options.documentFetch });
+  const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
   const { grants } = services;
   // An unreachable issuer is reported at start with what to check; the broker still starts and
   // retries discovery on first use (the IdP may just be late).
@@ -216,6 +223,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");
       }
       await proxy?.close();
+      await documentFetcher.close();
       await demoMcp?.close();
       await demoIdp?.close();
       await grants.usage.flush();

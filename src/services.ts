@@ -10,6 +10,7 @@ import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
 import type { Clock } from "./grants/clock.ts";
+import type { JsonFetcher } from "./outbound/guarded-fetch.ts";
 
 export interface Services {
   readonly secrets: SecretBox;
@@ -31,7 +32,12 @@ export function demoClientSecret(config: Config): string {
   return Buffer.from(purposeKey(config.secretKey, "demo-idp-client/v1")).toString("base64url");
 }
 
-export function createServices(config: Config, database: Database, logger: Logger, options: { readonly clock?: Clock | undefined } = {}): Services {
+export function createServices(
+  config: Config,
+  database: Database,
+  logger: Logger,
+  options: { readonly clock?: Clock | undefined; readonly documentFetcher?: JsonFetcher | undefined } = {},
+): Services {
   const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
   const provider = createUpstreamProvider(config.upstream, {
     demoIssuer: demoIssuerUrl(config),
@@ -39,6 +45,6 @@ export function createServices(config: Config, database: Database, logger: Logge
     policy: config.accessPolicy,
     log: logger,
   });
-  const grants = createGrants({ db: database.db, config, secrets, provider, logger, clock: options.clock });
+  const grants = createGrants({ db: database.db, config, secrets, provider, logger, clock: options.clock, documentFetcher: options.documentFetcher });
   return { secrets, provider, grants, clients: grants.clients, grantListing: createGrantListing(database.db) };
 }

@@ -10,6 +10,12 @@ import { clientMetadataResponse } from "../oauth/register.ts";
 import { DomainError } from "../grants/errors.ts";
 import type { RegisteredClient } from "../grants/types.ts";
 
+/** How a client came to be: a metadata-document client also says who publishes its document. */
+function registrationOf(client: RegisteredClient): string {
+  const doc = client.metadataDocument;
+  return doc ? `cimd (${doc.host}${doc.verified ? ", verified" : ""})` : client.registrationType;
+}
+
 function describe(client: RegisteredClient): Record<string, string> {
   return {
     id: client.id,
@@ -18,7 +24,7 @@ function describe(client: RegisteredClient): Record<string, string> {
     "auth method": client.tokenEndpointAuthMethod,
     "grant types": client.grantTypes.join(" "),
     "redirect uris": client.redirectUris.join(" ") || "-",
-    registered: `${client.registrationType} at ${iso(client.createdAt)}`,
+    registered: `${registrationOf(client)} at ${iso(client.createdAt)}`,
     "last used": iso(client.lastUsedAt),
   };
 }
@@ -34,7 +40,12 @@ export function registerClientCommands(program: Command, io: CliIo): void {
       if (opts.json)
         return printJson(
           io,
-          list.map((c) => ({ ...clientMetadataResponse(c), registration_type: c.registrationType, last_used_at: c.lastUsedAt?.toISOString() ?? null })),
+          list.map((c) => ({
+            ...clientMetadataResponse(c),
+            registration_type: c.registrationType,
+            ...(c.metadataDocument ? { metadata_document: { host: c.metadataDocument.host, verified: c.metadataDocument.verified } } : {}),
+            last_used_at: c.lastUsedAt?.toISOString() ?? null,
+          })),
         );
       printTable(
         io,
@@ -42,7 +53,7 @@ export function registerClientCommands(program: Command, io: CliIo): void {
           id: c.id,
           name: c.clientName ?? "-",
           type: c.tokenEndpointAuthMethod === "none" ? "public" : "confidential",
-          registered: c.registrationType,
+          registered: registrationOf(c),
           lastUsed: iso(c.lastUsedAt),
         })),
         "No clients registered.",

@@ -1,5 +1,7 @@
 // The client registry: registration (dynamic or by the operator), lookup, secret verification.
-// Secrets are 256-bit random, returned once, stored only as SHA-256 hashes.
+// Secrets are 256-bit random, returned once, stored only as SHA-256 hashes. A third kind of client
+// registers itself by publishing a metadata document at the URL it uses as client_id (CIMD):
+// metadata-documents.ts fetches and records it when an authorization starts.
 import { randomBytes } from "node:crypto";
 import type { Db } from "../store/db.ts";
 import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../store/secrets.ts";
@@ -7,10 +9,16 @@ import type { ClientMetadata } from "./client-metadata.ts";
 import type { GrantType, RegisteredClient, TokenEndpointAuthMethod } from "./types.ts";
 import { audit } from "./audit.ts";
 import { systemClock, type Clock } from "./clock.ts";
+import { documentHost, isMetadataDocumentUrl, isTrustedHost, type MetadataDocuments } from "./metadata-documents.ts";
 
 type ClientRow = Awaited<ReturnType<Db["client"]["findUniqueOrThrow"]>>;
 
-function toClient(row: ClientRow): RegisteredClient {
+const REGISTRATION_TYPES = new Set<RegisteredClient["registrationType"]>(["manual", "dynamic", "cimd"]);
+
+function toClient(row: ClientRow, trustedHosts: readonly string[] = []): RegisteredClient {
+  const registrationType = REGISTRATION_TYPES.has(row.registrationType as RegisteredClient["registrationType"])
+    ? (row.registrationType as RegisteredClient["registrationType"])
+    : "dynamic";
   return {
     id: row.id,
     redirectUris: JSON.parse(row.redirectUris) as string[],
@@ -23,9 +31,10 @@ function toClient(row: ClientRow): RegisteredClient {
     logoUri: row.logoUri,
     softwareId: row.softwareId,
     softwareVersion: row.softwareVersion,
-    registrationType: row.registrationType === "manual" ? "manual" : "dynamic",
+    registrationType,
     createdAt: row.createdAt,
     lastUsedAt: row.lastUsedAt,
+    ...(registrationType === "cimd" ? { metadataDocument: { host: documentHost(row.id), verified: isTrustedHost(row.id, trustedHosts) } } : {}),
   };
 }
 
@@ -41,7 +50,27 @@ export class ClientRegistry {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock = systemClock,
+    /** Client ID Metadata Documents; without it an https client_id is an unknown client. */
+    private readonly documents?: MetadataDocuments,
   ) {}
+
+  private get trustedHosts(): readonly string[] {
+    return this.documents?.settings.trustedHosts ?? [];
+  }
+
+  private get documentsEnabled(): boolean {
+    return this.documents?.settings.enabled ?? false;
+  }
+
+  /**
+   * The client an authorization request names. A metadata-document client_id is fetched again
+   * when its cached copy is stale, so a changed document changes the client and a vanished one
+   * (404, 410) starts no new authorization (a SignInError says why); any other id is looked up.
+   */
+  async forAuthorization(id: string): Promise<RegisteredClient | null> {
+    if (this.documents && this.documentsEnabled && isMetadataDocumentUrl(id)) await this.documents.ensureFresh(id);
+    return this.get(id);
+  }
 
   async register(metadata: ClientMetadata, registrationType: "dynamic" | "manual", ip?: string): Promise<Registration> {
     const id = `mab_c_${randomBytes(16).toString("base64url")}`;
@@ -68,14 +97,17 @@ export class ClientRegistry {
     return { client: toClient(row), ...(secret ? { clientSecret: secret } : {}) };
   }
 
+  /** A known client; a metadata-document client only while CIMD is on (CIMD=false forgets them). */
   async get(id: string): Promise<RegisteredClient | null> {
-    if (id.length > 200) return null;
+    if (id.length > 2000) return null;
     const row = await this.db.client.findUnique({ where: { id } });
-    return row ? toClient(row) : null;
+    if (!row || (row.registrationType === "cimd" && !this.documentsEnabled)) return null;
+    return toClient(row, this.trustedHosts);
   }
 
+  /** Every client, metadata-document clients seen included. */
   async list(): Promise<RegisteredClient[]> {
-    return (await this.db.client.findMany({ orderBy: { createdAt: "asc" } })).map(toClient);
+    return (await this.db.client.findMany({ orderBy: { createdAt: "asc" } })).map((row) => toClient(row, this.trustedHosts));
   }
 
   /** Removes a client and, by cascade, its transactions, consents, grants and tokens. */

@@ -22,6 +22,8 @@ import { AccessPolicy } from "./policy.ts";
 import { BrowserIdentities } from "./browser-identities.ts";
 import { AccountSignIn } from "./account-sign-in.ts";
 import { ConnectedApps } from "./connected-apps.ts";
+import { MetadataDocuments } from "./metadata-documents.ts";
+import { createGuardedFetcher, type JsonFetcher } from "../outbound/guarded-fetch.ts";
 
 export interface Grants {
   readonly context: GrantsContext;
@@ -51,9 +53,11 @@ export interface GrantsInput {
   readonly logger: Logger;
   /** The time every grants decision reads (default: the system clock). */
   readonly clock?: Clock | undefined;
+  /** Fetches Client ID Metadata Documents (default: the guarded fetch the configuration sets up). */
+  readonly documentFetcher?: JsonFetcher | undefined;
 }
 
-export function createGrants({ clock = systemClock, ...input }: GrantsInput): Grants {
+export function createGrants({ clock = systemClock, documentFetcher, ...input }: GrantsInput): Grants {
   const context: GrantsContext = {
     ...input,
     clock,
@@ -73,7 +77,16 @@ export function createGrants({ clock = systemClock, ...input }: GrantsInput): Gr
     sessions,
     usage,
     validator,
-    clients: new ClientRegistry(input.db, clock),
+    clients: new ClientRegistry(
+      input.db,
+      clock,
+      new MetadataDocuments(
+        input.db,
+        input.config.clients.cimd,
+        documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks }),
+        clock,
+      ),
+    ),
     transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
     consents: new Consents(input.db, clock),
     tokens: createTokenIssuer({ ...context, lifecycle, sessions, validator, bus }),

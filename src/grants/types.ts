@@ -17,9 +17,12 @@ export interface RegisteredClient {
   readonly logoUri: string | null;
   readonly softwareId: string | null;
   readonly softwareVersion: string | null;
-  readonly registrationType: "dynamic" | "manual";
+  /** cimd: registered by the metadata document its id (an https URL) names. */
+  readonly registrationType: "dynamic" | "manual" | "cimd";
   readonly createdAt: Date;
   readonly lastUsedAt: Date | null;
+  /** cimd clients: the host that publishes the document, and whether CIMD_TRUSTED_HOSTS names it. */
+  readonly metadataDocument?: { readonly host: string; readonly verified: boolean };
 }
 
 /** An /authorize request after every check passed: safe to store and act on. */

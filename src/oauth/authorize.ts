@@ -36,7 +36,8 @@ async function trustedTarget(params: Record<string, string>, clients: ClientRegi
   const clientId = params.client_id;
   if (!clientId)
     throw new PageError(400, "Missing client", "The authorization request does not say which application is asking (client_id is missing).", START_AGAIN);
-  const client = await clients.get(clientId);
+  // A Client ID Metadata Document URL is fetched (again when stale); a refusal is a page too.
+  const client = await clients.forAuthorization(clientId);
   if (!client) throw new PageError(400, "Unknown application", "The application that sent you here is not registered with this server.", START_AGAIN);
   const requested = params.redirect_uri;
   if (requested === undefined) {

@@ -23,6 +23,8 @@ export function authorizationServerMetadata(config: Config, dynamicRegistration:
     // SCOPES_SUPPORTED, with mcp and offline_access, which are always understood.
     scopes_supported: knownScopes(config.clients.scopes.supported),
     authorization_response_iss_parameter_supported: true,
+    // draft-ietf-oauth-client-id-metadata-document §6; MCP 2025-11-25 clients look for it.
+    ...(config.clients.cimd.enabled ? { client_id_metadata_document_supported: true } : {}),
   };
 }
 

@@ -94,9 +94,13 @@ export function renderConsentPage(input: ConsentPageInput): string {
 <p class="return-to">It will return to <strong id="redirect-host">${redirectHost}</strong>${onThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p></div>
 </div>
 ${
-  client.registrationType === "dynamic"
-    ? html`<p class="warning"><span class="badge" id="unverified">Unverified</span> This application registered itself. Nobody has checked who made it: allow it only if you started this connection yourself.</p>`
-    : ""
+  client.metadataDocument
+    ? client.metadataDocument.verified
+      ? html`<p class="notice" id="vouched-by"><span class="verified" id="verified">Verified</span> This application is described by <strong id="document-host">${client.metadataDocument.host}</strong>, which this server trusts.</p>`
+      : html`<p class="warning" id="vouched-by"><span class="badge" id="unverified">Unverified</span> <strong id="document-host">${client.metadataDocument.host}</strong> vouches for this application: it publishes the application's details. Allow it only if you trust ${client.metadataDocument.host} and started this connection yourself.</p>`
+    : client.registrationType === "dynamic"
+      ? html`<p class="warning"><span class="badge" id="unverified">Unverified</span> This application registered itself. Nobody has checked who made it: allow it only if you started this connection yourself.</p>`
+      : ""
 }
 <p>After you allow it, you will sign in with <strong id="provider-name">${input.providerName}</strong>.</p>
 <p>It will be able to:</p>
