@@ -21,6 +21,8 @@ export interface SweepResult {
   /** MCP session bindings older than the longest a grant can live (SESSION_MAX_AGE_SECONDS). */
   readonly mcpSessions: number;
   readonly auditEvents: number;
+  /** Self-registered clients that never completed a grant, a day after registering. */
+  readonly unusedClients: number;
 }
 
 export interface SweepOptions {
@@ -30,8 +32,13 @@ export interface SweepOptions {
   readonly retainAuditSeconds?: number;
   /** How long an MCP session stays bound to its owner (default 30 days). */
   readonly mcpSessionMaxAgeSeconds?: number;
+  /** How long a dynamically registered client that never completed a grant is kept (default 24 h). */
+  readonly unusedClientSeconds?: number;
   readonly now?: Date;
 }
+
+/** A self-registered client that never completed a grant is kept this long (24 h). */
+export const UNUSED_CLIENT_SECONDS = 86400;
 
 export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOptions = {}): Promise<SweepResult> {
   const now = options.now ?? new Date();
@@ -54,6 +61,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
   const deadBefore = new Date(now.getTime() - (options.retainDeadSeconds ?? 7 * 86400) * 1000);
   const auditBefore = new Date(now.getTime() - (options.retainAuditSeconds ?? 90 * 86400) * 1000);
   const mcpSessionsBefore = new Date(now.getTime() - (options.mcpSessionMaxAgeSeconds ?? 30 * 86400) * 1000);
+  const unusedClientsBefore = new Date(now.getTime() - (options.unusedClientSeconds ?? UNUSED_CLIENT_SECONDS) * 1000);
   const result = await db.$transaction(async (tx) => {
     const transactions = (await tx.authTransaction.deleteMany({ where: { expiresAt: { lt: now } } })).count;
     const codes = (await tx.authorizationCode.deleteMany({ where: { expiresAt: { lt: now } } })).count;
@@ -71,7 +79,29 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
     const browserIdentities = (await tx.browserIdentity.deleteMany({ where: { expiresAt: { lt: now } } })).count;
     const mcpSessions = (await tx.mcpSession.deleteMany({ where: { createdAt: { lt: mcpSessionsBefore } } })).count;
     const auditEvents = (await tx.auditEvent.deleteMany({ where: { at: { lt: auditBefore } } })).count;
-    return { transactions, codes, accessTokens, refreshTokens, grants, upstreamSessions, consents, accountLogins, browserIdentities, mcpSessions, auditEvents };
+    // Registrations nobody finished: every connection attempt of some clients registers anew
+    // (claude.ai registers twice per attempt, anthropics/claude-ai-mcp#966), and /register is open
+    // to anyone. Only self-registered ones that never reached the token endpoint (lastUsedAt is set
+    // by client authentication there) and hold no grant; the operator's and CIMD clients stay.
+    const unusedClients = (
+      await tx.client.deleteMany({
+        where: { registrationType: "dynamic", createdAt: { lt: unusedClientsBefore }, lastUsedAt: null, grants: { none: {} } },
+      })
+    ).count;
+    return {
+      transactions,
+      codes,
+      accessTokens,
+      refreshTokens,
+      grants,
+      upstreamSessions,
+      consents,
+      accountLogins,
+      browserIdentities,
+      mcpSessions,
+      auditEvents,
+      unusedClients,
+    };
   });
   await audit(db, { type: "sweep.completed", detail: { ...result, timedOut } });
   return { ...result, timedOut };

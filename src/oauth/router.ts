@@ -29,8 +29,12 @@ export interface AuthorizationServerDeps {
   readonly browserIdentities: BrowserIdentities;
 }
 
-/** Dynamic registrations per client IP and minute. */
-export const REGISTRATION_RATE_LIMIT = { limit: 20, windowMs: 60_000 } as const;
+/**
+ * Dynamic registrations per client IP: 60 a minute sustained, up to 60 at once. claude.ai registers
+ * twice per connection attempt from shared egress addresses (anthropics/claude-ai-mcp#966): 30
+ * people connecting in the same minute from one such address still get through.
+ */
+export const REGISTRATION_RATE_LIMIT = { limit: 60, windowMs: 60_000, burst: 60 } as const;
 
 export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
   const { config, clients, transactions, consents } = deps;
