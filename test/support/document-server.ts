@@ -32,9 +32,10 @@ export interface DocumentServer {
   close(): Promise<void>;
 }
 
-export async function startDocumentServer(): Promise<DocumentServer> {
+/** `extraNames`: more DNS names the certificate carries (a real client's host, answered by `lookup`). */
+export async function startDocumentServer(extraNames: readonly string[] = []): Promise<DocumentServer> {
   const ca = createTestCa();
-  const { cert, key } = ca.issue([DOCUMENT_HOST, TRUSTED_HOST, "localhost", "127.0.0.1"]);
+  const { cert, key } = ca.issue([DOCUMENT_HOST, TRUSTED_HOST, "localhost", "127.0.0.1", ...extraNames]);
   const routes = new Map<string, Route>();
   const requests: string[] = [];
   let connections = 0;
