@@ -94,6 +94,31 @@ describe("mcp-auth-broker CLI", () => {
     expect(wrong.stderr).toContain("unknown command");
   });
 
+  it("clients list shows the Client ID Metadata Document clients the broker has seen, with their host", async () => {
+    // The row /authorize records for a client whose document it fetched (test/oauth/cimd.test.ts).
+    const id = "https://apps.example.test/cli/client.json";
+    await t.broker.database.db.client.create({
+      data: {
+        id,
+        redirectUris: JSON.stringify(["http://127.0.0.1/callback"]),
+        tokenEndpointAuthMethod: "none",
+        grantTypes: JSON.stringify(["authorization_code", "refresh_token"]),
+        responseTypes: JSON.stringify(["code"]),
+        clientName: "Docs Agent",
+        registrationType: "cimd",
+      },
+    });
+    const list = JSON.parse((await cli(["clients", "list", "--json"])).stdout) as Array<Record<string, unknown>>;
+    expect(list.find((c) => c.client_id === id)).toMatchObject({
+      client_name: "Docs Agent",
+      registration_type: "cimd",
+      metadata_document: { host: "apps.example.test", verified: false },
+    });
+    const human = await cli(["clients", "list"]);
+    expect(human.stdout).toMatch(/Docs Agent +public +cimd \(apps\.example\.test\)/);
+    expect((await cli(["clients", "show", id])).stdout).toContain("cimd (apps.example.test) at");
+  });
+
   it("migrate applies pending migrations to a new database, then reports it up to date", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "mab-cli-"));
     const fresh = { ...env, DATABASE_URL: `file:${path.join(dir, "new.db")}` };
