@@ -6,6 +6,14 @@ import { InvalidClientMetadata, InvalidRedirectUri } from "./errors.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";
 import { SUPPORTED_SCOPES, type GrantType, type RegisteredClient } from "./types.ts";
 
+/** What the server lets a registration ask for (config.clients); the defaults are the strictest. */
+export interface RegistrationPolicy {
+  /** ALLOW_APP_SCHEME_REDIRECTS: private-use schemes (cursor://…) for public clients. */
+  readonly allowAppSchemeRedirects?: boolean;
+  /** The scopes a client may register; others are dropped (RFC 7591 §3.2.1). */
+  readonly scopesSupported?: readonly string[];
+}
+
 /** What a registration says about a client: a RegisteredClient before the registry gives it an id. */
 export type ClientMetadata = Omit<RegisteredClient, "id" | "registrationType" | "createdAt" | "lastUsedAt">;
 
@@ -64,7 +72,7 @@ function fail(field: string, message: string, As: typeof InvalidClientMetadata |
  */
 export type RegistrationOrigin = "dynamic" | "manual";
 
-export function parseClientMetadata(input: unknown, origin: RegistrationOrigin): ClientMetadata {
+export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, policy: RegistrationPolicy = {}): ClientMetadata {
   const parsed = Schema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -74,7 +82,9 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin):
   const m = parsed.data;
   // RFC 7591 §2 defaults; MCP clients send "none" explicitly.
   const tokenEndpointAuthMethod = m.token_endpoint_auth_method ?? "client_secret_basic";
-  const grantTypes: GrantType[] = [...new Set<GrantType>(m.grant_types ?? ["authorization_code"])];
+  // Without grant_types, what MCP clients expect (RFC 7591 §3.2.1 lets the server choose; the
+  // response says so): the code grant and refresh tokens, not RFC 7591's bare authorization_code.
+  const grantTypes: GrantType[] = [...new Set<GrantType>(m.grant_types ?? ["authorization_code", "refresh_token"])];
   const responseTypes = [...new Set(m.response_types ?? (grantTypes.includes("authorization_code") ? ["code"] : []))];
   const usesCode = grantTypes.includes("authorization_code");
   if (usesCode !== responseTypes.includes("code")) fail("grant_types", 'and response_types are inconsistent: "authorization_code" goes with "code".');
@@ -89,15 +99,20 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin):
     fail("grant_types", '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic or client_secret_post).');
   const redirectUris = [...new Set(m.redirect_uris ?? [])];
   if (usesCode && redirectUris.length === 0) fail("redirect_uris", "is required for the authorization_code grant.", InvalidRedirectUri);
-  for (const uri of redirectUris) {
-    const problem = redirectUriProblem(uri);
-    if (problem) fail("redirect_uris", `contains ${JSON.stringify(uri)}, which ${problem}.`, InvalidRedirectUri);
-  }
+  const rules = { appSchemes: tokenEndpointAuthMethod === "none" && (policy.allowAppSchemeRedirects ?? false) };
+  // Every URI is checked and every refused one named: one app-scheme URI beside loopback ones
+  // (Cursor) must not hide which one is the problem.
+  const refused = redirectUris.flatMap((uri) => {
+    const problem = redirectUriProblem(uri, rules);
+    return problem ? [`${JSON.stringify(uri)}, which ${problem}`] : [];
+  });
+  if (refused.length) fail("redirect_uris", `contains ${refused.join("; and ")}.`, InvalidRedirectUri);
   let scope: string | null = null;
   if (m.scope !== undefined) {
-    const scopes = [...new Set(m.scope.split(" ").filter(Boolean))];
-    const unknown = scopes.filter((s) => !(SUPPORTED_SCOPES as readonly string[]).includes(s));
-    if (unknown.length) fail("scope", `contains unsupported scopes: ${unknown.join(" ")}.`);
+    // Unknown scopes are dropped, not fatal (RFC 7591 §3.2.1: the server may replace requested
+    // values; claude.ai registers "scope":"claudeai"). The response says what was kept.
+    const supported = policy.scopesSupported ?? SUPPORTED_SCOPES;
+    const scopes = [...new Set(m.scope.split(" ").filter(Boolean))].filter((s) => supported.includes(s));
     scope = scopes.sort().join(" ") || null;
   }
   return {

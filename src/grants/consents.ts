@@ -32,4 +32,13 @@ export class Consents {
     const row = await this.db.consent.findUnique({ where: { browserSessionId_clientId_redirectUri_scope: key } });
     return Boolean(row && row.expiresAt > dateOf(this.clock));
   }
+
+  /**
+   * Whether this browser approved this client at all (any redirect URI, any scope) and the approval
+   * still lives: what makes /authorize trust the client enough to send errors to its redirect URI.
+   */
+  async approvedBefore(browserSessionId: string, clientId: string): Promise<boolean> {
+    const row = await this.db.consent.findFirst({ where: { browserSessionId, clientId, expiresAt: { gt: dateOf(this.clock) } }, select: { id: true } });
+    return row !== null;
+  }
 }

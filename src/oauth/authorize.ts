@@ -1,6 +1,9 @@
-// GET/POST /authorize. First the client and the exact redirect URI: when either is wrong the
-// user sees a page and is never redirected. Every later problem is sent to the validated
-// redirect URI (error, error_description, state, iss). A valid request becomes a transaction
+// GET/POST /authorize. First the client and its redirect URI (exact, or a loopback URI on any
+// port): when either is wrong the user sees a page and is never redirected. Every later problem is
+// sent to the validated redirect URI (error, error_description, state, iss) only when the client
+// is trusted: the operator registered it, or this browser already approved it. Anyone can register
+// a redirect URI, so for any other client the error is a page too (OAuth 2.1 §7.12.2: no open
+// redirector before the user has said anything). A valid request becomes a transaction
 // bound to this browser, then goes to the consent page (or straight upstream when this browser
 // already approved the same client, redirect URI and scope).
 import type Koa from "koa";
@@ -8,6 +11,7 @@ import { PageError } from "../http/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
+import { matchRedirectUri } from "../grants/redirect-uri.ts";
 import { isValidS256Challenge } from "../grants/pkce.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { AuthorizationTransactions } from "../grants/transactions.ts";
@@ -44,8 +48,10 @@ async function trustedTarget(params: Record<string, string>, clients: ClientRegi
     if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };
     throw new PageError(400, "Missing redirect address", "The request does not say where to return to (redirect_uri is missing).", START_AGAIN);
   }
-  // Exact string match against the registration (spec §5.3, OAuth 2.1 §4.1.1).
-  if (!client.redirectUris.includes(requested)) {
+  // Exact string match against the registration (spec §5.3, OAuth 2.1 §4.1.1), any port for a
+  // loopback URI (OAuth 2.1 §8.4.2, RFC 8252 §7.3).
+  const redirectUri = matchRedirectUri(client.redirectUris, requested);
+  if (redirectUri === null) {
     throw new PageError(
       400,
       "Unregistered redirect address",
@@ -53,8 +59,23 @@ async function trustedTarget(params: Record<string, string>, clients: ClientRegi
       START_AGAIN,
     );
   }
-  return { client, redirectUri: requested };
+  return { client, redirectUri };
 }
+
+/** Whether errors may go to the client's redirect URI: an operator's client, or one this browser approved. */
+async function mayRedirectErrors(ctx: Koa.Context, client: RegisteredClient, consents: Consents): Promise<boolean> {
+  if (client.registrationType === "manual") return true;
+  const sid = browserSessionId(ctx, false);
+  return sid !== null && (await consents.approvedBefore(sid, client.id));
+}
+
+const ERROR_TITLES: Readonly<Record<string, string>> = {
+  invalid_request: "Invalid authorization request",
+  unsupported_response_type: "Unsupported authorization request",
+  unauthorized_client: "Application not allowed to ask",
+  invalid_scope: "Unsupported permissions requested",
+  invalid_target: "Unknown service requested",
+};
 
 function validate(
   params: Record<string, string>,
@@ -94,6 +115,9 @@ export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
       request = validate(params, client, redirectUri, deps, protocolVersion);
     } catch (err) {
       if (!(err instanceof DomainError)) throw err;
+      if (!(await mayRedirectErrors(ctx, client, deps.consents))) {
+        throw new PageError(400, ERROR_TITLES[err.code] ?? "Invalid authorization request", `${err.description} (${err.code})`, START_AGAIN);
+      }
       ctx.redirect(
         clientRedirectUrl(redirectUri, {
           error: err.code,

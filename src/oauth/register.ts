@@ -2,9 +2,9 @@
 import type Koa from "koa";
 import { OAuthError } from "../http/errors.ts";
 import { readJsonObject } from "../http/body.ts";
-import { parseClientMetadata } from "../grants/client-metadata.ts";
+import { parseClientMetadata, type RegistrationPolicy } from "../grants/client-metadata.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
-import type { RegisteredClient } from "../grants/types.ts";
+import { SUPPORTED_SCOPES, type RegisteredClient } from "../grants/types.ts";
 
 export function clientMetadataResponse(client: RegisteredClient, clientSecret?: string): Record<string, unknown> {
   return {
@@ -24,7 +24,13 @@ export function clientMetadataResponse(client: RegisteredClient, clientSecret?: 
   };
 }
 
-export function registerHandler(clients: ClientRegistry, enabled: boolean): Koa.Middleware {
+/**
+ * `policy` says which app-scheme redirects and scopes a registration may have. RFC 7591 §3.2.1
+ * lets the server replace requested values; the response always shows what was registered: the
+ * grant types (authorization_code + refresh_token when none were asked) and, when the client asked
+ * for scopes, the ones it got (the supported set when none of the asked ones exist here).
+ */
+export function registerHandler(clients: ClientRegistry, enabled: boolean, policy: RegistrationPolicy = {}): Koa.Middleware {
   return async (ctx) => {
     if (!enabled) {
       throw new OAuthError(
@@ -33,10 +39,14 @@ export function registerHandler(clients: ClientRegistry, enabled: boolean): Koa.
         { status: 403 },
       );
     }
-    const metadata = parseClientMetadata(await readJsonObject(ctx, 16 * 1024, "invalid_client_metadata"), "dynamic");
+    const input = await readJsonObject(ctx, 16 * 1024, "invalid_client_metadata");
+    const metadata = parseClientMetadata(input, "dynamic", policy);
     const { client, clientSecret } = await clients.register(metadata, "dynamic", ctx.ip);
     ctx.status = 201;
     ctx.set("Cache-Control", "no-store");
-    ctx.body = clientMetadataResponse(client, clientSecret);
+    const body = clientMetadataResponse(client, clientSecret);
+    // Asked for scopes none of which exist here: no restriction was stored, so say what it may use.
+    if (input.scope !== undefined && !client.scope) body.scope = (policy.scopesSupported ?? SUPPORTED_SCOPES).join(" ");
+    ctx.body = body;
   };
 }

@@ -29,6 +29,14 @@ export interface AuthorizationServerDeps {
   readonly browserIdentities: BrowserIdentities;
 }
 
+/** What /register accepts: app-scheme redirects as configured, the supported scopes (offline_access always). */
+function registrationPolicy(config: Config) {
+  return {
+    allowAppSchemeRedirects: config.clients.allowAppSchemeRedirects,
+    scopesSupported: [...new Set([...config.clients.scopes.supported, "offline_access"])],
+  };
+}
+
 /**
  * Dynamic registrations per client IP: 60 a minute sustained, up to 60 at once. claude.ai registers
  * twice per connection attempt from shared egress addresses (anthropics/claude-ai-mcp#966): 30
@@ -76,7 +84,9 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   router.options(prPaths, metadataCors).get(prPaths, metadataCors, prMetadata);
 
   const registerLimit = rateLimit({ ...REGISTRATION_RATE_LIMIT, what: "registrations" });
-  router.options(at("/register"), postCors).post(at("/register"), postCors, registerLimit, registerHandler(clients, config.dynamicRegistration));
+  router
+    .options(at("/register"), postCors)
+    .post(at("/register"), postCors, registerLimit, registerHandler(clients, config.dynamicRegistration, registrationPolicy(config)));
   const authorize = authorizeHandler({ ...flow, resource: config.resourceUrl });
   router.get(at("/authorize"), authorize).post(at("/authorize"), authorize);
   router.get(at("/consent"), consentPageHandler(consent)).post(at("/consent"), consentDecisionHandler(consent));

@@ -86,12 +86,21 @@ export function renderConsentPage(input: ConsentPageInput): string {
   const redirectHost = redirect.host;
   // Native MCP clients come back to a loopback address: say what that means to a non-developer.
   const onThisComputer = isLoopbackHost(redirect.hostname);
+  // An app scheme (cursor://…): the operating system hands the code to whichever app claims it.
+  const appScheme =
+    redirect.protocol !== "https:" && redirect.protocol !== "http:"
+      ? `${redirect.protocol}${input.redirectUri.slice(redirect.protocol.length).startsWith("//") ? "//" : ""}`
+      : null;
   return page(
     `${name} wants to connect to ${input.resourceName}`,
     html`<div class="client">
 <div class="avatar ${colourOf(client.id)}" id="client-initial" aria-hidden="true">${initialOf(client.clientName)}</div>
 <div><h1><span id="client-name">${name}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>
-<p class="return-to">It will return to <strong id="redirect-host">${redirectHost}</strong>${onThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p></div>
+${
+  appScheme
+    ? html`<p class="return-to" id="app-scheme">It returns to the app that opens <strong id="redirect-host">${appScheme}</strong> links on this computer.</p></div>`
+    : html`<p class="return-to">It will return to <strong id="redirect-host">${redirectHost}</strong>${onThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p></div>`
+}
 </div>
 ${
   client.metadataDocument

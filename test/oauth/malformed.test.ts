@@ -87,7 +87,6 @@ add("/register", "json", [
   ["a 201-character client_name", () => reg({ redirect_uris: [goodUri], client_name: big(201) })],
   ["an http logo_uri", () => reg({ redirect_uris: [goodUri], logo_uri: "http://cdn.example.com/l.png" })],
   ["a client_uri that is not a URL", () => reg({ redirect_uris: [goodUri], client_uri: "not a url" })],
-  ["an unsupported scope", () => reg({ redirect_uris: [goodUri], scope: "admin" })],
   ["a body over the size limit", () => reg({ redirect_uris: [goodUri], client_name: big(20_000) })],
   ["21 redirect URIs", () => reg({ redirect_uris: Array.from({ length: 21 }, (_, i) => `${goodUri}${i}`) })],
   ["a 3000-character redirect URI", () => reg({ redirect_uris: [`${goodUri}?${big(3000)}`] })],
@@ -102,8 +101,8 @@ add("/register", "json", [
 ]);
 
 // ---------- /authorize: client and redirect problems are pages ----------
-const authz = (overrides: Record<string, string | undefined> = {}, suffix = "") => {
-  const url = authorizeUrl(t.url, pub, overrides);
+const authz = (overrides: Record<string, string | undefined> = {}, suffix = "", client: TestClient = pub) => {
+  const url = authorizeUrl(t.url, client, overrides);
   return { method: "GET", path: `${url.pathname}${url.search}${suffix}` };
 };
 const authzPost = (body: string | Buffer, type = FORM) => ({ path: "/authorize", headers: ct(type), body });
@@ -133,18 +132,30 @@ add("/authorize", "page", [
   ["POST over the size limit", () => authzPost(`client_id=${big(70_000)}`)],
   ["POST with a duplicated client_id", () => ({ path: "/authorize", headers: { "content-type": FORM }, body: `${validForm()}&client_id=${pub.client_id}` })],
 ]);
-// ---------- /authorize: later problems are redirected to the validated URI ----------
-add("/authorize", "redirect", [
-  ["response_type missing", () => authz({ response_type: undefined })],
-  ["response_type=token", () => authz({ response_type: "token" })],
-  ["code_challenge missing", () => authz({ code_challenge: undefined })],
-  ["code_challenge_method=plain", () => authz({ code_challenge_method: "plain" })],
-  ["a code_challenge of the wrong length", () => authz({ code_challenge: big(44) })],
-  ["an unsupported scope", () => authz({ scope: "admin" })],
-  ["a resource elsewhere", () => authz({ resource: "https://elsewhere.example/mcp" })],
-  ["a resource with a fragment", () => authz({ resource: `${t.url}/mcp#f` })],
-  ["a state of 8000 characters", () => authz({ state: big(8000) })],
-]);
+// ---------- /authorize: later problems are redirected to the validated URI of a trusted client
+// (the operator's), and shown as a page for a self-registered one this browser never approved ----------
+const laterProblems: [string, Record<string, string | undefined> | (() => Record<string, string | undefined>)][] = [
+  ["response_type missing", { response_type: undefined }],
+  ["response_type=token", { response_type: "token" }],
+  ["code_challenge missing", { code_challenge: undefined }],
+  ["code_challenge_method=plain", { code_challenge_method: "plain" }],
+  ["a code_challenge of the wrong length", { code_challenge: big(44) }],
+  ["an unsupported scope", { scope: "admin" }],
+  ["a resource elsewhere", { resource: "https://elsewhere.example/mcp" }],
+  ["a resource with a fragment", () => ({ resource: `${t.url}/mcp#f` })],
+  ["a state of 8000 characters", { state: big(8000) }],
+];
+const overridesOf = (o: Record<string, string | undefined> | (() => Record<string, string | undefined>)) => (typeof o === "function" ? o() : o);
+add(
+  "/authorize",
+  "redirect",
+  laterProblems.map(([name, o]) => [`${name} (operator's client)`, () => authz(overridesOf(o), "", basic)]),
+);
+add(
+  "/authorize",
+  "page",
+  laterProblems.map(([name, o]) => [`${name} (self-registered, never approved)`, () => authz(overridesOf(o))]),
+);
 add("/authorize", "any", [["a 20 kB query string (over the header limit)", () => authz({ state: big(20_000) })]]);
 
 // ---------- /token (RFC 6749 §5.2: JSON errors) ----------

@@ -9,10 +9,15 @@ import { authorizeUrl, basicAuth, countRows, freshIp, postForm, postJson, send, 
 
 let t: TestBroker;
 let closed: TestBroker;
+let noAppSchemes: TestBroker;
 beforeAll(async () => {
-  [t, closed] = await Promise.all([startBroker({ TRUST_PROXY: "true" }), startBroker({ DYNAMIC_REGISTRATION: "false" })]);
+  [t, closed, noAppSchemes] = await Promise.all([
+    startBroker({ TRUST_PROXY: "true" }),
+    startBroker({ DYNAMIC_REGISTRATION: "false" }),
+    startBroker({ TRUST_PROXY: "true", ALLOW_APP_SCHEME_REDIRECTS: "false" }),
+  ]);
 });
-afterAll(async () => Promise.all([t.stop(), closed.stop()]));
+afterAll(async () => Promise.all([t.stop(), closed.stop(), noAppSchemes.stop()]));
 
 const register = (body: unknown, url = t.url) => postJson(`${url}/register`, body, { "x-forwarded-for": freshIp() });
 const publicClient = { redirect_uris: ["http://127.0.0.1:9999/callback"], token_endpoint_auth_method: "none" };
@@ -52,7 +57,8 @@ describe("successful registration", () => {
     const res = await register({ redirect_uris: ["https://app.example.com/cb"] });
     expect(res.status).toBe(201);
     expect(res.json!.token_endpoint_auth_method).toBe("client_secret_basic");
-    expect(res.json!.grant_types).toEqual(["authorization_code"]);
+    // Without grant_types: what MCP clients expect (RFC 7591 §3.2.1), and the response says so.
+    expect(res.json!.grant_types).toEqual(["authorization_code", "refresh_token"]);
     expect(res.json!.response_types).toEqual(["code"]);
     const secret = res.json!.client_secret as string;
     expect(secret).toMatch(/^mab_cs_[A-Za-z0-9_-]{43}$/);
@@ -134,11 +140,17 @@ describe("redirect URIs", () => {
     ["a relative path", "/callback"],
     ["a bare word", "callback"],
     ["an empty string", ""],
-    ["a custom scheme", "myapp://callback"],
     ["javascript:", "javascript:alert(1)"],
+    ["JavaScript: in mixed case", "JavaScript://x/%0Aalert(1)"],
+    ["vbscript:", "vbscript:msgbox(1)"],
     ["data:", "data:text/html,<script>alert(1)</script>"],
+    ["blob:", "blob:https://app.example.com/1234"],
+    ["about:", "about:blank"],
     ["file:", "file:///etc/passwd"],
+    ["ws:", "ws://127.0.0.1:9000/cb"],
+    ["wss:", "wss://app.example.com/cb"],
     ["ftp:", "ftp://files.example.com/cb"],
+    ["an app scheme with userinfo", "cursor://user:pw@anysphere.cursor-mcp/cb"],
     ["leading whitespace", " https://app.example.com/cb"],
     ["a control character", "https://app.example.com/c\u0000b"],
     ["a non-string", 42],
@@ -149,6 +161,57 @@ describe("redirect URIs", () => {
     expect(res.json!.error).toBe("invalid_redirect_uri");
     expect(typeof res.json!.error_description).toBe("string");
     expect(await countRows(t.broker.database.db)).toEqual(before);
+  });
+
+  it.each([
+    "cursor://anysphere.cursor-mcp/oauth/callback",
+    "vscode://vscode.github-authentication/did-authenticate",
+    "com.example.app:/cb",
+    "com.example.app:/oauth2redirect?x=1",
+  ])("accepts the app scheme %s for a public client (RFC 8252 §7.1)", async (uri) => {
+    const res = await register({ redirect_uris: [uri], token_endpoint_auth_method: "none" });
+    expect(res.status).toBe(201);
+    expect(res.json!.redirect_uris).toEqual([uri]);
+  });
+
+  it("accepts Cursor's registration: an app scheme and a loopback URI in one request", async () => {
+    const uris = ["cursor://anysphere.cursor-mcp/oauth/callback", "http://127.0.0.1:51234/callback"];
+    const res = await register({ redirect_uris: uris, token_endpoint_auth_method: "none" });
+    expect(res.status).toBe(201);
+    expect(res.json!.redirect_uris).toEqual(uris);
+  });
+
+  it("refuses app schemes for confidential clients, naming the URI", async () => {
+    const res = await register({
+      redirect_uris: ["https://ok.example.com/cb", "cursor://anysphere.cursor-mcp/oauth/callback"],
+      token_endpoint_auth_method: "client_secret_basic",
+    });
+    expect(res.status).toBe(400);
+    expect(res.json!.error).toBe("invalid_redirect_uri");
+    expect(res.json!.error_description).toContain('"cursor://anysphere.cursor-mcp/oauth/callback"');
+    expect(res.json!.error_description).not.toContain("ok.example.com");
+  });
+
+  it("refuses app schemes when ALLOW_APP_SCHEME_REDIRECTS=false, and still takes loopback and https", async () => {
+    const refused = await register({ redirect_uris: ["cursor://anysphere.cursor-mcp/oauth/callback"], token_endpoint_auth_method: "none" }, noAppSchemes.url);
+    expect(refused.status).toBe(400);
+    expect(refused.json!.error).toBe("invalid_redirect_uri");
+    expect(refused.json!.error_description).toContain("cursor://anysphere.cursor-mcp/oauth/callback");
+    const ok = await register({ redirect_uris: ["http://127.0.0.1:9/cb", "https://a.example/cb"], token_endpoint_auth_method: "none" }, noAppSchemes.url);
+    expect(ok.status).toBe(201);
+  });
+
+  it("names every refused URI of a registration, and only those", async () => {
+    const res = await register({
+      redirect_uris: ["http://127.0.0.1:9/cb", "javascript:alert(1)", "cursor://anysphere.cursor-mcp/oauth/callback", "http://example.com/cb"],
+      token_endpoint_auth_method: "none",
+    });
+    expect(res.status).toBe(400);
+    const text = res.json!.error_description as string;
+    expect(text).toContain('"javascript:alert(1)"');
+    expect(text).toContain('"http://example.com/cb"');
+    expect(text).not.toContain("cursor://");
+    expect(text).not.toContain("127.0.0.1:9");
   });
 
   it("requires redirect URIs for the authorization_code grant", async () => {
@@ -194,7 +257,6 @@ describe("client metadata rules", () => {
     ["a data: logo_uri", { ...publicClient, logo_uri: "data:image/png;base64,AAAA" }],
     ["a javascript: client_uri", { ...publicClient, client_uri: "javascript:alert(1)" }],
     ["an http client_uri", { ...publicClient, client_uri: "http://app.example.com" }],
-    ["an unsupported scope", { ...publicClient, scope: "mcp admin" }],
     ["a scope that is not a string", { ...publicClient, scope: ["mcp"] }],
   ])("rejects %s with invalid_client_metadata", async (_what, body) => {
     const before = await countRows(t.broker.database.db);
@@ -219,6 +281,19 @@ describe("client metadata rules", () => {
     });
     expect(all.status).toBe(201);
     expect(all.json!.grant_types).toEqual(["authorization_code", "refresh_token"]);
+  });
+
+  it.each([
+    ["an unknown scope beside a known one", "mcp claudeai", "mcp"],
+    ["known scopes, unordered and repeated", "offline_access mcp mcp", "mcp offline_access"],
+    // Nothing known asked: no restriction stored; the response lists what the client may ask for.
+    ['only unknown scopes (claude.ai\'s "claudeai")', "claudeai", "mcp offline_access"],
+  ])("drops unknown scopes instead of failing (RFC 7591 §3.2.1): %s", async (_what, asked, granted) => {
+    const res = await register({ ...publicClient, scope: asked });
+    expect(res.status).toBe(201);
+    expect(res.json!.scope).toBe(granted);
+    const row = await t.broker.database.db.client.findUniqueOrThrow({ where: { id: res.json!.client_id as string } });
+    expect(row.scope).toBe(granted === "mcp offline_access" && asked === "claudeai" ? null : granted);
   });
 
   it("wants JSON", async () => {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { DomainError } from "../../src/grants/errors.ts";
 import { isValidS256Challenge, s256Challenge, verifyPkceS256 } from "../../src/grants/pkce.ts";
-import { redirectUriProblem } from "../../src/grants/redirect-uri.ts";
+import { isAppSchemeRedirect, matchRedirectUri, redirectUriProblem } from "../../src/grants/redirect-uri.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
 import { canonicalUri, resolveResource } from "../../src/grants/resource.ts";
 import { parseScope, resolveScope } from "../../src/grants/scope.ts";
@@ -102,6 +102,72 @@ describe("redirect URIs", () => {
   });
 });
 
+describe("app-scheme redirect URIs (RFC 8252 §7.1)", () => {
+  const app = { appSchemes: true };
+  it.each(["cursor://anysphere.cursor-mcp/oauth/callback", "vscode://vscode.github-authentication/did-authenticate", "com.example.app:/cb", "app://cb"])(
+    "accepts %j when app schemes are allowed, and not otherwise",
+    (uri) => {
+      expect(redirectUriProblem(uri, app)).toBeNull();
+      expect(redirectUriProblem(uri)).toEqual(expect.any(String));
+      expect(isAppSchemeRedirect(uri)).toBe(true);
+    },
+  );
+
+  it.each([
+    "javascript:alert(1)",
+    "JAVASCRIPT:alert(1)",
+    "vbscript:x",
+    "data:text/html,x",
+    "blob:https://a.example/1",
+    "about:blank",
+    "file:///etc/passwd",
+    "ws://127.0.0.1/cb",
+    "wss://a.example/cb",
+    "view-source:https://a.example",
+    "http://example.com/cb",
+    "cursor://anysphere.cursor-mcp/cb#f",
+  ])("refuses %j even when app schemes are allowed", (uri) => {
+    expect(redirectUriProblem(uri, app)).toEqual(expect.any(String));
+  });
+
+  it("is decided by the client's auth method and the switch", () => {
+    const body = { redirect_uris: ["cursor://anysphere.cursor-mcp/oauth/callback"] };
+    expect(codeOf(() => parseClientMetadata({ ...body, token_endpoint_auth_method: "none" }, "dynamic", { allowAppSchemeRedirects: true }))).toBeNull();
+    expect(codeOf(() => parseClientMetadata({ ...body, token_endpoint_auth_method: "none" }, "dynamic", { allowAppSchemeRedirects: false }))).toBe(
+      "invalid_redirect_uri",
+    );
+    expect(codeOf(() => parseClientMetadata({ ...body, token_endpoint_auth_method: "client_secret_post" }, "dynamic", { allowAppSchemeRedirects: true }))).toBe(
+      "invalid_redirect_uri",
+    );
+  });
+});
+
+describe("redirect URI matching: exact, any port on loopback (RFC 8252 §7.3)", () => {
+  it.each([
+    [["https://a.example/cb"], "https://a.example/cb", true],
+    [["https://a.example/cb"], "https://a.example:444/cb", false],
+    [["http://127.0.0.1:33418/"], "http://127.0.0.1:51000/", true],
+    [["http://127.0.0.1:33418/"], "http://127.0.0.1:51000", true],
+    [["http://127.0.0.1/cb"], "http://127.0.0.1:1/cb", true],
+    [["http://[::1]:1/cb"], "http://[::1]:2/cb", true],
+    [["http://localhost:1/cb?a=1"], "http://localhost:2/cb?a=1", true],
+    [["http://localhost:1/cb?a=1"], "http://localhost:2/cb?a=2", false],
+    [["http://localhost:1/cb"], "http://127.0.0.1:1/cb", false],
+    [["http://localhost:1/cb"], "http://LOCALHOST:1/cb", false],
+    [["http://localhost:1/cb"], "https://localhost:2/cb", false],
+    [["http://localhost:1/cb"], "http://localhost:2/cb/", false],
+    [["http://localhost:1/cb"], "http://localhost:2/cb#x", false],
+    [["http://localhost:1/cb"], "http://localhost:0/cb", false],
+    [["http://localhost:1/cb"], "http://localhost:99999/cb", false],
+    [["http://localhost:1/cb"], "http://localhost:2@evil.example/cb", false],
+    [["http://localhost:1/cb"], "http://localhost:2/cb\n", false],
+    [["cursor://anysphere.cursor-mcp/oauth/callback"], "cursor://anysphere.cursor-mcp/oauth/callback", true],
+    [["cursor://anysphere.cursor-mcp/oauth/callback"], "cursor://anysphere.cursor-mcp:1/oauth/callback", false],
+  ])("%j with %j: %s", (registered, asked, matches) => {
+    expect(matchRedirectUri(registered, asked)).toBe(matches ? asked : null);
+  });
+});
+
 describe("scopes", () => {
   it("normalizes and always includes the default scope for a new grant", () => {
     expect(resolveScope(undefined)).toBe("mcp");
@@ -128,11 +194,11 @@ describe("scopes", () => {
 });
 
 describe("client metadata (shared by /register and the CLI)", () => {
-  it("applies RFC 7591 defaults", () => {
+  it("applies RFC 7591 defaults, with the grants MCP clients expect when grant_types is absent", () => {
     const m = parseClientMetadata({ redirect_uris: ["https://a.example/cb"] }, "dynamic");
     expect(m).toMatchObject({
       tokenEndpointAuthMethod: "client_secret_basic",
-      grantTypes: ["authorization_code"],
+      grantTypes: ["authorization_code", "refresh_token"],
       responseTypes: ["code"],
       scope: null,
       clientName: null,

@@ -218,6 +218,16 @@ describe("invalid_grant", () => {
     expectError(await token(codeForm(pub, c, { client_id: pub.client_id, redirect_uri: `${pub.redirect_uri}/x` })), "invalid_grant");
   });
 
+  it("a loopback redirect_uri on another port than the one used at /authorize (RFC 8252 §7.3)", async () => {
+    // Registered on 7777, authorized on 51234 (any port matches at /authorize); /token wants 51234.
+    const used = { ...pub, redirect_uri: "http://127.0.0.1:51234/callback" };
+    const c = await codeFor(used);
+    for (const other of [pub.redirect_uri, "http://127.0.0.1:51235/callback"]) {
+      expectError(await token(codeForm(pub, c, { client_id: pub.client_id, redirect_uri: other })), "invalid_grant");
+    }
+    expectTokens(await token(codeForm(used, c, { client_id: pub.client_id })));
+  });
+
   it("a code used twice", async () => {
     const c = await codeFor(pub);
     expectTokens(await token(codeForm(pub, c, { client_id: pub.client_id })));
@@ -241,6 +251,24 @@ describe("invalid_grant", () => {
       }),
       "invalid_grant",
     );
+  });
+});
+
+describe("refresh tokens only for clients registered for the refresh_token grant", () => {
+  it("gives a client registered for authorization_code alone an access token and no refresh token", async () => {
+    const c = await codeFor(codeOnly);
+    const res = await token(codeForm(codeOnly, c, { client_id: codeOnly.client_id }));
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({ access_token: expect.any(String), token_type: "Bearer" });
+    expect(res.json).not.toHaveProperty("refresh_token");
+    expect(await t.broker.database.db.refreshToken.count({ where: { clientId: codeOnly.client_id } })).toBe(0);
+  });
+
+  it("gives one to a client that registered without grant_types (authorization_code + refresh_token by default)", async () => {
+    const plain = await registerTestClient(t.url, { grant_types: undefined, response_types: undefined });
+    expect(plain.grant_types).toEqual(["authorization_code", "refresh_token"]);
+    const c = await codeFor(plain);
+    expect(expectTokens(await token(codeForm(plain, c, { client_id: plain.client_id }))).refresh_token).toEqual(expect.any(String));
   });
 });
 

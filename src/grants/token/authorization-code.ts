@@ -47,7 +47,10 @@ export function authorizationCodeGrant(t: TokenContext): GrantHandler {
         const claim = await tx.authorizationCode.updateMany({ where: { id: row.id, consumedAt: null }, data: { consumedAt: now } });
         if (claim.count !== 1) throw new LostClaim();
         await touchGrant(t, tx, row.grantId, now);
-        const issued = await issueTokens(t, tx, row.grant, row.scope, row.resource, now);
+        // A refresh token only for a client registered for the refresh_token grant: /token would
+        // refuse it anyway, and a token nobody can use is one more secret to leak.
+        const refresh = client.grantTypes.includes("refresh_token") ? {} : { refresh: null };
+        const issued = await issueTokens(t, tx, row.grant, row.scope, row.resource, now, refresh);
         await audit(tx, {
           type: "token.issued",
           clientId: row.clientId,
