@@ -62,7 +62,10 @@ function parseScopes(env: Env): ScopeConfig {
     const scope = at > 0 ? entry.slice(0, at).trim() : "";
     const text = at > 0 ? entry.slice(at + 1).trim() : "";
     if (!scope || !text)
-      throw new InteropConfigError("SCOPE_DESCRIPTIONS", `expected entries like docs:read=Read your documents;docs:write=Change them, got ${JSON.stringify(entry)}`);
+      throw new InteropConfigError(
+        "SCOPE_DESCRIPTIONS",
+        `expected entries like docs:read=Read your documents;docs:write=Change them, got ${JSON.stringify(entry)}`,
+      );
     descriptions[scope] = text;
   }
   return { supported: supported.length ? supported : ["mcp"], descriptions };
@@ -78,7 +81,8 @@ export interface InteropSwitches {
 export function parseClientInterop(env: Env, switches: InteropSwitches): ClientInteropConfig {
   const trustedHosts = list(env.CIMD_TRUSTED_HOSTS).map((h) => h.toLowerCase());
   for (const host of trustedHosts) {
-    if (!/^[a-z0-9.-]+(:\d+)?$/.test(host)) throw new InteropConfigError("CIMD_TRUSTED_HOSTS", `expected host names such as claude.ai, got ${JSON.stringify(host)}`);
+    if (!/^[a-z0-9.-]+(:\d+)?$/.test(host))
+      throw new InteropConfigError("CIMD_TRUSTED_HOSTS", `expected host names such as claude.ai, got ${JSON.stringify(host)}`);
   }
   return {
     allowAppSchemeRedirects: switches.allowAppSchemeRedirects,
