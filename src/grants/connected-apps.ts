@@ -2,6 +2,7 @@
 // (which application, verified or not, where it sends them back, what it may do, since when,
 // until when), and revocation of one or all of them. Revocation is the lifecycle's, the same
 // cascade as the operator's `grants revoke`, published on the revocation bus.
+import { isTrustedHost } from "./metadata-documents.ts";
 import type { GrantsContext } from "./context.ts";
 import type { GrantLifecycle } from "./lifecycle.ts";
 import { liveGrantWhere } from "./live-grants.ts";
@@ -12,7 +13,7 @@ export interface ConnectedApp {
   readonly grantId: string;
   readonly clientId: string;
   readonly clientName: string | null;
-  /** Registered by the operator; a self-registered (dynamic) client is unverified. */
+  /** Registered by the operator, or described by a document on a CIMD_TRUSTED_HOSTS host. */
   readonly verified: boolean;
   /** Where the application sends the browser back: hosts of its redirect URIs (or app schemes). */
   readonly redirectHosts: readonly string[];
@@ -44,6 +45,11 @@ function redirectHosts(redirectUrisJson: string): string[] {
   return [...new Set(uris.map((u) => (typeof u === "string" ? redirectHost(u) : null)).filter((h): h is string => h !== null))];
 }
 
+/** Who vouches for a client: the operator, or a metadata document on a host the operator trusts. */
+function isVerifiedClient(registrationType: string, clientId: string, trustedHosts: readonly string[]): boolean {
+  return registrationType === "manual" || (registrationType === "cimd" && isTrustedHost(clientId, trustedHosts));
+}
+
 export interface RevokeContext {
   readonly ip?: string | undefined;
 }
@@ -65,7 +71,7 @@ export class ConnectedApps {
       grantId: row.id,
       clientId: row.clientId,
       clientName: row.client.clientName,
-      verified: row.client.registrationType === "manual",
+      verified: isVerifiedClient(row.client.registrationType, row.clientId, this.ctx.config.clients.cimd.trustedHosts),
       redirectHosts: redirectHosts(row.client.redirectUris),
       scopes: row.scope.split(" ").filter(Boolean),
       createdAt: row.createdAt,

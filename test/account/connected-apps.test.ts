@@ -213,6 +213,40 @@ describe("the list", () => {
     expect(app).toMatchObject({ verified: true, redirectHost: "ops.example.com" });
   });
 
+  it("calls a metadata-document client verified only when its host is in CIMD_TRUSTED_HOSTS", async () => {
+    const trusting = await startBroker({ CIMD_TRUSTED_HOSTS: "claude.ai" });
+    try {
+      const db2 = trusting.broker.database.db;
+      const now = new Date();
+      const later = new Date(now.getTime() + 3_600_000);
+      for (const id of ["https://claude.ai/oauth/claude-code-client-metadata", "https://tools.example.net/client.json"]) {
+        await db2.client.create({
+          data: { id, redirectUris: "[]", tokenEndpointAuthMethod: "none", grantTypes: "[]", responseTypes: "[]", registrationType: "cimd", clientName: id },
+        });
+        await db2.grant.create({
+          data: {
+            id: `g-${id.length}`,
+            clientId: id,
+            subject: "demo:vera",
+            kind: "authorization_code",
+            resource: `${trusting.url}/mcp`,
+            scope: "mcp",
+            lastUsedAt: now,
+            idleExpiresAt: later,
+            absoluteExpiresAt: later,
+          },
+        });
+      }
+      const apps = await trusting.broker.services.grants.connectedApps.list("demo:vera");
+      expect(Object.fromEntries(apps.map((a) => [a.clientId, a.verified]))).toEqual({
+        "https://claude.ai/oauth/claude-code-client-metadata": true,
+        "https://tools.example.net/client.json": false,
+      });
+    } finally {
+      await trusting.stop();
+    }
+  });
+
   it("shows only the signed-in user's live grants", async () => {
     await connectSdk("bob").then(disconnect);
     const dead = await registerClient(t.url, { client_name: "Expired one" });
