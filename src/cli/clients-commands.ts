@@ -5,7 +5,8 @@ import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printFields, printJson, printTable } from "./output.ts";
 import type { CliIo } from "./io.ts";
-import { parseClientMetadata, type ClientMetadata } from "../grants/client-metadata.ts";
+import { parseClientMetadata, registrationPolicyOf, type ClientMetadata } from "../grants/client-metadata.ts";
+import { cliConfig } from "./context.ts";
 import { clientMetadataResponse } from "../oauth/register.ts";
 import { DomainError } from "../grants/errors.ts";
 import type { RegisteredClient } from "../grants/types.ts";
@@ -99,6 +100,7 @@ export function registerClientCommands(program: Command, io: CliIo): void {
               ...(opts.logoUri ? { logo_uri: opts.logoUri } : {}),
             },
             "manual",
+            registrationPolicyOf(cliConfig(io).clients),
           );
         } catch (err) {
           if (err instanceof DomainError) throw new CliError(`invalid client: ${err.description}`, 2);

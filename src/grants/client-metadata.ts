@@ -1,6 +1,7 @@
 // RFC 7591 client metadata, validated once for both ways a client comes to exist: /register and
 // the operator CLI's `clients add`. What differs between them is what a registration may ask for:
 // a self-registered client never gets a grant without a user.
+import type { ClientInteropConfig } from "../client-interop-config.ts";
 import { z } from "zod";
 import { InvalidClientMetadata, InvalidRedirectUri } from "./errors.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";
@@ -12,6 +13,17 @@ export interface RegistrationPolicy {
   readonly allowAppSchemeRedirects?: boolean;
   /** The scopes a client may register; others are dropped (RFC 7591 §3.2.1). */
   readonly scopesSupported?: readonly string[];
+}
+
+/**
+ * What the configuration lets any registration (at /register or with the CLI) have: app-scheme
+ * redirects as configured, the supported scopes (offline_access always).
+ */
+export function registrationPolicyOf(clients: ClientInteropConfig): RegistrationPolicy {
+  return {
+    allowAppSchemeRedirects: clients.allowAppSchemeRedirects,
+    scopesSupported: [...new Set([...clients.scopes.supported, "offline_access"])],
+  };
 }
 
 /** What a registration says about a client: a RegisteredClient before the registry gives it an id. */

@@ -1,4 +1,5 @@
 // The authorization server toward MCP clients: wires the endpoint handlers, nothing else.
+import { registrationPolicyOf } from "../grants/client-metadata.ts";
 import Router from "@koa/router";
 import type { Config } from "../config.ts";
 import type { TokenIssuer, UpstreamLoginStarter } from "../grants/ports.ts";
@@ -27,14 +28,6 @@ export interface AuthorizationServerDeps {
   readonly upstreamLogin: UpstreamLoginStarter;
   /** Who signed in upstream in each browser: the consent page names them and offers "Not you?". */
   readonly browserIdentities: BrowserIdentities;
-}
-
-/** What /register accepts: app-scheme redirects as configured, the supported scopes (offline_access always). */
-function registrationPolicy(config: Config) {
-  return {
-    allowAppSchemeRedirects: config.clients.allowAppSchemeRedirects,
-    scopesSupported: [...new Set([...config.clients.scopes.supported, "offline_access"])],
-  };
 }
 
 /**
@@ -86,7 +79,7 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   const registerLimit = rateLimit({ ...REGISTRATION_RATE_LIMIT, what: "registrations" });
   router
     .options(at("/register"), postCors)
-    .post(at("/register"), postCors, registerLimit, registerHandler(clients, config.dynamicRegistration, registrationPolicy(config)));
+    .post(at("/register"), postCors, registerLimit, registerHandler(clients, config.dynamicRegistration, registrationPolicyOf(config.clients)));
   const authorize = authorizeHandler({ ...flow, resource: config.resourceUrl });
   router.get(at("/authorize"), authorize).post(at("/authorize"), authorize);
   router.get(at("/consent"), consentPageHandler(consent)).post(at("/consent"), consentDecisionHandler(consent));

@@ -160,6 +160,16 @@ describe("mcp-auth-broker CLI", () => {
     expect(bad.stderr).toMatch(/invalid client: redirect_uris .*https/);
   });
 
+  it("clients add takes an app-scheme redirect for a public client, as /register does, unless turned off", async () => {
+    const args = ["clients", "add", "--name", "Cursor", "--public", "--redirect-uri", "cursor://anysphere.cursor-mcp/oauth/callback", "--json"];
+    const added = await cli(args);
+    expect(added.code).toBe(0);
+    expect(JSON.parse(added.stdout).redirect_uris).toEqual(["cursor://anysphere.cursor-mcp/oauth/callback"]);
+    const off = await cli(args, { env: { ...env, ALLOW_APP_SCHEME_REDIRECTS: "false" } });
+    expect(off.code).toBe(2);
+    expect(off.stderr).toContain("cursor://");
+  });
+
   it("clients add --grant-type client_credentials makes a machine client that reaches /mcp as client:<id>", async () => {
     const added = await cli(["clients", "add", "--name", "Nightly job", "--grant-type", "client_credentials", "--json"]);
     expect(added.code).toBe(0);
