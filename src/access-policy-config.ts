@@ -1,5 +1,6 @@
 // Who may sign in, as the operator wrote it in the environment (ALLOWED_*, ALLOW_ANY_USER): parsed
 // once at start, with one line per mistake. grants/policy.ts applies it.
+import { ConfigError, commaList, type Env } from "./config-values.ts";
 import type { UpstreamKind } from "./config.ts";
 
 export interface GitHubOrgRule {
@@ -21,24 +22,6 @@ export interface AccessPolicyConfig {
   readonly anyUser: boolean;
 }
 
-/** Thrown for a policy variable that cannot be used; config.ts turns it into a ConfigError. */
-export class PolicyConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-type Env = Record<string, string | undefined>;
-
-const list = (raw: string | undefined): string[] =>
-  (raw ?? "")
-    .split(",")
-    .map((v) => v.trim())
-    .filter(Boolean);
-
 // GitHub org and team slugs: letters, digits, `-`, `_`, `.`.
 const SLUG = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
@@ -46,38 +29,38 @@ const SLUG = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const POLICY_VARIABLES = ["ALLOWED_USERS", "ALLOWED_EMAIL_DOMAINS", "ALLOWED_GITHUB_ORGS", "ALLOWED_GROUPS", "ALLOW_ANY_USER"] as const;
 
 export function parseAccessPolicy(env: Env, provider: UpstreamKind, allowAnyUser: boolean): AccessPolicyConfig {
-  const users = list(env.ALLOWED_USERS);
+  const users = commaList(env.ALLOWED_USERS);
   for (const entry of users) {
-    if (/\s/.test(entry)) throw new PolicyConfigError("ALLOWED_USERS", `expected comma-separated entries without spaces, got ${JSON.stringify(entry)}`);
-    if (/^\*+$/.test(entry)) throw new PolicyConfigError("ALLOWED_USERS", 'a lone "*" would admit everyone: set ALLOW_ANY_USER=true if that is what you mean');
+    if (/\s/.test(entry)) throw new ConfigError("ALLOWED_USERS", `expected comma-separated entries without spaces, got ${JSON.stringify(entry)}`);
+    if (/^\*+$/.test(entry)) throw new ConfigError("ALLOWED_USERS", 'a lone "*" would admit everyone: set ALLOW_ANY_USER=true if that is what you mean');
   }
-  const emailDomains = list(env.ALLOWED_EMAIL_DOMAINS).map((d) => d.replace(/^@/, "").toLowerCase());
+  const emailDomains = commaList(env.ALLOWED_EMAIL_DOMAINS).map((d) => d.replace(/^@/, "").toLowerCase());
   for (const domain of emailDomains) {
     if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(domain))
-      throw new PolicyConfigError("ALLOWED_EMAIL_DOMAINS", `expected domain names such as acme.com, got ${JSON.stringify(domain)}`);
+      throw new ConfigError("ALLOWED_EMAIL_DOMAINS", `expected domain names such as acme.com, got ${JSON.stringify(domain)}`);
   }
-  const githubOrgs = list(env.ALLOWED_GITHUB_ORGS).map((entry) => {
+  const githubOrgs = commaList(env.ALLOWED_GITHUB_ORGS).map((entry) => {
     const [org, team, ...rest] = entry.split("/");
     if (!org || !SLUG.test(org) || (team !== undefined && !SLUG.test(team)) || rest.length)
-      throw new PolicyConfigError(
+      throw new ConfigError(
         "ALLOWED_GITHUB_ORGS",
         `expected entries like acme or acme/platform (organization or organization/team), got ${JSON.stringify(entry)}`,
       );
     return { org, team };
   });
   if (githubOrgs.length && provider !== "github")
-    throw new PolicyConfigError(
+    throw new ConfigError(
       "ALLOWED_GITHUB_ORGS",
       `organizations can only be checked with UPSTREAM_PROVIDER=github (it is ${provider}); use ALLOWED_GROUPS for OIDC groups`,
     );
-  const groups = list(env.ALLOWED_GROUPS);
+  const groups = commaList(env.ALLOWED_GROUPS);
   if (groups.length && provider === "github")
-    throw new PolicyConfigError("ALLOWED_GROUPS", "GitHub sends no group claim: use ALLOWED_GITHUB_ORGS=org or org/team instead");
+    throw new ConfigError("ALLOWED_GROUPS", "GitHub sends no group claim: use ALLOWED_GITHUB_ORGS=org or org/team instead");
   const groupsClaim = env.UPSTREAM_GROUPS_CLAIM?.trim() || "groups";
   const anyRule = users.length + emailDomains.length + githubOrgs.length + groups.length > 0;
   if (!anyRule && !allowAnyUser && provider !== "demo") {
     const who = provider === "github" ? "GitHub account" : "account at the identity provider";
-    throw new PolicyConfigError(
+    throw new ConfigError(
       "ALLOWED_USERS",
       `nobody is allowed to sign in yet: set ALLOWED_USERS (logins, subjects or e-mails, e.g. octocat,*@acme.com), ALLOWED_EMAIL_DOMAINS (e.g. acme.com), ${
         provider === "github" ? "ALLOWED_GITHUB_ORGS (e.g. acme or acme/platform)" : "ALLOWED_GROUPS (with UPSTREAM_GROUPS_CLAIM)"

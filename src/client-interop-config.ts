@@ -1,5 +1,6 @@
 // How far the broker goes to meet real MCP clients, as the operator set it: app-scheme redirects,
 // Client ID Metadata Documents, and the scopes clients may ask for. Parsed once at start.
+import { ConfigError, commaList, type Env } from "./config-values.ts";
 
 export interface ScopeConfig {
   /** SCOPES_SUPPORTED: what clients may ask for (offline_access is always understood too). */
@@ -22,23 +23,6 @@ export interface ClientInteropConfig {
   readonly scopes: ScopeConfig;
 }
 
-export class InteropConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-type Env = Record<string, string | undefined>;
-
-const list = (raw: string | undefined): string[] =>
-  (raw ?? "")
-    .split(",")
-    .map((v) => v.trim())
-    .filter(Boolean);
-
 // RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`.
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
@@ -48,9 +32,9 @@ const DEFAULT_DESCRIPTIONS: Readonly<Record<string, string>> = {
 };
 
 function parseScopes(env: Env): ScopeConfig {
-  const supported = list(env.SCOPES_SUPPORTED?.replace(/\s+/g, ","));
+  const supported = commaList(env.SCOPES_SUPPORTED?.replace(/\s+/g, ","));
   for (const scope of supported) {
-    if (!SCOPE_TOKEN.test(scope)) throw new InteropConfigError("SCOPES_SUPPORTED", `expected scope names such as mcp,docs:read, got ${JSON.stringify(scope)}`);
+    if (!SCOPE_TOKEN.test(scope)) throw new ConfigError("SCOPES_SUPPORTED", `expected scope names such as mcp,docs:read, got ${JSON.stringify(scope)}`);
   }
   const descriptions: Record<string, string> = { ...DEFAULT_DESCRIPTIONS };
   // `scope=What the consent page says;other=…` (a semicolon separates entries: descriptions may hold commas).
@@ -62,10 +46,7 @@ function parseScopes(env: Env): ScopeConfig {
     const scope = at > 0 ? entry.slice(0, at).trim() : "";
     const text = at > 0 ? entry.slice(at + 1).trim() : "";
     if (!scope || !text)
-      throw new InteropConfigError(
-        "SCOPE_DESCRIPTIONS",
-        `expected entries like docs:read=Read your documents;docs:write=Change them, got ${JSON.stringify(entry)}`,
-      );
+      throw new ConfigError("SCOPE_DESCRIPTIONS", `expected entries like docs:read=Read your documents;docs:write=Change them, got ${JSON.stringify(entry)}`);
     descriptions[scope] = text;
   }
   return { supported: supported.length ? supported : ["mcp"], descriptions };
@@ -79,10 +60,9 @@ export interface InteropSwitches {
 }
 
 export function parseClientInterop(env: Env, switches: InteropSwitches): ClientInteropConfig {
-  const trustedHosts = list(env.CIMD_TRUSTED_HOSTS).map((h) => h.toLowerCase());
+  const trustedHosts = commaList(env.CIMD_TRUSTED_HOSTS).map((h) => h.toLowerCase());
   for (const host of trustedHosts) {
-    if (!/^[a-z0-9.-]+(:\d+)?$/.test(host))
-      throw new InteropConfigError("CIMD_TRUSTED_HOSTS", `expected host names such as claude.ai, got ${JSON.stringify(host)}`);
+    if (!/^[a-z0-9.-]+(:\d+)?$/.test(host)) throw new ConfigError("CIMD_TRUSTED_HOSTS", `expected host names such as claude.ai, got ${JSON.stringify(host)}`);
   }
   return {
     allowAppSchemeRedirects: switches.allowAppSchemeRedirects,

@@ -6,8 +6,11 @@ import { randomBytes } from "node:crypto";
 import { parse as parseDotenv } from "dotenv";
 import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
-import { type AccessPolicyConfig, PolicyConfigError, parseAccessPolicy } from "./access-policy-config.ts";
-import { type ClientInteropConfig, InteropConfigError, parseClientInterop } from "./client-interop-config.ts";
+import { type AccessPolicyConfig, parseAccessPolicy } from "./access-policy-config.ts";
+import { type ClientInteropConfig, parseClientInterop } from "./client-interop-config.ts";
+import { ConfigError, commaList, type Env } from "./config-values.ts";
+
+export { ConfigError };
 
 export type UpstreamKind = "github" | "google" | "oidc" | "demo";
 
@@ -60,16 +63,6 @@ export interface Config {
   readonly dataDir: string;
 }
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-    this.name = "ConfigError";
-  }
-}
-
 /** Where the upstream IdP sends the browser back, relative to PUBLIC_URL. */
 export const callbackPath = "/oauth/callback";
 
@@ -82,8 +75,6 @@ const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 export function isLoopbackHost(hostname: string): boolean {
   return loopbackHosts.has(hostname.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
-
-type Env = Record<string, string | undefined>;
 
 /** Reads `.env` in cwd if present; real environment variables win over it. */
 export function readEnvironment(cwd: string, env: Env = process.env): Env {
@@ -239,17 +230,11 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
   const dynamicRegistration = parseVar(env, "DYNAMIC_REGISTRATION", bool(true), "true or false");
   const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
-  let clients: ClientInteropConfig;
-  try {
-    clients = parseClientInterop(env, {
-      allowAppSchemeRedirects: parseVar(env, "ALLOW_APP_SCHEME_REDIRECTS", bool(true), "true or false"),
-      cimd: parseVar(env, "CIMD", bool(true), "true or false"),
-      cimdAllowPrivateNetworks: parseVar(env, "CIMD_ALLOW_PRIVATE_NETWORKS", bool(false), "true or false"),
-    });
-  } catch (err) {
-    if (err instanceof InteropConfigError) throw new ConfigError(err.variable, err.message);
-    throw err;
-  }
+  const clients: ClientInteropConfig = parseClientInterop(env, {
+    allowAppSchemeRedirects: parseVar(env, "ALLOW_APP_SCHEME_REDIRECTS", bool(true), "true or false"),
+    cimd: parseVar(env, "CIMD", bool(true), "true or false"),
+    cimdAllowPrivateNetworks: parseVar(env, "CIMD_ALLOW_PRIVATE_NETWORKS", bool(false), "true or false"),
+  });
   const allowDemoOnPublicHost = parseVar(env, "DEMO_ALLOW_PUBLIC_HOST", bool(false), "true or false");
   const trustProxy = parseVar(env, "TRUST_PROXY", bool(false), "true or false");
   const logLevel =
@@ -273,24 +258,14 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation} (required outside demo mode), it is not set`);
   }
 
-  const previousSecretKeys = (env.SECRET_KEY_PREVIOUS ?? "")
-    .split(",")
-    .map((v) => v.trim())
-    .filter(Boolean)
-    .map((v) => {
-      const key = decodeSecretKey(v);
-      if (!key) throw new ConfigError("SECRET_KEY_PREVIOUS", `expected a comma-separated list of earlier SECRET_KEY values (${secretKeyExpectation})`);
-      return key;
-    });
+  const previousSecretKeys = commaList(env.SECRET_KEY_PREVIOUS).map((v) => {
+    const key = decodeSecretKey(v);
+    if (!key) throw new ConfigError("SECRET_KEY_PREVIOUS", `expected a comma-separated list of earlier SECRET_KEY values (${secretKeyExpectation})`);
+    return key;
+  });
 
   const allowAnyUser = parseVar(env, "ALLOW_ANY_USER", bool(false), "true or false");
-  let accessPolicy: AccessPolicyConfig;
-  try {
-    accessPolicy = parseAccessPolicy(env, provider, allowAnyUser);
-  } catch (err) {
-    if (err instanceof PolicyConfigError) throw new ConfigError(err.variable, err.message);
-    throw err;
-  }
+  const accessPolicy: AccessPolicyConfig = parseAccessPolicy(env, provider, allowAnyUser);
   const resourceName =
     parseVar(env, "RESOURCE_NAME", z.string().trim().min(1).max(80).optional(), "a short name of 1 to 80 characters, e.g. Acme Docs") ?? publicUrlParsed.host;
 

@@ -2,7 +2,8 @@
 // globs, case, verified-only e-mail, several rules, and the mistakes refused at start.
 import { describe, expect, it } from "@jest/globals";
 import { AccessPolicy, type IdentityFacts } from "../../src/grants/policy.ts";
-import { parseAccessPolicy, PolicyConfigError } from "../../src/access-policy-config.ts";
+import { parseAccessPolicy } from "../../src/access-policy-config.ts";
+import { ConfigError } from "../../src/config-values.ts";
 import type { UpstreamKind } from "../../src/config.ts";
 
 const policyOf = (env: Record<string, string>, provider: UpstreamKind = "github") =>
@@ -101,9 +102,9 @@ describe("configuration mistakes are refused with one line", () => {
     } catch (err) {
       error = err;
     }
-    expect(error).toBeInstanceOf(PolicyConfigError);
-    expect((error as PolicyConfigError).variable).toBe(variable);
-    expect((error as PolicyConfigError).message).toMatch(message);
-    expect((error as PolicyConfigError).message).not.toContain("\n");
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe(variable);
+    expect((error as ConfigError).message).toMatch(message);
+    expect((error as ConfigError).message).not.toContain("\n");
   });
 });
