@@ -26,9 +26,18 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   registerGrantCommands(program, io);
   registerMaintenanceCommands(program, io);
   registerCheckCommand(program, io);
+  let exitCode = 0;
+  program
+    .command("serve")
+    .description("start the server (what npm start runs): migrate, then serve until SIGTERM or SIGINT")
+    .action(async () => {
+      // Loaded only here: the other commands start faster without the whole server.
+      const { serve } = await import("../serve.ts");
+      exitCode = await serve(io);
+    });
   try {
     await program.parseAsync([...args], { from: "user" });
-    return 0;
+    return exitCode;
   } catch (err) {
     if (err instanceof CommanderError) {
       // Help and version are not errors; usage errors were already printed by commander.

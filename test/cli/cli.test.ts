@@ -1,18 +1,19 @@
 // The operator CLI, run as the real binary against the database of a running broker.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
-import { cleanEnv, projectRoot, type Finished } from "../support/spawn.ts";
+import { cleanEnv, cliBin, projectRoot, runToEnd, waitForOutput, type Finished } from "../support/spawn.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { runCli } from "../../src/cli/program.ts";
 
 let t: TestBroker;
 let env: Record<string, string>;
+const packageVersion = (JSON.parse(readFileSync(path.join(projectRoot, "package.json"), "utf8")) as { version: string }).version;
 
 /** The CLI in-process: the same program as the binary, on this test's environment and output. */
 async function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Finished> {
@@ -34,7 +35,7 @@ async function cli(args: string[], options: { cwd?: string; env?: Record<string,
 /** The real binary, for what only a process shows (argv, exit code, output streams). */
 function binary(args: string[]): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(projectRoot, "bin/mcp-auth-broker.js"), ...args], {
+    const child = spawn(process.execPath, [cliBin, ...args], {
       cwd: t.dir,
       env: cleanEnv(env),
       stdio: ["ignore", "pipe", "pipe"],
@@ -78,9 +79,21 @@ describe("mcp-auth-broker CLI", () => {
     const [help, version, bad] = await Promise.all([binary(["--help"]), binary(["--version"]), binary(["clients", "show"])]);
     expect(help.code).toBe(0);
     for (const command of ["clients", "grants", "migrate", "purge", "check"]) expect(help.stdout).toContain(command);
-    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(version.stdout.trim()).toBe(packageVersion);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("missing required argument");
+  });
+
+  it("the binary's serve starts the server (what npm start runs) and exits 0 on SIGTERM", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "mab-serve-"));
+    const child = spawn(process.execPath, [cliBin, "serve"], { cwd: dir, env: cleanEnv({ PORT: "0", LOG_LEVEL: "warn" }), stdio: ["ignore", "pipe", "pipe"] });
+    const finished = runToEnd(child, 30_000);
+    const banner = await waitForOutput(child, /listening on 127\.0\.0\.1:(\d+)/);
+    const port = /listening on 127\.0\.0\.1:(\d+)/.exec(banner)![1]!;
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(await health.json()).toEqual({ status: "ok" });
+    child.kill("SIGTERM");
+    expect((await finished).code).toBe(0);
   });
 
   it("lists its commands with --help, and exits 2 on usage errors", async () => {

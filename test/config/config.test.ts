@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConfigError, loadConfig, decodeSecretKey } from "../../src/config.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
-import { runToEnd, startProcess } from "../support/spawn.ts";
+import { runToEnd, startServer } from "../support/spawn.ts";
 
 const KEY = Buffer.alloc(32, 7).toString("base64");
 const tmp = () => mkdtempSync(path.join(tmpdir(), "mab-config-"));
@@ -156,7 +156,7 @@ describe("the real process", () => {
     ],
   ])("stops with one line for %j", async (env, expected) => {
     const dir = tmp();
-    const result = await runToEnd(startProcess("src/main.ts", [], { cwd: dir, env: env as Record<string, string> }));
+    const result = await runToEnd(startServer({ cwd: dir, env: env as Record<string, string> }));
     expect(result.code).toBe(1);
     const lines = result.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
@@ -168,7 +168,7 @@ describe("the real process", () => {
     const dir = tmp();
     const { writeFileSync } = await import("node:fs");
     writeFileSync(path.join(dir, ".env"), "LOG_LEVEL=chatty\n");
-    const result = await runToEnd(startProcess("src/main.ts", [], { cwd: dir, env: {} }));
+    const result = await runToEnd(startServer({ cwd: dir, env: {} }));
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toMatch(/^mcp-auth-broker: configuration error: LOG_LEVEL: expected one of/);
     expect(readFileSync(path.join(dir, ".env"), "utf8")).toContain("chatty");

@@ -5,7 +5,7 @@ import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ChildProcess } from "node:child_process";
-import { runToEnd, startProcess, waitForOutput } from "../support/spawn.ts";
+import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { freePort } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
@@ -20,7 +20,7 @@ const dir = mkdtempSync(path.join(tmpdir(), "mab-demo-"));
 beforeAll(async () => {
   port = await freePort();
   // localhost, as a newcomer's browser would use.
-  child = startProcess("src/main.ts", [], { cwd: dir, env: { PORT: String(port) } });
+  child = startServer({ cwd: dir, env: { PORT: String(port) } });
   finished = runToEnd(child, 60_000);
   banner = await waitForOutput(child, /Connect\./);
 });

@@ -1,5 +1,10 @@
 // Library use: an application serves MCP in-process behind the broker's bearer authentication.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { projectRoot } from "../support/spawn.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import type { CallerIdentity } from "../../src/index.ts";
@@ -35,5 +40,18 @@ describe("createBroker({ mcpHandler })", () => {
     expect(await res.json()).toMatchObject({ result: { servedBy: "in-process", subject: "demo:inproc" } });
     expect(seen[0]).toMatchObject({ subject: "demo:inproc", user: "inproc", clientId: client.client_id, scopes: ["mcp"] });
     expect(t.broker.demoMcpUrl).toBeUndefined();
+  });
+});
+
+describe("the package's export", () => {
+  it("is compiled JavaScript with type declarations: a plain Node application imports it by name", async () => {
+    // No TypeScript loader: node itself resolves package.json's exports (a self-reference by name).
+    const script = `const m = await import("mcp-auth-broker"); console.log(JSON.stringify([import.meta.resolve("mcp-auth-broker"), typeof m.createBroker, typeof m.loadConfig]));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], { cwd: projectRoot });
+    const [resolved, createBroker, loadConfig] = JSON.parse(stdout) as [string, string, string];
+    expect(resolved).toMatch(/\/dist\/index\.js$/);
+    expect([createBroker, loadConfig]).toEqual(["function", "function"]);
+    const pkg = JSON.parse(readFileSync(path.join(projectRoot, "package.json"), "utf8")) as { exports: { ".": { types: string } } };
+    expect(existsSync(path.join(projectRoot, pkg.exports["."].types))).toBe(true);
   });
 });

@@ -6,7 +6,7 @@ import path from "node:path";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { createLogger, redactUrl } from "../../src/logger.ts";
 import { listen } from "../../src/http/server.ts";
-import { runToEnd, startProcess, waitForOutput } from "../support/spawn.ts";
+import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
 
 describe("application skeleton", () => {
@@ -153,7 +153,7 @@ describe("graceful shutdown", () => {
 
   it("the real process migrates, serves /healthz, and exits 0 on SIGTERM", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "mab-proc-"));
-    const child = startProcess("src/main.ts", [], { cwd: dir, env: { PORT: "0", LOG_LEVEL: "warn" } });
+    const child = startServer({ cwd: dir, env: { PORT: "0", LOG_LEVEL: "warn" } });
     const finished = runToEnd(child, 30_000);
     const out = await waitForOutput(child, /Health: +(\S+)/);
     expect(existsSync(path.join(dir, "data/broker.db"))).toBe(true);

@@ -20,7 +20,7 @@ import { DatabaseNotWritableError } from "../../src/store/writability.ts";
 import { isDatabaseUnavailable, postgresSqlState, sqliteCannotWriteCode } from "../../src/store/errors.ts";
 import { migrateDatabase } from "../../src/store/migrate.ts";
 import { PrismaClient as PostgresClient } from "../../src/store/generated/postgres/client.ts";
-import { cleanEnv, projectRoot, runToEnd, tsxBin } from "../support/spawn.ts";
+import { cleanEnv, projectRoot, runToEnd, serverEntry, tsxBin } from "../support/spawn.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 import { isRoot, makeUnwritable, mechanism } from "../support/unwritable.ts";
@@ -231,7 +231,7 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
       const cwd = path.join(root, cwdName);
       mkdirSync(cwd);
       chmodSync(cwd, 0o777);
-      const [command, args] = asUnprivileged(tsxBin, [path.join(projectRoot, "src/main.ts")]);
+      const [command, args] = asUnprivileged(process.execPath, [serverEntry]);
       const env = cleanEnv({ DATABASE_URL: `file:${file}`, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "silent" });
       // Its own process group: if it ever started, the broker (a grandchild under runuser) is killed with it.
       const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });

@@ -3,10 +3,7 @@
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { freePort } from "./start-broker.ts";
-import { spawn } from "node:child_process";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { cleanEnv, projectRoot, waitForOutput } from "./spawn.ts";
+import { startServer, waitForOutput } from "./spawn.ts";
 
 export interface BrokerProcess {
   readonly child: ChildProcess;
@@ -22,13 +19,9 @@ export interface BrokerProcess {
 export async function startBrokerProcess(cwd: string, env: Record<string, string>, attempt = 1): Promise<BrokerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  // Node itself with tsx's loader (not the tsx binary, which runs the program in a child process
-  // that a SIGKILL of the parent would leave running).
-  const loader = pathToFileURL(path.join(projectRoot, "node_modules/tsx/dist/loader.mjs")).href;
-  const child = spawn(process.execPath, ["--import", loader, path.join(projectRoot, "src/main.ts")], {
+  const child = startServer({
     cwd,
-    env: cleanEnv({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: url, SECRET_KEY: randomBytes(32).toString("base64"), LOG_LEVEL: "warn", ...env }),
-    stdio: ["ignore", "pipe", "pipe"],
+    env: { PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: url, SECRET_KEY: randomBytes(32).toString("base64"), LOG_LEVEL: "warn", ...env },
   });
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));

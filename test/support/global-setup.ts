@@ -2,7 +2,7 @@
 // binaries are installed (Debian's `postgresql` package, which .ci/run installs). Nothing to start
 // by hand; when the binaries are missing the PostgreSQL tests are skipped with a notice.
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import net from "node:net";
@@ -80,14 +80,45 @@ export async function startPostgres(): Promise<PostgresServer | null> {
   };
 }
 
-// Jest global setup: one PostgreSQL server for the whole run (when installed). It lives in this
-// one file because Jest loads global setup outside its module transform: no .ts imports here.
+const projectRoot = path.resolve(import.meta.dirname, "../..");
+/** tsc's incremental state, written by every build that emits (`npm run build`, npm install). */
+const buildStamp = path.join(projectRoot, "dist", ".tsbuildinfo");
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Tests that start the real process run dist/ (what `npm start` and the binary run): build it
+ * when src/ changed since the last build, so a test never runs stale code.
+ */
+function ensureBuilt(): void {
+  const builtAt = existsSync(buildStamp) ? statSync(buildStamp).mtimeMs : 0;
+  if (builtAt > newestMtime(path.join(projectRoot, "src"))) return;
+  process.stdout.write("\n[setup] src/ changed since the last build: npm run build\n");
+  const tsc = path.join(projectRoot, "node_modules/typescript/bin/tsc");
+  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: projectRoot, encoding: "utf8" });
+  if (result.status !== 0) throw new Error(`npm run build failed; the tests need dist/:\n${result.stdout}${result.stderr}`);
+  // tsc leaves the file alone when nothing needed emitting (only mtimes changed): touch it.
+  const now = new Date();
+  utimesSync(buildStamp, now, now);
+}
+
+// Jest global setup: dist/ up to date, and one PostgreSQL server for the whole run (when
+// installed). It lives in this one file because Jest loads global setup outside its module
+// transform: no .ts imports here.
 
 declare global {
   var __mabPostgres: PostgresServer | null | undefined;
 }
 
 export default async function globalSetup(): Promise<void> {
+  ensureBuilt();
   if (process.env.MAB_TEST_POSTGRES_URL) return;
   const server = await startPostgres();
   globalThis.__mabPostgres = server;

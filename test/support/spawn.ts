@@ -1,10 +1,23 @@
-// Runs the real broker process (`npm start`'s command) or CLI for tests.
+// Runs the real broker process (`npm start`'s command) or CLI for tests: the compiled dist/, which
+// the suite's global setup builds when src/ is newer.
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+/** For scripts that import the TypeScript sources directly. */
 export const tsxBin = path.join(projectRoot, "node_modules/.bin/tsx");
+/** The operator CLI binary (package.json's bin). */
+export const cliBin = path.join(projectRoot, "bin/mcp-auth-broker.js");
+
+/** The script `npm start` runs with node: read from package.json, so the tests run what users do. */
+export const serverEntry = ((): string => {
+  const start = (JSON.parse(readFileSync(path.join(projectRoot, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+  const entry = /^node (\S+)$/.exec(start)?.[1];
+  if (!entry) throw new Error(`package.json's start script is not "node <file>": ${start}`);
+  return path.join(projectRoot, entry);
+})();
 
 export interface Finished {
   readonly code: number | null;
@@ -28,8 +41,9 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-export function startProcess(script: string, args: string[], options: { cwd: string; env: Record<string, string> }): ChildProcess {
-  return spawn(tsxBin, [path.join(projectRoot, script), ...args], { cwd: options.cwd, env: cleanEnv(options.env), stdio: ["ignore", "pipe", "pipe"] });
+/** `npm start`'s process in `cwd`, with only `env` of the broker's variables. */
+export function startServer(options: { cwd: string; env: Record<string, string> }): ChildProcess {
+  return spawn(process.execPath, [serverEntry], { cwd: options.cwd, env: cleanEnv(options.env), stdio: ["ignore", "pipe", "pipe"] });
 }
 
 export function runToEnd(child: ChildProcess, timeoutMs = 20_000): Promise<Finished> {

@@ -1,0 +1,120 @@
+// The server as a process: configuration → migrations → broker → listen; graceful shutdown on
+// signals. Start-up problems are one clear line and exit code 1, never a stack trace. `npm start`
+// (main.ts) and `mcp-auth-broker serve` both run it.
+import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.ts";
+import type { Env } from "./config-values.ts";
+import { createBroker, type Broker } from "./broker.ts";
+import type { RunningServer } from "./http/server.ts";
+import { MigrationError } from "./store/migrate.ts";
+import { installProcessGuard } from "./process-guard.ts";
+
+/** Where the server reads its configuration and prints its banner and start-up errors. */
+export interface ServeIo {
+  readonly cwd: string;
+  readonly env: Env;
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const processIo: ServeIo = {
+  cwd: process.cwd(),
+  env: process.env,
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+};
+
+class StartError extends Error {}
+
+function fail(message: string): never {
+  throw new StartError(message);
+}
+
+/**
+ * Runs the server in this process until a signal stops it; resolves to the process's exit code
+ * (1 after a start-up problem, already printed).
+ */
+export async function serve(io: ServeIo = processIo): Promise<number> {
+  try {
+    return await start(io);
+  } catch (err) {
+    const message = err instanceof StartError ? err.message : `failed to start: ${(err instanceof Error ? err.message : String(err)).split("\n")[0]}`;
+    io.err(`mcp-auth-broker: ${message}\n`);
+    return 1;
+  }
+}
+
+async function start(io: ServeIo): Promise<number> {
+  let config: Config;
+  try {
+    config = loadConfig(readEnvironment(io.cwd, io.env), io.cwd);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
+    throw err;
+  }
+  let broker: Broker;
+  try {
+    broker = await createBroker(config, { cwd: io.cwd });
+  } catch (err) {
+    if (err instanceof MigrationError) fail(`${err.message} (DATABASE_URL=${redactDbUrl(config.databaseUrl)})`);
+    throw err;
+  }
+  let running: RunningServer;
+  try {
+    running = await broker.listen();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is already in use; set PORT to a free port`);
+    if (code === "EACCES") fail(`not allowed to listen on ${config.host}:${config.port}; choose a PORT above 1024`);
+    if (code === "EADDRNOTAVAIL") fail(`HOST=${config.host} is not an address of this machine`);
+    throw err;
+  }
+  installProcessGuard(broker.logger);
+  broker.logger.info(
+    { url: config.publicUrl, port: running.port, database: config.databaseKind, upstream: config.upstream.provider },
+    "mcp-auth-broker listening",
+  );
+  io.out(startBanner(config, running.port));
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      broker.logger.info({ signal }, "shutting down: finishing in-flight requests");
+      broker
+        .stop(10_000)
+        .then(() => resolve(0))
+        .catch((err: unknown) => {
+          broker.logger.error({ err }, "error during shutdown");
+          resolve(1);
+        });
+    };
+    process.on("SIGTERM", () => shutdown("SIGTERM"));
+    process.on("SIGINT", () => shutdown("SIGINT"));
+  });
+}
+
+function startBanner(config: Config, port: number): string {
+  const lines = [
+    "",
+    `mcp-auth-broker is running (listening on ${config.host}:${port}).`,
+    `  MCP endpoint: ${config.resourceUrl}      <- paste this URL into your MCP client`,
+    `  Health:       ${config.publicUrl}/healthz`,
+  ];
+  if (config.demoMode) {
+    lines.push(
+      "",
+      "DEMO MODE: no upstream identity provider is configured, so the built-in demo IdP lets anyone",
+      "sign in with any user name (no password), in front of a demo MCP server (whoami, echo, countdown).",
+      "Try it with the MCP Inspector:",
+      "  npx @modelcontextprotocol/inspector",
+      `  then choose transport "Streamable HTTP", URL ${config.resourceUrl}, and Connect.`,
+      "For a real login, set UPSTREAM_PROVIDER and its credentials in .env (see README.md).",
+    );
+  }
+  return `${lines.join("\n")}\n\n`;
+}
+
+function redactDbUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]+):([^@/]+)@/, "//$1:***@");
+}
