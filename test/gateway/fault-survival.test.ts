@@ -62,6 +62,8 @@ async function underFault(broker: BrokerProcess, token: string, session: string,
   expect(broker.child.exitCode).toBeNull();
 }
 
+// The three faults are independent (own process, own database) and mostly wait (a 5 s
+// busy_timeout, process starts): they run concurrently.
 describe("database faults at /mcp, real broker process", () => {
   let dir: string;
   beforeAll(() => {
@@ -69,7 +71,7 @@ describe("database faults at /mcp, real broker process", () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  (postgresAvailable ? it : it.skip)(
+  (postgresAvailable ? it.concurrent : it.skip)(
     "PostgreSQL stopped",
     async () => {
       const database: TestPostgresDatabase = await createPostgresDatabase();
@@ -118,7 +120,7 @@ describe("database faults at /mcp, real broker process", () => {
     }
   }
 
-  it("SQLite write-locked by another process", async () => {
+  it.concurrent("SQLite write-locked by another process", async () => {
     // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s).
     await sqliteFault("locked", (file) => {
       const other = new Database(file);
@@ -132,7 +134,7 @@ describe("database faults at /mcp, real broker process", () => {
 
   // chattr +i (root): genuinely read-only even for root. Not the -shm file: SQLite maps it, and a
   // mapping that cannot grow ends the process with SIGBUS (the closing note of issue 17 says so).
-  (mechanism === "chattr" ? it : it.skip)(
+  (mechanism === "chattr" ? it.concurrent : it.skip)(
     "SQLite file made read-only under the running broker",
     async () => {
       await sqliteFault(
