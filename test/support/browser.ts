@@ -142,8 +142,13 @@ export interface VisitedPage {
   readonly url: string;
   /** The page's visible text, as the user read it. */
   readonly text: string;
-  readonly screenshot: string;
 }
+
+/**
+ * Every page of every flow as a screenshot costs ~5 s of CPU per run: by default only the page a
+ * flow stopped on is kept; MAB_SCREENSHOTS=all keeps them all, to look at the pages by eye.
+ */
+const everyPage = process.env.MAB_SCREENSHOTS === "all";
 
 export interface ClickThroughResult {
   /** Where the browser ended: the client's redirect URI with code or error. */
@@ -170,14 +175,24 @@ async function identify(page: Page, redirectUri: string): Promise<PageKind | nul
  * Leads `page` through an authorization request as a user does: opens `url` (the client's
  * authorization URL), answers the consent page, signs in upstream, and returns once the browser
  * reaches the client's redirect URI (by default the URL's `redirect_uri`). A consent the browser
- * already gave, or an upstream session still open, skips those pages. Each page is screenshotted
- * as <name>-<n>-<kind>.png.
+ * already gave, or an upstream session still open, skips those pages. When it fails, the page it
+ * failed on is saved as <name>-failed.png (every page as <name>-<n>-<kind>.png with
+ * MAB_SCREENSHOTS=all).
  */
 export async function clickThrough(page: Page, url: string | URL, options: ClickThroughOptions): Promise<ClickThroughResult> {
+  const name = options.name ?? testSlug();
+  try {
+    return await walkPages(page, url, options, name);
+  } catch (err) {
+    const shot = await screenshot(page, `${name}-failed`).catch(() => "none: the page is gone");
+    throw new Error(`${(err as Error).message}\n(screenshot: ${shot})`, { cause: err });
+  }
+}
+
+async function walkPages(page: Page, url: string | URL, options: ClickThroughOptions, name: string): Promise<ClickThroughResult> {
   const start = new URL(url);
   const redirectUri = options.redirectUri ?? start.searchParams.get("redirect_uri");
   if (!redirectUri) throw new Error(`clickThrough: ${start.href} has no redirect_uri`);
-  const name = options.name ?? testSlug();
   const upstream = options.upstream ?? "demo";
   const timeout = options.timeoutMs ?? 15_000;
   const pages: VisitedPage[] = [];
@@ -186,14 +201,14 @@ export async function clickThrough(page: Page, url: string | URL, options: Click
   for (let n = 1; n <= 8; n++) {
     const here = page.url();
     const kind = await identify(page, redirectUri);
-    const shot = await screenshot(page, `${name}-${n}-${kind ?? "unexpected"}`);
+    if (everyPage) await screenshot(page, `${name}-${n}-${kind ?? "unexpected"}`);
     const text =
       (await page
         .locator("body")
         .textContent()
         .catch(() => "")) ?? "";
-    if (!kind) throw new Error(`clickThrough stopped at ${here}: not a page it knows (screenshot ${shot}):\n${text.slice(0, 400)}`);
-    pages.push({ kind, url: here, text, screenshot: shot });
+    if (!kind) throw new Error(`clickThrough stopped at ${here}: not a page it knows:\n${text.slice(0, 400)}`);
+    pages.push({ kind, url: here, text });
     await options.inspect?.(page, kind);
     if (kind === "callback") return { callback: new URL(here), pages };
     if ((kind === "demo-login" && upstream !== "demo") || (kind === "github-login" && upstream !== "github")) {
