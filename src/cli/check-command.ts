@@ -2,9 +2,7 @@
 // line says what was checked and, when it failed, what to change. Exit 1 when anything failed.
 import type { Command } from "commander";
 import { callbackUrl, type Config } from "../config.ts";
-import { openDatabase, type Database } from "../store/db.ts";
-import { pendingMigrations } from "../store/migrate.ts";
-import { createUpstreamProvider } from "../upstream/create.ts";
+import type { Database } from "../store/db.ts";
 import { UpstreamError } from "../upstream/provider.ts";
 import { cliConfig } from "./context.ts";
 import { AccessPolicy } from "../grants/policy.ts";
@@ -21,6 +19,7 @@ async function checkDatabase(config: Config, cwd: string): Promise<CheckResult> 
   const where = config.databaseKind === "postgres" ? "PostgreSQL" : `SQLite (${config.databaseUrl})`;
   let database: Database | undefined;
   try {
+    const [{ openDatabase }, { pendingMigrations }] = await Promise.all([import("../store/db.ts"), import("../store/migrate.ts")]);
     database = await openDatabase(config.databaseUrl, cwd);
     const pending = await pendingMigrations(database);
     if (pending.length)
@@ -48,6 +47,7 @@ async function checkUpstream(config: Config): Promise<CheckResult> {
       ok: true,
       detail: "demo mode: the built-in demo identity provider starts with the broker (anyone can sign in as anyone)",
     };
+  const { createUpstreamProvider } = await import("../upstream/create.ts");
   const provider = createUpstreamProvider(config.upstream, { policy: config.accessPolicy });
   try {
     await provider.prepare?.();

@@ -1,9 +1,8 @@
 // Opens what a CLI command needs: the same configuration, database and services as the server.
+// The database and services are imported when a command opens them, not when the CLI starts:
+// `--help` and usage errors answer without loading Prisma and the whole broker.
 import { ConfigError, loadConfig, readEnvironment, type Config } from "../config.ts";
-import { createLogger } from "../logger.ts";
-import { openDatabase } from "../store/db.ts";
-import { schemaIsReady } from "../store/readiness.ts";
-import { createServices, type Services } from "../services.ts";
+import type { Services } from "../services.ts";
 import { CliError } from "./output.ts";
 import type { CliIo } from "./io.ts";
 
@@ -25,6 +24,12 @@ export function cliConfig(io: CliIo): Config {
 
 export async function openCliContext(io: CliIo): Promise<CliContext> {
   const config = cliConfig(io);
+  const [{ openDatabase }, { schemaIsReady }, { createServices }, { createLogger }] = await Promise.all([
+    import("../store/db.ts"),
+    import("../store/readiness.ts"),
+    import("../services.ts"),
+    import("../logger.ts"),
+  ]);
   const database = await openDatabase(config.databaseUrl, io.cwd);
   if (!(await schemaIsReady(database))) {
     await database.close();

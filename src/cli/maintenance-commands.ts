@@ -3,11 +3,11 @@ import type { Command } from "commander";
 import { cliConfig, withContext } from "./context.ts";
 import { jsonCommand, printFields, printJson } from "./output.ts";
 import type { CliIo } from "./io.ts";
-import { migrateDatabase } from "../store/migrate.ts";
 
 export function registerMaintenanceCommands(program: Command, io: CliIo): void {
   jsonCommand(program, "migrate", "apply pending database migrations (npm start does this too)").action(async (opts: { json?: boolean }) => {
     const config = cliConfig(io);
+    const { migrateDatabase } = await import("../store/migrate.ts");
     const { applied } = await migrateDatabase(config.databaseUrl, io.cwd);
     if (opts.json) return printJson(io, { applied });
     io.out(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(", ")}\n` : "Database is up to date.\n");

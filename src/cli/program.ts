@@ -8,7 +8,8 @@ import { registerClientCommands } from "./clients-commands.ts";
 import { registerCheckCommand } from "./check-command.ts";
 import { CliError } from "./output.ts";
 import type { CliIo } from "./io.ts";
-import { MigrationError, projectRoot } from "../store/migrate.ts";
+import { MigrationError } from "../store/migration-error.ts";
+import { projectRoot } from "../project-root.ts";
 import { DatabaseNotWritableError } from "../store/writability.ts";
 
 const version = (JSON.parse(readFileSync(`${projectRoot}/package.json`, "utf8")) as { version: string }).version;

@@ -3,18 +3,19 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { projectRoot } from "../project-root.ts";
+import { MigrationError } from "./migration-error.ts";
 import { openDatabase, prepareSqliteFolder, sqliteFilePath, type Database } from "./db.ts";
 import { DatabaseNotWritableError, sqliteFileProblem } from "./writability.ts";
 
-export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export { projectRoot };
 
 export interface MigrateResult {
   readonly applied: string[];
   readonly output: string;
 }
 
-export class MigrationError extends Error {}
+export { MigrationError };
 
 export async function migrateDatabase(databaseUrl: string, cwd: string = process.cwd()): Promise<MigrateResult> {
   // The CLI resolves file: URLs against its cwd (the project root); pass an absolute path so the
