@@ -7,7 +7,6 @@ import { CliError, jsonCommand, iso, printFields, printJson, printTable } from "
 import type { CliIo } from "./io.ts";
 import { parseClientMetadata, registrationPolicyOf, type ClientMetadata } from "../grants/client-metadata.ts";
 import { cliConfig } from "./context.ts";
-import { clientMetadataResponse } from "../oauth/register.ts";
 import { DomainError } from "../grants/errors.ts";
 import type { RegisteredClient } from "../grants/types.ts";
 
@@ -30,6 +29,28 @@ function describe(client: RegisteredClient): Record<string, string> {
   };
 }
 
+/** A client in --json output: camelCase keys, like every --json output of the CLI. */
+function clientJson(client: RegisteredClient): Record<string, unknown> {
+  return {
+    clientId: client.id,
+    clientName: client.clientName,
+    type: client.tokenEndpointAuthMethod === "none" ? "public" : "confidential",
+    tokenEndpointAuthMethod: client.tokenEndpointAuthMethod,
+    grantTypes: client.grantTypes,
+    responseTypes: client.responseTypes,
+    redirectUris: client.redirectUris,
+    scope: client.scope,
+    clientUri: client.clientUri,
+    logoUri: client.logoUri,
+    softwareId: client.softwareId,
+    softwareVersion: client.softwareVersion,
+    registrationType: client.registrationType,
+    metadataDocument: client.metadataDocument ?? null,
+    createdAt: client.createdAt.toISOString(),
+    lastUsedAt: client.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 export function registerClientCommands(program: Command, io: CliIo): void {
@@ -38,16 +59,7 @@ export function registerClientCommands(program: Command, io: CliIo): void {
   jsonCommand(clients, "list", "list registered clients").action(async (opts: { json?: boolean }) => {
     await withContext(io, async ({ services }) => {
       const list = await services.clients.list();
-      if (opts.json)
-        return printJson(
-          io,
-          list.map((c) => ({
-            ...clientMetadataResponse(c),
-            registration_type: c.registrationType,
-            ...(c.metadataDocument ? { metadata_document: { host: c.metadataDocument.host, verified: c.metadataDocument.verified } } : {}),
-            last_used_at: c.lastUsedAt?.toISOString() ?? null,
-          })),
-        );
+      if (opts.json) return printJson(io, list.map(clientJson));
       printTable(
         io,
         list.map((c) => ({
@@ -108,7 +120,7 @@ export function registerClientCommands(program: Command, io: CliIo): void {
         }
         await withContext(io, async ({ services }) => {
           const { client, clientSecret } = await services.clients.register(metadata, "manual");
-          if (opts.json) return printJson(io, clientMetadataResponse(client, clientSecret));
+          if (opts.json) return printJson(io, { ...clientJson(client), clientSecret: clientSecret ?? null });
           printFields(io, { ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
           if (clientSecret) io.out("\nStore the secret now: it is shown only this once.\n");
         });
@@ -122,7 +134,7 @@ export function registerClientCommands(program: Command, io: CliIo): void {
         const client = await services.clients.get(id);
         if (!client) throw new CliError(`no client with id ${id}`);
         const live = (await services.grantListing.listGrants({ client: id })).length;
-        if (opts.json) return printJson(io, { ...clientMetadataResponse(client), registration_type: client.registrationType, live_grants: live });
+        if (opts.json) return printJson(io, { ...clientJson(client), liveGrants: live });
         printFields(io, { ...describe(client), "live grants": String(live) });
       });
     });

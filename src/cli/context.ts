@@ -35,8 +35,9 @@ export async function openCliContext(io: CliIo): Promise<CliContext> {
     await database.close();
     throw new CliError("the database is not ready (not migrated, or unreachable); run `npx mcp-auth-broker migrate` first and check DATABASE_URL");
   }
-  // Logs go to stderr at warn so command output stays clean for scripts.
-  const logger = createLogger(io.env.LOG_LEVEL === "debug" ? "debug" : "warn", { write: (line: string) => io.err(line) });
+  // Warnings go to stderr as one readable line each, so command output stays clean for scripts
+  // and an operator reads sentences, not JSON log records.
+  const logger = createLogger(io.env.LOG_LEVEL === "debug" ? "debug" : "warn", { write: (line: string) => io.err(readableLogLine(line)) });
   const services = createServices(config, database, logger);
   return {
     config,
@@ -46,6 +47,20 @@ export async function openCliContext(io: CliIo): Promise<CliContext> {
       await database.close();
     },
   };
+}
+
+const LEVELS: Record<number, string> = { 20: "debug", 30: "info", 40: "warning", 50: "error", 60: "fatal" };
+
+/** A pino JSON record as the CLI prints it: `mcp-auth-broker: warning: <message> (<error>)`. */
+export function readableLogLine(line: string): string {
+  try {
+    const record = JSON.parse(line) as { level?: number; msg?: string; err?: string | { message?: string } };
+    const error = typeof record.err === "string" ? record.err : record.err?.message;
+    const reason = error ? ` (${error.split("\n")[0]})` : "";
+    return `mcp-auth-broker: ${LEVELS[record.level ?? 40] ?? "log"}: ${record.msg ?? ""}${reason}\n`;
+  } catch {
+    return line;
+  }
 }
 
 export async function withContext<T>(io: CliIo, run: (ctx: CliContext) => Promise<T>): Promise<T> {

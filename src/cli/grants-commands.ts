@@ -15,15 +15,20 @@ export function registerGrantCommands(program: Command, io: CliIo): void {
     .option("--all", "include revoked and expired grants")
     .action(async (opts: { user?: string; client?: string; all?: boolean; json?: boolean }) => {
       await withContext(io, async ({ services }) => {
-        const list = (await services.grantListing.listGrants({ user: opts.user, client: opts.client, all: opts.all })).map((g) => ({
-          ...g,
-          createdAt: g.createdAt.toISOString(),
-          lastUsedAt: g.lastUsedAt.toISOString(),
-          idleExpiresAt: g.idleExpiresAt.toISOString(),
-          absoluteExpiresAt: g.absoluteExpiresAt.toISOString(),
-          revokedAt: g.revokedAt?.toISOString() ?? null,
-        }));
-        if (opts.json) return printJson(io, list);
+        const list = await services.grantListing.listGrants({ user: opts.user, client: opts.client, all: opts.all });
+        if (opts.json)
+          return printJson(
+            io,
+            list.map((g) => ({
+              ...g,
+              createdAt: g.createdAt.toISOString(),
+              lastUsedAt: g.lastUsedAt.toISOString(),
+              idleExpiresAt: g.idleExpiresAt.toISOString(),
+              absoluteExpiresAt: g.absoluteExpiresAt.toISOString(),
+              revokedAt: g.revokedAt?.toISOString() ?? null,
+              ended: g.ended ? { reason: g.ended.reason, at: g.ended.at.toISOString() } : null,
+            })),
+          );
         printTable(
           io,
           list.map((g) => ({
@@ -31,7 +36,9 @@ export function registerGrantCommands(program: Command, io: CliIo): void {
             user: g.subject ?? "(client credentials)",
             client: g.clientName ?? g.clientId,
             status: g.status,
-            lastUsed: iso(new Date(g.lastUsedAt)),
+            lastUsed: iso(g.lastUsedAt),
+            // Why a grant ended: only --all lists ended ones.
+            ...(opts.all ? { ended: g.ended ? `${g.ended.reason} at ${iso(g.ended.at)}` : "-" } : {}),
           })),
           opts.all ? "No grants." : "No live grants.",
         );

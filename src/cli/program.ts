@@ -41,8 +41,9 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     return exitCode;
   } catch (err) {
     if (err instanceof CommanderError) {
-      // Help and version are not errors; usage errors were already printed by commander.
-      return ["commander.helpDisplayed", "commander.help", "commander.version"].includes(err.code) ? 0 : 2;
+      // Help and version asked for are not errors. Usage errors were already printed by commander;
+      // "commander.help" is the help it prints for a command given without its subcommand.
+      return ["commander.helpDisplayed", "commander.version"].includes(err.code) ? 0 : 2;
     }
     if (err instanceof CliError) {
       io.err(`mcp-auth-broker: ${err.message}\n`);

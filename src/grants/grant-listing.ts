@@ -1,7 +1,7 @@
 // Grants as the operator sees them (`grants list`, `clients show|remove`): who holds access through
 // which client, and whether it is still alive. Read-only; revocation is lifecycle.ts.
 import type { Db } from "../store/db.ts";
-import { grantDeathReason } from "./lifecycle.ts";
+import { grantEnd, type GrantEnd } from "./lifecycle.ts";
 import { liveGrantWhere } from "./live-grants.ts";
 
 export type GrantStatus = "live" | "revoked" | "expired";
@@ -24,6 +24,8 @@ export interface GrantSummary {
   readonly revokedAt: Date | null;
   readonly revokedReason: string | null;
   readonly status: GrantStatus;
+  /** How and when it ended (revocation reason, idle_timeout or max_age); null while live. */
+  readonly ended: GrantEnd | null;
 }
 
 export interface GrantFilter {
@@ -50,6 +52,7 @@ type GrantRow = Awaited<ReturnType<Db["grant"]["findUniqueOrThrow"]>> & {
 };
 
 function toSummary(row: GrantRow, now: Date): GrantSummary {
+  const ended = grantEnd(row, now);
   return {
     id: row.id,
     clientId: row.clientId,
@@ -65,7 +68,8 @@ function toSummary(row: GrantRow, now: Date): GrantSummary {
     absoluteExpiresAt: row.absoluteExpiresAt,
     revokedAt: row.revokedAt,
     revokedReason: row.revokedReason,
-    status: grantDeathReason(row, now) ? (row.revokedAt ? "revoked" : "expired") : "live",
+    status: ended ? (row.revokedAt ? "revoked" : "expired") : "live",
+    ended,
   };
 }
 

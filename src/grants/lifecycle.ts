@@ -25,12 +25,26 @@ export interface GrantDeadlines {
   readonly absoluteExpiresAt: Date;
 }
 
-/** Why a grant is dead, or null when it is alive at `now`. */
-export function grantDeathReason(grant: GrantDeadlines, now: Date): string | null {
-  if (grant.revokedAt) return "the grant was revoked";
-  if (now >= grant.absoluteExpiresAt) return "the session reached its maximum age; authorize again";
-  if (now >= grant.idleExpiresAt) return "the session was idle too long; authorize again";
+/** How and when a grant ended: its revocation reason, or the timeout that ended it. */
+export interface GrantEnd {
+  readonly reason: RevocationReason | "revoked";
+  readonly at: Date;
+}
+
+/** How a grant ended, or null when it is alive at `now`. */
+export function grantEnd(grant: GrantDeadlines & { readonly revokedReason?: string | null }, now: Date): GrantEnd | null {
+  if (grant.revokedAt) return { reason: (grant.revokedReason as RevocationReason | null) ?? "revoked", at: grant.revokedAt };
+  if (now >= grant.absoluteExpiresAt) return { reason: "max_age", at: grant.absoluteExpiresAt };
+  if (now >= grant.idleExpiresAt) return { reason: "idle_timeout", at: grant.idleExpiresAt };
   return null;
+}
+
+/** Why a grant is dead, for its holder, or null when it is alive at `now`. */
+export function grantDeathReason(grant: GrantDeadlines, now: Date): string | null {
+  const end = grantEnd(grant, now);
+  if (!end) return null;
+  if (grant.revokedAt) return "the grant was revoked";
+  return end.reason === "max_age" ? "the session reached its maximum age; authorize again" : "the session was idle too long; authorize again";
 }
 
 export function initialDeadlines(config: GrantsContext["config"], now: Date): { lastUsedAt: Date; idleExpiresAt: Date; absoluteExpiresAt: Date } {

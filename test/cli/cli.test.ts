@@ -105,6 +105,12 @@ describe("mcp-auth-broker CLI", () => {
     const wrong = await cli(["frobnicate"]);
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toContain("unknown command");
+    // A command group without its subcommand, or nothing at all: usage on stderr, exit 2.
+    for (const args of [["clients"], ["grants"], ["sessions"], []]) {
+      const incomplete = await cli(args);
+      expect([args, incomplete.code, incomplete.stdout]).toEqual([args, 2, ""]);
+      expect(incomplete.stderr).toContain("Usage: mcp-auth-broker");
+    }
   });
 
   it("clients list shows the Client ID Metadata Document clients the broker has seen, with their host", async () => {
@@ -122,10 +128,10 @@ describe("mcp-auth-broker CLI", () => {
       },
     });
     const list = JSON.parse((await cli(["clients", "list", "--json"])).stdout) as Array<Record<string, unknown>>;
-    expect(list.find((c) => c.client_id === id)).toMatchObject({
-      client_name: "Docs Agent",
-      registration_type: "cimd",
-      metadata_document: { host: "apps.example.test", verified: false },
+    expect(list.find((c) => c.clientId === id)).toMatchObject({
+      clientName: "Docs Agent",
+      registrationType: "cimd",
+      metadataDocument: { host: "apps.example.test", verified: false },
     });
     const human = await cli(["clients", "list"]);
     expect(human.stdout).toMatch(/Docs Agent +public +cimd \(apps\.example\.test\)/);
@@ -147,19 +153,20 @@ describe("mcp-auth-broker CLI", () => {
   it("clients add registers a confidential client and prints its secret once; list and show find it", async () => {
     const added = await cli(["clients", "add", "--name", "Ops bot", "--redirect-uri", "https://bot.example/callback", "--json"]);
     expect(added.code).toBe(0);
-    const client = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
-    expect(client.client_secret).toMatch(/^mab_cs_/);
-    const row = await t.broker.database.db.client.findUniqueOrThrow({ where: { id: client.client_id } });
+    const client = JSON.parse(added.stdout) as { clientId: string; clientSecret: string };
+    expect(client.clientSecret).toMatch(/^mab_cs_/);
+    const row = await t.broker.database.db.client.findUniqueOrThrow({ where: { id: client.clientId } });
     expect(row.registrationType).toBe("manual");
-    expect(row.secretHash).not.toContain(client.client_secret);
+    expect(row.secretHash).not.toContain(client.clientSecret);
     const list = await cli(["clients", "list", "--json"]);
-    expect((JSON.parse(list.stdout) as Array<{ client_id: string; client_secret?: string }>).find((c) => c.client_id === client.client_id)).toMatchObject({
-      client_name: "Ops bot",
+    expect((JSON.parse(list.stdout) as Array<{ clientId: string }>).find((c) => c.clientId === client.clientId)).toMatchObject({
+      clientName: "Ops bot",
+      type: "confidential",
     });
-    expect(list.stdout).not.toContain(client.client_secret);
+    expect(list.stdout).not.toContain(client.clientSecret);
     const human = await cli(["clients", "list"]);
     expect(human.stdout).toMatch(/^ID +NAME +TYPE/m);
-    const show = await cli(["clients", "show", client.client_id]);
+    const show = await cli(["clients", "show", client.clientId]);
     expect(show.stdout).toContain("Ops bot");
     expect(show.stdout).toContain("confidential");
     const missing = await cli(["clients", "show", "nope"]);
@@ -177,7 +184,7 @@ describe("mcp-auth-broker CLI", () => {
     const args = ["clients", "add", "--name", "Cursor", "--public", "--redirect-uri", "cursor://anysphere.cursor-mcp/oauth/callback", "--json"];
     const added = await cli(args);
     expect(added.code).toBe(0);
-    expect(JSON.parse(added.stdout).redirect_uris).toEqual(["cursor://anysphere.cursor-mcp/oauth/callback"]);
+    expect(JSON.parse(added.stdout).redirectUris).toEqual(["cursor://anysphere.cursor-mcp/oauth/callback"]);
     const off = await cli(args, { env: { ...env, ALLOW_APP_SCHEME_REDIRECTS: "false" } });
     expect(off.code).toBe(2);
     expect(off.stderr).toContain("cursor://");
@@ -186,21 +193,21 @@ describe("mcp-auth-broker CLI", () => {
   it("clients add --grant-type client_credentials makes a machine client that reaches /mcp as client:<id>", async () => {
     const added = await cli(["clients", "add", "--name", "Nightly job", "--grant-type", "client_credentials", "--json"]);
     expect(added.code).toBe(0);
-    const machine = JSON.parse(added.stdout) as { client_id: string; client_secret: string; grant_types: string[] };
-    expect(machine.grant_types).toEqual(["client_credentials"]);
+    const machine = JSON.parse(added.stdout) as { clientId: string; clientSecret: string; grantTypes: string[] };
+    expect(machine.grantTypes).toEqual(["client_credentials"]);
     const issued = await fetch(`${t.url}/token`, {
       method: "POST",
       headers: {
         "content-type": "application/x-www-form-urlencoded",
-        authorization: `Basic ${Buffer.from(`${machine.client_id}:${machine.client_secret}`).toString("base64")}`,
+        authorization: `Basic ${Buffer.from(`${machine.clientId}:${machine.clientSecret}`).toString("base64")}`,
       },
       body: "grant_type=client_credentials",
     });
     expect(issued.status).toBe(200);
     const { access_token } = (await issued.json()) as { access_token: string };
     expect(await mcpStatus(access_token)).toBe(200);
-    const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: machine.client_id } });
-    expect(grant.subject).toBe(`client:${machine.client_id}`);
+    const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: machine.clientId } });
+    expect(grant.subject).toBe(`client:${machine.clientId}`);
   });
 
   it("grants list shows live grants; grants revoke (by id and by --user) cuts access at once", async () => {
@@ -254,19 +261,61 @@ describe("mcp-auth-broker CLI", () => {
         status: string;
         revokedReason: string | null;
         revokedAt: string | null;
+        ended: { reason: string; at: string } | null;
       }>;
     const live = await listed();
-    expect(live).toEqual([expect.objectContaining({ subject: "demo:erin", user: "erin", clientId, status: "live", revokedAt: null })]);
-    expect(JSON.parse((await cli(["clients", "show", clientId, "--json"])).stdout).live_grants).toBe(1);
+    expect(live).toEqual([expect.objectContaining({ subject: "demo:erin", user: "erin", clientId, status: "live", revokedAt: null, ended: null })]);
+    expect(JSON.parse((await cli(["clients", "show", clientId, "--json"])).stdout).liveGrants).toBe(1);
 
     expect((await cli(["grants", "revoke", live[0]!.id])).code).toBe(0);
     expect(await listed()).toEqual([]);
     expect(await listed("--all")).toEqual([
-      expect.objectContaining({ id: live[0]!.id, status: "revoked", revokedReason: "operator", revokedAt: expect.any(String) }),
+      expect.objectContaining({
+        id: live[0]!.id,
+        status: "revoked",
+        revokedReason: "operator",
+        revokedAt: expect.any(String),
+        ended: { reason: "operator", at: expect.any(String) },
+      }),
     ]);
-    expect(JSON.parse((await cli(["clients", "show", clientId, "--json"])).stdout).live_grants).toBe(0);
+    expect(JSON.parse((await cli(["clients", "show", clientId, "--json"])).stdout).liveGrants).toBe(0);
     const human = await cli(["grants", "list", "--all", "--client", clientId]);
-    expect(human.stdout).toMatch(/demo:erin .*revoked/);
+    expect(human.stdout).toMatch(/^ID +USER +CLIENT +STATUS +LASTUSED +ENDED$/m);
+    expect(human.stdout).toMatch(/demo:erin .*revoked .* operator at \d{4}-/);
+
+    // A grant that timed out says which timeout ended it, and when.
+    const idle = await obtainTokens(t.url, { user: "ida" });
+    const past = new Date(Date.now() - 60_000);
+    await t.broker.database.db.grant.updateMany({ where: { clientId: idle.client.client_id }, data: { idleExpiresAt: past } });
+    const [timedOut] = JSON.parse((await cli(["grants", "list", "--client", idle.client.client_id, "--all", "--json"])).stdout) as Array<{
+      status: string;
+      ended: { reason: string; at: string };
+    }>;
+    expect(timedOut).toMatchObject({ status: "expired", ended: { reason: "idle_timeout", at: past.toISOString() } });
+  });
+
+  it("every --json output has camelCase keys, one style for scripts", async () => {
+    const frank = await obtainTokens(t.url, { user: "frank" });
+    const outputs = await Promise.all(
+      [["clients", "list"], ["clients", "show", frank.client.client_id], ["grants", "list", "--all"], ["purge"], ["migrate"], ["check"]].map(
+        async (args) => [args.join(" "), JSON.parse((await cli([...args, "--json"])).stdout) as unknown] as const,
+      ),
+    );
+    const keys = (value: unknown): string[] =>
+      Array.isArray(value) ? value.flatMap(keys) : value && typeof value === "object" ? Object.entries(value).flatMap(([k, v]) => [k, ...keys(v)]) : [];
+    for (const [command, output] of outputs) {
+      expect([command, keys(output).filter((k) => !/^[a-z][a-zA-Z0-9]*$/.test(k))]).toEqual([command, []]);
+      expect([command, keys(output).length]).not.toEqual([command, 0]);
+    }
+  });
+
+  it("prints a warning as one readable line, never a JSON log record", async () => {
+    await obtainTokens(t.url, { user: "gina" });
+    // The upstream IdP (here the demo IdP at PUBLIC_URL) cannot be reached to give its token back.
+    const res = await cli(["grants", "revoke", "--user", "demo:gina"], { env: { ...env, PUBLIC_URL: `http://127.0.0.1:${await freePort()}` } });
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/^Revoked 1 grant\(s\)/);
+    expect(res.stderr).toMatch(/^mcp-auth-broker: warning: upstream token revocation failed \(best effort\) \(.+\)\n$/);
   });
 
   it("clients remove revokes the client's grants and removes it", async () => {
