@@ -48,6 +48,8 @@ export interface Config {
   readonly sessionIdleTimeoutSeconds: number;
   readonly sessionMaxAgeSeconds: number;
   readonly refreshGraceSeconds: number;
+  /** AUDIT_RETENTION_DAYS: how long audit events are kept before the sweep removes them. */
+  readonly auditRetentionDays: number;
   /** Raw key material (>= 32 bytes) for cookies and encryption at rest. */
   readonly secretKey: Buffer;
   /** Keys that were rotated out: still accepted for reading old rows and cookies. */
@@ -227,6 +229,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
   const sessionMaxAgeSeconds = parseVar(env, "SESSION_MAX_AGE_SECONDS", intIn(1, 31536000, 2592000), "a whole number of seconds between 1 and 31536000");
   const upstreamTimeoutSeconds = parseVar(env, "UPSTREAM_TIMEOUT_SECONDS", intIn(1, 120, 5), "a whole number of seconds between 1 and 120");
   const refreshGraceSeconds = parseVar(env, "REFRESH_GRACE_SECONDS", intIn(0, 3600, 30), "a whole number of seconds between 0 and 3600");
+  const auditRetentionDays = parseVar(env, "AUDIT_RETENTION_DAYS", intIn(1, 36500, 90), "a whole number of days between 1 and 36500");
   const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
   const dynamicRegistration = parseVar(env, "DYNAMIC_REGISTRATION", bool(true), "true or false");
   const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
@@ -304,6 +307,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     sessionIdleTimeoutSeconds,
     sessionMaxAgeSeconds,
     refreshGraceSeconds,
+    auditRetentionDays,
     secretKey,
     previousSecretKeys,
     dynamicRegistration,

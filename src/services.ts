@@ -7,6 +7,7 @@ import { SecretBox, purposeKey } from "./store/secrets.ts";
 import { createGrants, type Grants } from "./grants/index.ts";
 import type { ClientRegistry } from "./grants/clients.ts";
 import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts";
+import { readAuditLog, type AuditFilter, type AuditRecord } from "./grants/audit-log.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
 import type { Clock } from "./grants/clock.ts";
@@ -20,6 +21,8 @@ export interface Services {
   readonly clients: ClientRegistry;
   /** Grants as the operator lists them. */
   readonly grantListing: GrantListing;
+  /** The audit trail, as the operator reads it. */
+  readonly auditLog: { read(filter: AuditFilter): Promise<AuditRecord[]> };
 }
 
 /** Where demo mode serves its embedded identity provider. */
@@ -46,5 +49,12 @@ export function createServices(
     log: logger,
   });
   const grants = createGrants({ db: database.db, config, secrets, provider, logger, clock: options.clock, documentFetcher: options.documentFetcher });
-  return { secrets, provider, grants, clients: grants.clients, grantListing: createGrantListing(database.db) };
+  return {
+    secrets,
+    provider,
+    grants,
+    clients: grants.clients,
+    grantListing: createGrantListing(database.db),
+    auditLog: { read: (filter) => readAuditLog(database.db, filter) },
+  };
 }

@@ -6,6 +6,7 @@ import { registerGrantCommands } from "./grants-commands.ts";
 import { registerMaintenanceCommands } from "./maintenance-commands.ts";
 import { registerClientCommands } from "./clients-commands.ts";
 import { registerCheckCommand } from "./check-command.ts";
+import { registerAuditCommand } from "./audit-command.ts";
 import { CliError } from "./output.ts";
 import type { CliIo } from "./io.ts";
 import { MigrationError } from "../store/migration-error.ts";
@@ -27,6 +28,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   registerGrantCommands(program, io);
   registerMaintenanceCommands(program, io);
   registerCheckCommand(program, io);
+  registerAuditCommand(program, io);
   let exitCode = 0;
   program
     .command("serve")

@@ -96,6 +96,12 @@ export function createGrants({ clock = systemClock, documentFetcher, ...input }:
     connectedApps: new ConnectedApps(context, lifecycle),
     revocationFeed: new RevocationFeed(context, bus),
     // A session binding outlives no grant: the longest a grant lives bounds it.
-    sweep: (options) => sweep(input.db, lifecycle, { now: dateOf(clock), mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds, ...options }),
+    sweep: (options) =>
+      sweep(input.db, lifecycle, {
+        now: dateOf(clock),
+        mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds,
+        retainAuditSeconds: input.config.auditRetentionDays * 86400,
+        ...options,
+      }),
   };
 }

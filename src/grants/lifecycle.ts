@@ -55,12 +55,16 @@ export function initialDeadlines(config: GrantsContext["config"], now: Date): { 
   };
 }
 
-/** Marks the grants and all their tokens revoked, inside the caller's transaction. Returns the ids revoked now. */
+/**
+ * Marks the grants and all their tokens revoked, with a grant.revoked audit event each (naming
+ * its user and client), inside the caller's transaction. Returns the ids revoked now.
+ */
 export async function revokeGrantsInTx(tx: Tx, grantIds: readonly string[], reason: RevocationReason, now: Date): Promise<string[]> {
   if (grantIds.length === 0) return [];
-  const live = await tx.grant.findMany({ where: { id: { in: [...grantIds] }, revokedAt: null }, select: { id: true } });
+  const live = await tx.grant.findMany({ where: { id: { in: [...grantIds] }, revokedAt: null }, select: { id: true, subject: true, clientId: true } });
   const ids = live.map((g) => g.id);
   if (ids.length === 0) return [];
+  for (const g of live) await audit(tx, { type: "grant.revoked", grantId: g.id, subject: g.subject, clientId: g.clientId, detail: { reason } });
   await tx.grant.updateMany({ where: { id: { in: ids }, revokedAt: null }, data: { revokedAt: now, revokedReason: reason } });
   await tx.accessToken.updateMany({ where: { grantId: { in: ids }, revokedAt: null }, data: { revokedAt: now } });
   await tx.refreshToken.updateMany({ where: { grantId: { in: ids }, revokedAt: null }, data: { revokedAt: now } });
@@ -78,9 +82,7 @@ export class GrantLifecycle {
   async revokeGrants(grantIds: readonly string[], reason: RevocationReason): Promise<string[]> {
     const now = dateOf(this.ctx.clock);
     const revoked = await this.ctx.db.$transaction(async (tx) => {
-      const ids = await revokeGrantsInTx(tx, grantIds, reason, now);
-      for (const id of ids) await audit(tx, { type: "grant.revoked", grantId: id, detail: { reason } });
-      return ids;
+      return revokeGrantsInTx(tx, grantIds, reason, now);
     });
     this.bus.publish({ grantIds: revoked });
     await this.releaseUpstreamSessionsOf(revoked);

@@ -318,6 +318,53 @@ describe("mcp-auth-broker CLI", () => {
     expect(res.stderr).toMatch(/^mcp-auth-broker: warning: upstream token revocation failed \(best effort\) \(.+\)\n$/);
   });
 
+  it("audit shows a user's security events, newest last, filtered, with no token or secret", async () => {
+    const hana = await obtainTokens(t.url, { user: "hana" });
+    expect((await cli(["grants", "revoke", "--user", "demo:hana"])).code).toBe(0);
+    const read = async (...args: string[]) => {
+      const res = await cli(["audit", "--user", "demo:hana", ...args]);
+      expect(res.code).toBe(0);
+      return res.stdout;
+    };
+    const events = JSON.parse(await read("--json")) as Array<{ at: string; type: string; subject: string; clientId: string | null }>;
+    const types = events.map((e) => e.type);
+    expect(types).toEqual(expect.arrayContaining(["login.completed", "token.issued", "grant.revoked"]));
+    expect(types.indexOf("grant.revoked")).toBeGreaterThan(types.indexOf("token.issued"));
+    expect(events.every((e) => e.subject === "demo:hana")).toBe(true);
+    expect([...events].map((e) => e.at).sort()).toEqual(events.map((e) => e.at));
+
+    const logins = await read("--type", "login");
+    expect(logins).toMatch(/^AT +TYPE +USER +CLIENT +IP +DETAIL$/m);
+    expect(logins).toMatch(/login\.completed +demo:hana/);
+    expect(logins).not.toContain("grant.revoked");
+    const byClient = JSON.parse(await read("--client", hana.client.client_id, "--type", "grant.revoked", "--json")) as unknown[];
+    expect(byClient).toHaveLength(1);
+    expect(await read("--since", "2000-01-01", "--limit", "1", "--json")).toContain("grant.revoked");
+    expect(await read("--type", "login.refused")).toMatch(/^No audit events since .* matching the filter\.$/m);
+
+    const everything = await read("--since", "1h", "--json");
+    for (const secret of [hana.tokens.access_token, hana.tokens.refresh_token]) expect(everything).not.toContain(secret);
+
+    const bad = await cli(["audit", "--since", "yesterday"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--since "yesterday": give a duration (30m, 1h, 7d, 2w) or an ISO date');
+  });
+
+  it("purge removes audit events older than AUDIT_RETENTION_DAYS", async () => {
+    const db = t.broker.database.db;
+    const old = { type: "sweep.completed", detail: "{}", at: new Date(Date.now() - 3 * 86400_000) };
+    await db.auditEvent.createMany({
+      data: [
+        { id: "audit-old", ...old },
+        { id: "audit-recent", ...old, at: new Date(Date.now() - 86400_000 / 2) },
+      ],
+    });
+    expect((await cli(["purge"], { env: { ...env, AUDIT_RETENTION_DAYS: "5" } })).code).toBe(0);
+    expect(await db.auditEvent.count({ where: { id: { in: ["audit-old", "audit-recent"] } } })).toBe(2);
+    expect((await cli(["purge"], { env: { ...env, AUDIT_RETENTION_DAYS: "2" } })).code).toBe(0);
+    expect((await db.auditEvent.findMany({ where: { id: { in: ["audit-old", "audit-recent"] } } })).map((e) => e.id)).toEqual(["audit-recent"]);
+  });
+
   it("clients remove revokes the client's grants and removes it", async () => {
     const carol = await obtainTokens(t.url, { user: "carol" });
     const removed = await cli(["clients", "remove", carol.client.client_id]);
