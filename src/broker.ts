@@ -18,13 +18,15 @@ import { accountRouter, type AccountDeps } from "./account/router.ts";
 import { accountSignInCallback } from "./account/sign-in-callback.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
+import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
+import { SessionRegistry } from "./stdio/session-registry.ts";
+import { systemClock, type Clock } from "./grants/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
 import { createMcpSessionStore } from "./store/mcp-sessions.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
 import type { MountedDemoIdentityProvider } from "./demo/mount.ts";
 import { DEFAULT_SCOPE } from "./grants/types.ts";
 import { knownScopes } from "./grants/scope.ts";
-import type { Clock } from "./grants/clock.ts";
 import { publicPaths } from "./http/public-paths.ts";
 import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
 
@@ -62,6 +64,8 @@ export interface Broker {
   readonly app: Koa;
   /** The demo MCP server's URL when the broker fronts its own demo server. */
   readonly demoMcpUrl: string | undefined;
+  /** The stdio MCP sessions and their children, when the broker fronts MCP_SERVER_COMMAND. */
+  readonly stdioSessions: SessionRegistry | undefined;
   /** Starts listening on config.host:config.port (0 = ephemeral). */
   listen(): Promise<RunningServer>;
   /** Graceful stop: the server (if listening) drains within the deadline, then everything closes. */
@@ -112,25 +116,30 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   }
 
   const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
-  const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || options.mcpHandler ? undefined : await startDemoMcpServer();
+  const stdioServer = options.mcpHandler ? undefined : config.stdioServer;
+  const stdioSessions = stdioServer ? new SessionRegistry({ server: stdioServer, logger, clock: options.clock ?? systemClock }) : undefined;
+  // A revoked grant's children stop at once, wherever the revocation came from (this process or the feed).
+  if (stdioSessions) grants.bus.subscribe((revocation) => void stdioSessions.endGrants(revocation.grantIds ?? []));
+  const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || stdioServer || options.mcpHandler ? undefined : await startDemoMcpServer();
   const mountPaths = publicPaths(config.publicUrl, "/mcp");
-  const proxy: McpProxy | undefined = options.mcpHandler
-    ? undefined
-    : createMcpProxy({
-        targetUrl: config.mcpServerUrl ?? demoMcp!.url,
-        timeoutMs: config.proxyTimeoutMs,
-        forwardUpstreamToken: config.forwardUpstreamToken,
-        logger,
-        sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
-        mountPaths,
-        publicUrl: config.publicUrl,
-        // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
-        challenge: {
-          resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
-          requiredScope: DEFAULT_SCOPE,
-          knownScopes: knownScopes(config.clients.scopes.supported),
-        },
-      });
+  const proxy: McpProxy | undefined =
+    options.mcpHandler || stdioSessions
+      ? undefined
+      : createMcpProxy({
+          targetUrl: config.mcpServerUrl ?? demoMcp!.url,
+          timeoutMs: config.proxyTimeoutMs,
+          forwardUpstreamToken: config.forwardUpstreamToken,
+          logger,
+          sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
+          mountPaths,
+          publicUrl: config.publicUrl,
+          // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
+          challenge: {
+            resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
+            requiredScope: DEFAULT_SCOPE,
+            knownScopes: knownScopes(config.clients.scopes.supported),
+          },
+        });
 
   const account: AccountDeps = {
     publicUrl: config.publicUrl,
@@ -184,7 +193,9 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         validator: grants.validator,
         resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
         requiredScope: DEFAULT_SCOPE,
-        handler: options.mcpHandler ?? proxy!.middleware,
+        handler:
+          options.mcpHandler ??
+          (stdioSessions ? stdioMcpHandler({ registry: stdioSessions, passesToken: stdioServer?.tokenEnv !== undefined, logger }) : proxy!.middleware),
         mountPaths,
       }),
     ],
@@ -211,6 +222,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     services,
     app,
     demoMcpUrl: demoMcp?.url,
+    stdioSessions,
     async listen() {
       running = await listen(app.callback(), config.port, config.host);
       return running;
@@ -218,11 +230,14 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     async stop(deadlineMs = 10_000) {
       if (sweepTimer) clearInterval(sweepTimer);
       await grants.revocationFeed.stop();
+      // Open GET streams would hold the drain below until its deadline.
+      stdioSessions?.beginShutdown();
       if (running) {
         const { forced } = await running.close(deadlineMs);
         if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");
       }
       await proxy?.close();
+      await stdioSessions?.close();
       await documentFetcher.close();
       await demoMcp?.close();
       await demoIdp?.close();

@@ -9,6 +9,7 @@ import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy } from "./access-policy-config.ts";
 import { type ClientInteropConfig, parseClientInterop } from "./client-interop-config.ts";
 import { ConfigError, commaList, type Env } from "./config-values.ts";
+import { parseStdioServer, type StdioServerConfig } from "./stdio-server-config.ts";
 
 export { ConfigError };
 
@@ -23,8 +24,10 @@ export interface Config {
   readonly resourceUrl: string;
   readonly databaseUrl: string;
   readonly databaseKind: DatabaseKind;
-  /** Undefined: the built-in demo MCP server is started and fronted. */
+  /** Undefined (and no stdioServer): the built-in demo MCP server is started and fronted. */
   readonly mcpServerUrl: string | undefined;
+  /** MCP_SERVER_COMMAND and companions: a stdio MCP server, one child per MCP session. */
+  readonly stdioServer: StdioServerConfig | undefined;
   readonly demoMode: boolean;
   readonly upstream: {
     readonly provider: UpstreamKind;
@@ -188,6 +191,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     "the absolute http(s) URL of the MCP server to protect, e.g. http://127.0.0.1:8080/mcp",
   );
 
+  const stdioServer = parseStdioServer(env, cwd);
+
   const clientId = parseVar(env, "UPSTREAM_CLIENT_ID", z.string().optional(), "the client id of the broker's registration at the upstream IdP");
   const clientSecret = parseVar(env, "UPSTREAM_CLIENT_SECRET", z.string().optional(), "the client secret of the broker's registration at the upstream IdP");
   const providerRaw = parseVar(env, "UPSTREAM_PROVIDER", z.enum(["github", "google", "oidc", "demo"]).optional(), "one of github, google, oidc, demo");
@@ -287,6 +292,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     databaseUrl,
     databaseKind,
     mcpServerUrl,
+    stdioServer,
     demoMode,
     upstream: Object.freeze({
       provider,

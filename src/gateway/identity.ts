@@ -9,6 +9,6 @@ export interface CallerIdentity {
   readonly clientId: string;
   readonly scopes: readonly string[];
   readonly grantId: string;
-  /** The upstream IdP access token; only set when it may be forwarded (FORWARD_UPSTREAM_TOKEN). */
+  /** The upstream IdP access token; only set when it is passed on (FORWARD_UPSTREAM_TOKEN, MCP_SERVER_TOKEN_ENV). */
   readonly upstreamAccessToken?: string | undefined;
 }

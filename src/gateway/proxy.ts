@@ -18,6 +18,7 @@ import { scopeList } from "../grants/scope.ts";
 import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
+import { jsonRpcError } from "./json-rpc-error.ts";
 import { isStreamed, upstreamBody } from "./request-body.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
 
@@ -62,12 +63,6 @@ class ClientGone extends Error {}
 class ShuttingDown extends Error {}
 /** The client's upload came too slowly (http/slow-requests.ts); the message is the client's answer. */
 class SlowUpload extends Error {}
-
-function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: string): void {
-  ctx.status = status;
-  ctx.set("Cache-Control", "no-store");
-  ctx.body = { jsonrpc: "2.0", error: { code, message }, id: null };
-}
 
 const noop = () => {};
 

@@ -25,7 +25,10 @@ export interface ValidatedAccess {
   readonly upstreamSessionId: string | null;
   readonly issuedAt: Date;
   readonly expiresAt: Date;
-  /** Decrypted upstream access token, only loaded with FORWARD_UPSTREAM_TOKEN (kept in memory only). */
+  /**
+   * Decrypted upstream access token, only loaded with FORWARD_UPSTREAM_TOKEN or MCP_SERVER_TOKEN_ENV
+   * (kept in memory only).
+   */
   readonly upstreamAccessToken?: string | undefined;
 }
 
@@ -135,7 +138,9 @@ export class AccessValidator {
       // With UPSTREAM_RECHECK_SECONDS=0 every use checks upstream: nothing is cached.
       validUntil = config.upstreamRecheckSeconds === 0 ? 0 : Math.min(validUntil, checked.lastCheckedAt.getTime() + config.upstreamRecheckSeconds * 1000);
       // Read after the check: a refresh during the check has rotated the upstream token.
-      if (config.forwardUpstreamToken) upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
+      // Needed to forward it (FORWARD_UPSTREAM_TOKEN) or to start a stdio server as the user.
+      if (config.forwardUpstreamToken || config.stdioServer?.tokenEnv !== undefined)
+        upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
     }
     const access: ValidatedAccess = {
       tokenHash: hash,

@@ -30,10 +30,10 @@ function unreadable(cause: unknown): OAuthError {
 }
 
 /**
- * The body as text. A body still arriving takes one of the client address's places
+ * The body as text (refused over `limit` bytes). A body still arriving takes one of the client address's places
  * (http/slow-requests.ts) and must be whole within `bodyDeadlineMs`, else 408.
  */
-async function readRaw(ctx: Koa.Context, limit: number): Promise<string> {
+export async function readRaw(ctx: Koa.Context, limit: number): Promise<string> {
   const declared = Number(ctx.get("content-length") || "0");
   if (declared > limit) throw tooLarge(limit);
   const req = ctx.req;

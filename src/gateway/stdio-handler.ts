@@ -1,0 +1,118 @@
+// PUBLIC_URL/mcp in front of a stdio MCP server (MCP_SERVER_COMMAND): picks the caller's session,
+// or starts one on `initialize`, and hands the request to it (src/stdio/). Everything a session may
+// refuse is decided here, before a byte reaches any child: another user's session id (403), an
+// unknown or ended session (404), a limit (503), a client without a user where the server needs
+// the user's token (403).
+import type Koa from "koa";
+import type { Logger } from "../logger.ts";
+import type { McpHandler } from "./router.ts";
+import type { CallerIdentity } from "./identity.ts";
+import { sessionOwnerKey } from "./session-binding.ts";
+import { jsonRpcError } from "./json-rpc-error.ts";
+import { readRaw } from "../http/body.ts";
+import { ProcessLimitReached, type SessionRegistry } from "../stdio/session-registry.ts";
+import { ChildStartFailed } from "../stdio/child-process.ts";
+import type { BridgeSession } from "../stdio/bridge-session.ts";
+
+export interface StdioHandlerOptions {
+  readonly registry: SessionRegistry;
+  /** MCP_SERVER_TOKEN_ENV is set: every child needs its user's upstream token. */
+  readonly passesToken: boolean;
+  readonly logger: Logger;
+  /** Largest POST body (default 4 MiB, as the SDK's own transport). */
+  readonly maxBodyBytes?: number;
+}
+
+const ALLOWED_METHODS = ["GET", "POST", "DELETE"];
+const SESSION_NOT_FOUND = -32001;
+/** The first protocol revision without JSON-RPC batches. */
+const NO_BATCHES_FROM = "2025-06-18";
+
+const isInitialize = (message: unknown): boolean => (message as { method?: unknown } | null)?.method === "initialize";
+
+/** The POST body parsed, undefined when it is not JSON (the SDK transport then answers 415). */
+async function readBody(ctx: Koa.Context, limit: number): Promise<{ value: unknown } | "invalid" | undefined> {
+  if (ctx.method !== "POST" || !ctx.is("application/json")) return undefined;
+  const text = await readRaw(ctx, limit);
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch {
+    return "invalid";
+  }
+}
+
+export function stdioMcpHandler(options: StdioHandlerOptions): McpHandler {
+  const { registry } = options;
+  const limit = options.maxBodyBytes ?? 4 * 1024 * 1024;
+
+  const serve = async (ctx: Koa.Context, session: BridgeSession, body: unknown) => {
+    ctx.respond = false;
+    await session.handle(ctx.req, ctx.res, body);
+  };
+
+  const start = async (ctx: Koa.Context, identity: CallerIdentity, log: Logger, body: unknown) => {
+    if (options.passesToken && identity.upstreamAccessToken === undefined) {
+      return jsonRpcError(ctx, 403, -32000, "This MCP server runs as the signed-in user, and this client has no user (client credentials).");
+    }
+    let session: BridgeSession;
+    try {
+      session = await registry.open({ key: sessionOwnerKey(identity), grantId: identity.grantId, upstreamToken: identity.upstreamAccessToken });
+    } catch (err) {
+      if (err instanceof ProcessLimitReached) {
+        log.info({ clientId: identity.clientId, grantId: identity.grantId }, "stdio MCP session refused: process limit");
+        ctx.set("Retry-After", String(err.retryAfterSeconds));
+        return jsonRpcError(ctx, 503, -32000, err.message);
+      }
+      if (err instanceof ChildStartFailed) {
+        log.error({ err: err.message }, "the stdio MCP server could not be started: check MCP_SERVER_COMMAND, MCP_SERVER_CWD and PATH");
+        return jsonRpcError(ctx, 502, -32603, "The MCP server could not be started.");
+      }
+      throw err;
+    }
+    try {
+      await serve(ctx, session, body);
+    } finally {
+      // The transport refused the initialize (Accept, Content-Type…): no session, no child.
+      if (session.sessionId === undefined) await session.end("initialization was refused");
+    }
+  };
+
+  return async (ctx, identity) => {
+    const log = (): Logger => ctx.state.log ?? options.logger;
+    if (!ALLOWED_METHODS.includes(ctx.method)) {
+      ctx.set("Allow", ALLOWED_METHODS.join(", "));
+      return jsonRpcError(ctx, 405, -32000, `Method ${ctx.method} is not allowed on the MCP endpoint; use GET, POST or DELETE.`);
+    }
+    const sessionId = ctx.get("mcp-session-id") || undefined;
+    const owner = sessionOwnerKey(identity);
+    const session = sessionId === undefined ? undefined : registry.find(sessionId);
+    // Checked before the body is read: nothing of another user's request goes anywhere.
+    if (session && session.owner.key !== owner) {
+      log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
+      return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
+    }
+    const body = await readBody(ctx, limit);
+    if (body === "invalid") return jsonRpcError(ctx, 400, -32700, "Parse error: the request body is not valid JSON.");
+
+    if (sessionId === undefined) {
+      const messages = Array.isArray(body?.value) ? (body.value as unknown[]) : [body?.value];
+      if (ctx.method === "POST" && messages.some(isInitialize)) return start(ctx, identity, log(), body?.value);
+      return jsonRpcError(ctx, 400, -32000, "Bad Request: Mcp-Session-Id header is required (send initialize first).");
+    }
+    if (session === undefined || session.isEnded) {
+      return jsonRpcError(ctx, 404, SESSION_NOT_FOUND, "Session not found: it has ended; initialize a new one.");
+    }
+    // A refreshed upstream token reaches new sessions only: a child cannot be given a new
+    // environment, so the old one ends and the client starts again with the new token.
+    if (options.passesToken && identity.upstreamAccessToken !== session.owner.upstreamToken) {
+      await session.end("the upstream token was renewed");
+      return jsonRpcError(ctx, 404, SESSION_NOT_FOUND, "Session not found: the upstream credentials were renewed; initialize a new session.");
+    }
+    const version = ctx.get("mcp-protocol-version");
+    // Without the header the client speaks 2025-03-26, which has batches (transport spec).
+    if (Array.isArray(body?.value) && version >= NO_BATCHES_FROM) {
+      return jsonRpcError(ctx, 400, -32600, `Invalid Request: JSON-RPC batches are not part of MCP ${version}.`);
+    }
+    await serve(ctx, session, body?.value);
+  };
+}

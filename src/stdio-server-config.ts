@@ -1,0 +1,137 @@
+// Fronting a stdio MCP server (MCP_SERVER_COMMAND and its companions), as the operator wrote it in
+// the environment: parsed once at start, one line per mistake. src/stdio/ runs it.
+import { existsSync, statSync } from "node:fs";
+import path from "node:path";
+import { ConfigError, type Env } from "./config-values.ts";
+import { isInheritedVariable } from "./stdio/child-environment.ts";
+
+export interface StdioServerConfig {
+  /** The program, as the first word of MCP_SERVER_COMMAND (looked up on PATH when not a path). */
+  readonly command: string;
+  readonly args: readonly string[];
+  /** MCP_SERVER_CWD, absolute; undefined: the broker's working directory. */
+  readonly cwd: string | undefined;
+  /** MCP_SERVER_ENV: fixed variables every child gets. */
+  readonly env: Readonly<Record<string, string>>;
+  /** MCP_SERVER_TOKEN_ENV: the variable that receives the user's upstream access token. */
+  readonly tokenEnv: string | undefined;
+  /** MCP_STDIO_MAX_PROCESSES: children running at once, all users together. */
+  readonly maxProcesses: number;
+  /** Children one user may run at once (a quarter of the global limit, at least one). */
+  readonly maxProcessesPerUser: number;
+  /** MCP_STDIO_IDLE_SECONDS: a child without a request for this long is stopped (its session ends). */
+  readonly idleSeconds: number;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const DEFAULT_MAX_PROCESSES = 32;
+const DEFAULT_IDLE_SECONDS = 900;
+
+/**
+ * Splits a command line into words as a POSIX shell would quote them (single quotes, double quotes,
+ * backslashes) without being a shell: no variables, globs, pipes or redirections. Those characters
+ * unquoted are refused rather than passed as arguments the operator did not mean.
+ */
+export function shellWords(line: string, variable: string): string[] {
+  const words: string[] = [];
+  let word = "";
+  let inWord = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (/\s/.test(c)) {
+      if (inWord) words.push(word);
+      word = "";
+      inWord = false;
+      continue;
+    }
+    inWord = true;
+    if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end < 0) throw new ConfigError(variable, "expected a closing single quote");
+      word += line.slice(i + 1, end);
+      i = end;
+    } else if (c === '"') {
+      let j = i + 1;
+      for (; j < line.length && line[j] !== '"'; j++) {
+        if (line[j] === "\\" && j + 1 < line.length && '"\\$`'.includes(line[j + 1]!)) j++;
+        word += line[j];
+      }
+      if (j >= line.length) throw new ConfigError(variable, "expected a closing double quote");
+      i = j;
+    } else if (c === "\\") {
+      if (i + 1 < line.length) word += line[++i];
+    } else if ("|&;<>$`(){}*?".includes(c)) {
+      throw new ConfigError(
+        variable,
+        `the command is run without a shell, so ${JSON.stringify(c)} would not do what a shell does; quote it if it is meant literally, or put the pipeline in a script and run that`,
+      );
+    } else word += c;
+  }
+  if (inWord) words.push(word);
+  return words;
+}
+
+function positiveInt(env: Env, name: string, fallback: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
+    throw new ConfigError(name, `expected a whole number between 1 and ${max}, got ${JSON.stringify(raw.slice(0, 60))}`);
+  }
+  return Number(raw);
+}
+
+function variableName(name: string, variable: string): string {
+  if (!ENV_NAME.test(name))
+    throw new ConfigError(variable, `expected an environment variable name (letters, digits, _), got ${JSON.stringify(name.slice(0, 60))}`);
+  return name;
+}
+
+/** The stdio server to front, or undefined when MCP_SERVER_COMMAND is not set. */
+export function parseStdioServer(env: Env, cwd: string): StdioServerConfig | undefined {
+  const line = env.MCP_SERVER_COMMAND?.trim();
+  const companions = ["MCP_SERVER_CWD", "MCP_SERVER_ENV", "MCP_SERVER_TOKEN_ENV", "MCP_STDIO_MAX_PROCESSES", "MCP_STDIO_IDLE_SECONDS"];
+  if (!line) {
+    const orphan = companions.find((name) => env[name]?.trim());
+    if (orphan) throw new ConfigError(orphan, "only applies to a stdio MCP server: set MCP_SERVER_COMMAND too, or remove it");
+    return undefined;
+  }
+  if (env.MCP_SERVER_URL?.trim()) {
+    throw new ConfigError("MCP_SERVER_COMMAND", "expected either MCP_SERVER_URL (an HTTP MCP server) or MCP_SERVER_COMMAND (a stdio one), both are set");
+  }
+  const [command, ...args] = shellWords(line, "MCP_SERVER_COMMAND");
+  if (!command) throw new ConfigError("MCP_SERVER_COMMAND", "expected a command, e.g. npx -y @modelcontextprotocol/server-github");
+
+  const cwdRaw = env.MCP_SERVER_CWD?.trim();
+  const serverCwd = cwdRaw ? path.resolve(cwd, cwdRaw) : undefined;
+  if (serverCwd !== undefined && !(existsSync(serverCwd) && statSync(serverCwd).isDirectory())) {
+    throw new ConfigError("MCP_SERVER_CWD", `expected an existing folder, ${serverCwd} is not one`);
+  }
+
+  const tokenEnvRaw = env.MCP_SERVER_TOKEN_ENV?.trim();
+  const tokenEnv = tokenEnvRaw ? variableName(tokenEnvRaw, "MCP_SERVER_TOKEN_ENV") : undefined;
+  if (tokenEnv !== undefined && isInheritedVariable(tokenEnv)) {
+    throw new ConfigError("MCP_SERVER_TOKEN_ENV", `expected a variable of the server's own (e.g. GITHUB_PERSONAL_ACCESS_TOKEN), not ${tokenEnv}`);
+  }
+
+  const fixed: Record<string, string> = {};
+  for (const word of shellWords(env.MCP_SERVER_ENV ?? "", "MCP_SERVER_ENV")) {
+    const eq = word.indexOf("=");
+    if (eq <= 0) throw new ConfigError("MCP_SERVER_ENV", `expected NAME=value words separated by spaces, got ${JSON.stringify(word.slice(0, 60))}`);
+    const name = variableName(word.slice(0, eq), "MCP_SERVER_ENV");
+    if (name === tokenEnv)
+      throw new ConfigError("MCP_SERVER_ENV", `${name} receives each user's upstream token (MCP_SERVER_TOKEN_ENV): it cannot also be fixed`);
+    fixed[name] = word.slice(eq + 1);
+  }
+
+  const maxProcesses = positiveInt(env, "MCP_STDIO_MAX_PROCESSES", DEFAULT_MAX_PROCESSES, 10_000);
+  return Object.freeze({
+    command,
+    args: Object.freeze(args),
+    cwd: serverCwd,
+    env: Object.freeze(fixed),
+    tokenEnv,
+    maxProcesses,
+    maxProcessesPerUser: Math.max(1, Math.floor(maxProcesses / 4)),
+    idleSeconds: positiveInt(env, "MCP_STDIO_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, 7 * 24 * 3600),
+  });
+}

@@ -1,0 +1,213 @@
+// One MCP session over a stdio child: Streamable HTTP on the outside, carried by the MCP SDK's own
+// server transport (sessions, SSE vs JSON, Accept and protocol-version checks, stream bookkeeping),
+// newline-delimited JSON-RPC on the child's stdin/stdout inside. What the SDK cannot know is what
+// the bridge adds: which HTTP stream a message from the child belongs to, since stdio carries no
+// such link.
+//
+// - Client requests get ids of the bridge's own on stdin (a counter), mapped back on the answer:
+//   two POSTs reusing an id never collide inside the child.
+// - Progress goes to the stream of the request whose progressToken it carries; a cancellation to
+//   the stream of the request it cancels.
+// - Everything else the child sends by itself (sampling, elicitation, roots/list, log messages,
+//   list changes) goes to the open GET stream, or when there is none to the newest request stream
+//   still open, so that a client that never opened GET still sees a sampling request its tool
+//   call waits on.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { randomBytes } from "node:crypto";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../logger.ts";
+import type { StdioChild } from "./child-process.ts";
+
+export interface SessionOwner {
+  /** sessionOwnerKey of the caller who opened the session: who may use it. */
+  readonly key: string;
+  /** The grant whose revocation ends the session. */
+  readonly grantId: string;
+  /** The upstream token the child was started with (undefined: none was passed). */
+  readonly upstreamToken: string | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+interface PendingRequest {
+  readonly clientId: RequestId;
+  readonly progressToken: string | undefined;
+}
+
+/** A message the bridge rewrote (an id, a request id): still the message it was. */
+const rewritten = (value: Json): JSONRPCMessage => value as unknown as JSONRPCMessage;
+
+/** A JSON-RPC id as a map key: 1 and "1" are different ids. */
+const idKey = (id: unknown): string => JSON.stringify(id);
+
+/** The SDK transport leaves a stream open until every request on it is answered: end them all. */
+const CHILD_GONE = -32603;
+
+export class BridgeSession {
+  readonly transport: StreamableHTTPServerTransport;
+  /** Clock time of the last request that reached this session (or of its last answer). */
+  lastActive: number;
+  private nextChildId = 1;
+  /** Requests in flight inside the child, by the child-side id. */
+  private readonly pending = new Map<number, PendingRequest>();
+  /** The child-side id of each in-flight request, by the client's id. */
+  private readonly childIdOf = new Map<string, number>();
+  private readonly progressOwner = new Map<string, RequestId>();
+  private openGetStreams = 0;
+  private ended = false;
+  /** Called once when the session ends, whatever ended it. */
+  onend: ((reason: string) => void) | undefined;
+  /** Called when the transport has issued the session id (before the initialize answer). */
+  oninitialized: ((sessionId: string) => void) | undefined;
+
+  constructor(
+    readonly child: StdioChild,
+    readonly owner: SessionOwner,
+    private readonly log: Logger,
+    private readonly now: () => number,
+  ) {
+    this.lastActive = now();
+    this.transport = new StreamableHTTPServerTransport({
+      // 256 random bits: the session id is a capability (bound to its owner besides).
+      sessionIdGenerator: () => randomBytes(32).toString("base64url"),
+      onsessioninitialized: (sessionId) => this.oninitialized?.(sessionId),
+    });
+    this.transport.onmessage = (message) => this.fromClient(message);
+    this.transport.onerror = (err) => log.debug({ err: err.message }, "MCP request refused by the transport");
+    child.onmessage = (message) => this.fromChild(message);
+    void child.exited.then((exit) => this.end(`the MCP server process exited (${exit.signal ?? `code ${exit.code}`})`));
+  }
+
+  get sessionId(): string | undefined {
+    return this.transport.sessionId;
+  }
+
+  /** No request in flight: the session may be reaped when idle for long enough. */
+  get idle(): boolean {
+    return this.pending.size === 0;
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /** Serves one HTTP request of this session; resolves when its response has ended. */
+  async handle(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    this.lastActive = this.now();
+    const get = req.method === "GET";
+    if (get) this.openGetStreams++;
+    try {
+      await this.transport.handleRequest(req, res, body);
+    } finally {
+      if (get) this.openGetStreams--;
+      this.lastActive = this.now();
+    }
+  }
+
+  private fromClient(message: JSONRPCMessage): void {
+    this.lastActive = this.now();
+    const m = message as Json;
+    if (typeof m.method === "string" && "id" in m) {
+      const clientId = m.id as RequestId;
+      const childId = this.nextChildId++;
+      const meta = (m.params as Json | undefined)?._meta as Json | undefined;
+      const token = meta?.progressToken;
+      const progressToken = token === undefined ? undefined : idKey(token);
+      this.pending.set(childId, { clientId, progressToken });
+      this.childIdOf.set(idKey(clientId), childId);
+      if (progressToken !== undefined) this.progressOwner.set(progressToken, clientId);
+      this.toChild(rewritten({ ...m, id: childId }));
+      return;
+    }
+    if (m.method === "notifications/cancelled") {
+      const params = m.params as Json | undefined;
+      const childId = this.childIdOf.get(idKey(params?.requestId));
+      if (childId === undefined) return;
+      this.toChild(rewritten({ ...m, params: { ...params, requestId: childId } }));
+      return;
+    }
+    // Other notifications, and answers to the child's own requests (their ids are the child's).
+    this.toChild(message);
+  }
+
+  private toChild(message: JSONRPCMessage): void {
+    if (!this.child.send(message)) this.log.debug("message for a stdio MCP server that has exited; dropped");
+  }
+
+  private fromChild(message: JSONRPCMessage): void {
+    const m = message as Json;
+    if (!("method" in m)) {
+      const pending = typeof m.id === "number" ? this.pending.get(m.id) : undefined;
+      if (!pending) {
+        this.log.debug("stdio MCP server answered a request nobody is waiting for; dropped");
+        return;
+      }
+      this.settle(m.id as number, pending);
+      this.lastActive = this.now();
+      this.deliver(rewritten({ ...m, id: pending.clientId }));
+      return;
+    }
+    if (!("id" in m)) {
+      const params = m.params as Json | undefined;
+      if (m.method === "notifications/progress" && params?.progressToken !== undefined) {
+        const owner = this.progressOwner.get(idKey(params.progressToken));
+        if (owner !== undefined) {
+          this.deliver(message, owner);
+          return;
+        }
+      }
+      if (m.method === "notifications/cancelled" && typeof params?.requestId === "number") {
+        const pending = this.pending.get(params.requestId);
+        if (pending) {
+          this.deliver(rewritten({ ...m, params: { ...params, requestId: pending.clientId } }), pending.clientId);
+          return;
+        }
+      }
+    }
+    this.deliver(message, this.openGetStreams > 0 ? undefined : this.newestPending());
+  }
+
+  private newestPending(): RequestId | undefined {
+    let newest: PendingRequest | undefined;
+    for (const p of this.pending.values()) newest = p;
+    return newest?.clientId;
+  }
+
+  private settle(childId: number, pending: PendingRequest): void {
+    this.pending.delete(childId);
+    this.childIdOf.delete(idKey(pending.clientId));
+    if (pending.progressToken !== undefined) this.progressOwner.delete(pending.progressToken);
+  }
+
+  private deliver(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
+    this.transport.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId }).catch((err: Error) => {
+      // The request's stream is gone (the client disconnected): nobody to tell.
+      this.log.debug({ err: err.message }, "message from the stdio MCP server had no open stream; dropped");
+    });
+  }
+
+  /**
+   * Ends the session: requests in flight get a JSON-RPC error (their streams then close), the
+   * transport answers 404 from now on, and the child is stopped. Idempotent.
+   */
+  async end(reason: string, graceMs = 2000): Promise<void> {
+    if (this.ended) {
+      await this.child.exited;
+      return;
+    }
+    this.ended = true;
+    for (const [childId, pending] of [...this.pending]) {
+      this.settle(childId, pending);
+      this.deliver({ jsonrpc: "2.0", id: pending.clientId, error: { code: CHILD_GONE, message: `The MCP session ended: ${reason}.` } });
+    }
+    await this.transport.close().catch(() => undefined);
+    this.onend?.(reason);
+    if (this.child.running) await this.child.stop(graceMs);
+  }
+
+  /** Closes the GET stream (at shutdown, so that the HTTP server can drain); the client reopens it elsewhere. */
+  closeGetStream(): void {
+    this.transport.closeStandaloneSSEStream();
+  }
+}
