@@ -74,6 +74,8 @@ export class BridgeSession {
       onsessioninitialized: (sessionId) => this.oninitialized?.(sessionId),
     });
     this.transport.onmessage = (message) => this.fromClient(message);
+    // DELETE from the client closes the transport: the child goes with it.
+    this.transport.onclose = () => void this.end("the client ended the session");
     this.transport.onerror = (err) => log.debug({ err: err.message }, "MCP request refused by the transport");
     child.onmessage = (message) => this.fromChild(message);
     void child.exited.then((exit) => this.end(`the MCP server process exited (${exit.signal ?? `code ${exit.code}`})`));

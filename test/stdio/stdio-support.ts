@@ -101,3 +101,41 @@ export async function until(condition: () => boolean | Promise<boolean>, what: s
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** The JSON-RPC messages of an SSE response body, as they arrive. */
+export async function* sseMessages(res: Response): AsyncGenerator<Record<string, unknown>> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = event
+          .split("\n")
+          .filter((l) => l.startsWith("data:"))
+          .map((l) => l.slice(5).trim())
+          .join("\n");
+        if (data) yield JSON.parse(data) as Record<string, unknown>;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+    await res.body!.cancel().catch(() => undefined);
+  }
+}
+
+/** The next message of an SSE stream that satisfies `match`. */
+export async function nextMessage(
+  stream: AsyncGenerator<Record<string, unknown>>,
+  match: (m: Record<string, unknown>) => boolean = () => true,
+): Promise<Record<string, unknown>> {
+  for (;;) {
+    const { value, done } = await stream.next();
+    if (done) throw new Error("the stream ended first");
+    if (match(value)) return value;
+  }
+}
