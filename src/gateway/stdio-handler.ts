@@ -108,6 +108,11 @@ export function stdioMcpHandler(options: StdioHandlerOptions): McpHandler {
       await session.end("the upstream token was renewed");
       return jsonRpcError(ctx, 404, SESSION_NOT_FOUND, "Session not found: the upstream credentials were renewed; initialize a new session.");
     }
+    // A GET stream opened now would hold the shutdown's drain until its deadline.
+    if (ctx.method === "GET" && !registry.accepting) {
+      ctx.set("Retry-After", "5");
+      return jsonRpcError(ctx, 503, -32000, "The broker is shutting down; please retry.");
+    }
     const version = ctx.get("mcp-protocol-version");
     // Without the header the client speaks 2025-03-26, which has batches (transport spec).
     if (Array.isArray(body?.value) && version >= NO_BATCHES_FROM) {

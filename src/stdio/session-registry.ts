@@ -43,6 +43,11 @@ export class SessionRegistry {
     this.reaper.unref();
   }
 
+  /** False once shutdown has begun: no new sessions, no new GET streams. */
+  get accepting(): boolean {
+    return !this.closing;
+  }
+
   get size(): number {
     return this.sessions.size;
   }
