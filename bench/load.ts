@@ -1,5 +1,5 @@
-// A small closed-loop load generator: `concurrency` workers each send requests back to back over a
-// keep-alive pool until `requests` have completed; latencies are measured per request.
+// A small closed-loop load generator: `concurrency` workers each send requests back to back (over a
+// keep-alive pool, or any async call) until `requests` have completed; latencies are measured per request.
 import { Pool } from "undici";
 
 export interface LoadResult {
@@ -25,35 +25,29 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const url = new URL(options.url);
-  const pool = new Pool(url.origin, { connections: options.concurrency, pipelining: 1 });
+/**
+ * Closed loop: `concurrency` workers each run `call` back to back until `requests` calls have
+ * completed. `call` resolves true for a success, false (or throws) for an error.
+ */
+export async function runClosedLoop(concurrency: number, requests: number, call: (worker: number, i: number) => Promise<boolean>): Promise<LoadResult> {
   const latencies: number[] = [];
   let errors = 0;
   let issued = 0;
   const started = performance.now();
   const worker = async (w: number) => {
-    while (issued < options.requests) {
+    while (issued < requests) {
       const i = issued++;
       const t0 = performance.now();
       try {
-        const res = await pool.request({
-          path: url.pathname + url.search,
-          method: options.method ?? "POST",
-          headers: options.headers(w),
-          ...(options.body ? { body: options.body(w, i) } : {}),
-        });
-        await res.body.text();
-        if (res.statusCode >= 400) errors++;
+        if (!(await call(w, i))) errors++;
       } catch {
         errors++;
       }
       latencies.push(performance.now() - t0);
     }
   };
-  await Promise.all(Array.from({ length: options.concurrency }, (_, w) => worker(w)));
+  await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));
   const seconds = (performance.now() - started) / 1000;
-  await pool.close();
   latencies.sort((a, b) => a - b);
   return {
     requests: latencies.length,
@@ -63,4 +57,23 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
   };
+}
+
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const url = new URL(options.url);
+  const pool = new Pool(url.origin, { connections: options.concurrency, pipelining: 1 });
+  try {
+    return await runClosedLoop(options.concurrency, options.requests, async (w, i) => {
+      const res = await pool.request({
+        path: url.pathname + url.search,
+        method: options.method ?? "POST",
+        headers: options.headers(w),
+        ...(options.body ? { body: options.body(w, i) } : {}),
+      });
+      await res.body.text();
+      return res.statusCode < 400;
+    });
+  } finally {
+    await pool.close();
+  }
 }

@@ -1,4 +1,5 @@
-// `npm run bench`: the broker's per-request cost on the /mcp path and the refresh throughput.
+// `npm run bench`: the broker's per-request cost on the /mcp path, the refresh throughput, and the
+// stdio bridge against the SDK's own stdio client.
 // Starts an MCP server and the broker as separate processes (GitHub emulator as the upstream),
 // drives them from this process, and prints one table. A benchmark, not a test: it asserts nothing.
 import { spawn, type ChildProcess } from "node:child_process";
@@ -7,7 +8,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { runLoad, type LoadResult } from "./load.ts";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { runClosedLoop, runLoad, type LoadResult } from "./load.ts";
 import { startGitHubEmulator } from "../test/support/github-emulator.ts";
 import { obtainTokens, registerClient, tokenRequest } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
@@ -115,7 +118,7 @@ async function main(): Promise<void> {
   const mcpUrl = match[1]!;
   const secret = randomBytes(32).toString("base64");
 
-  async function startBrokerProcess(recheck: string, db: string) {
+  async function startBrokerProcess(recheck: string, db: string, extra: Record<string, string> = {}) {
     const port = await freePort();
     const { child } = await startProcess(
       ["src/main.ts"],
@@ -133,6 +136,7 @@ async function main(): Promise<void> {
         MCP_SERVER_URL: mcpUrl,
         UPSTREAM_RECHECK_SECONDS: recheck,
         LOG_LEVEL: "warn",
+        ...extra,
       },
       /MCP endpoint/,
       true,
@@ -224,6 +228,40 @@ async function main(): Promise<void> {
       }
     }
     rows.push(["(e) process start to /healthz 200", startups.join(", ")]);
+
+    // (f) a stdio MCP server: the SDK's own stdio client talking to it directly, against the same
+    // server behind the broker's bridge (one child for the session; HTTP in, stdin/stdout inside).
+    const stdioServer = path.join(root, "test/fixtures/stdio-server.js");
+    const sdk = new Client({ name: "bench", version: "1" });
+    await sdk.connect(new StdioClientTransport({ command: process.execPath, args: [stdioServer], stderr: "ignore" }));
+    let stdioDirect: LoadResult;
+    try {
+      const echo = (w: number) => sdk.callTool({ name: "echo", arguments: { message: `w${w}` } }).then((r) => !r.isError);
+      await runClosedLoop(CONCURRENCY, REQUESTS, echo); // warm-up
+      stdioDirect = await runClosedLoop(CONCURRENCY, REQUESTS, echo);
+    } finally {
+      await sdk.close();
+    }
+    rows.push(["(f) stdio server, SDK stdio client directly", fmt(stdioDirect)]);
+    const bridge = await startBrokerProcess("30", "stdio.db", {
+      MCP_SERVER_URL: "",
+      MCP_SERVER_COMMAND: `"${process.execPath}" "${stdioServer}"`,
+      MCP_SERVER_TOKEN_ENV: "UPSTREAM_TOKEN",
+    });
+    try {
+      const { tokens } = await obtainTokens(bridge.url, { user: "bench" });
+      const auth = { authorization: `Bearer ${tokens.access_token}` };
+      const session = await mcpSession(`${bridge.url}/mcp`, auth);
+      await toolCalls(`${bridge.url}/mcp`, auth, session); // warm-up
+      const cpuBefore = cpuMs(bridge.child.pid);
+      const through = await toolCalls(`${bridge.url}/mcp`, auth, session);
+      const cpuPerRequest = ((cpuMs(bridge.child.pid) - cpuBefore) / through.requests) * 1000;
+      rows.push(["(f) same server through the broker's stdio bridge", fmt(through)]);
+      rows.push(["    ratio to the SDK stdio client (req/s)", (through.rps / stdioDirect.rps).toFixed(2)]);
+      rows.push(["    broker CPU per request (bridge included)", `${cpuPerRequest.toFixed(0)} µs`]);
+    } finally {
+      await stop(bridge.child);
+    }
   } finally {
     await stop(mcpChild);
     await gh.close();
