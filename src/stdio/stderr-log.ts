@@ -1,10 +1,11 @@
 // A stdio MCP server's stderr goes to the broker log, line by line, bounded: a chatty or looping
 // child must not flood the log or the disk. Each line is cut at MAX_LINE characters; beyond
-// LINES_PER_WINDOW lines in a window the rest are counted and reported as one line.
+// LINES_PER_WINDOW lines in a window the rest are dropped, which is said once when it starts and
+// counted when the next window opens.
 import type { Logger } from "../logger.ts";
 
 const MAX_LINE = 1000;
-const LINES_PER_WINDOW = 50;
+export const STDERR_LINES_PER_WINDOW = 50;
 const WINDOW_MS = 10_000;
 
 export function stderrLogger(log: Logger, now: () => number = Date.now): (chunk: Buffer) => void {
@@ -15,13 +16,13 @@ export function stderrLogger(log: Logger, now: () => number = Date.now): (chunk:
   const emit = (line: string) => {
     const t = now();
     if (t - windowStart >= WINDOW_MS) {
-      if (dropped > 0) log.warn({ dropped }, "stdio MCP server stderr: lines dropped (rate limit)");
+      if (dropped > 0) log.warn({ dropped }, "stdio MCP server stderr: lines were dropped (rate limit)");
       windowStart = t;
       lines = 0;
       dropped = 0;
     }
-    if (++lines > LINES_PER_WINDOW) {
-      dropped++;
+    if (++lines > STDERR_LINES_PER_WINDOW) {
+      if (dropped++ === 0) log.warn(`stdio MCP server stderr: over ${STDERR_LINES_PER_WINDOW} lines in ${WINDOW_MS / 1000} s; dropping the rest for now`);
       return;
     }
     log.info({ stderr: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line }, "stdio MCP server");
