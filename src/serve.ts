@@ -73,9 +73,8 @@ async function start(io: ServeIo): Promise<number> {
     { url: config.publicUrl, port: running.port, database: config.databaseKind, upstream: config.upstream.provider },
     "mcp-auth-broker listening",
   );
-  io.out(startBanner(config, running.port));
-
-  return new Promise<number>((resolve) => {
+  // Stoppable before the banner says it is running: whoever waits for the banner may signal at once.
+  const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     const shutdown = (signal: string) => {
       if (stopping) return;
@@ -92,6 +91,8 @@ async function start(io: ServeIo): Promise<number> {
     process.on("SIGTERM", () => shutdown("SIGTERM"));
     process.on("SIGINT", () => shutdown("SIGINT"));
   });
+  io.out(startBanner(config, running.port));
+  return stopped;
 }
 
 function startBanner(config: Config, port: number): string {
