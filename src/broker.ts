@@ -2,7 +2,7 @@
 // upstream or MCP server is configured, routers, HTTP server, periodic sweep.
 // main.ts runs one; tests start as many as they need on ephemeral ports.
 import type Koa from "koa";
-import type { Config } from "./config.ts";
+import { missingMcpServer, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { openDatabase, type Database } from "./store/db.ts";
 import { migrateDatabase } from "./store/migrate.ts";
@@ -100,6 +100,8 @@ async function loadDemoMount(logger: Logger): Promise<typeof import("./demo/moun
 }
 
 export async function createBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
+  const missing = missingMcpServer(config, options.mcpHandler !== undefined);
+  if (missing) throw missing;
   const logger = options.logger ?? createLogger(config.logLevel);
   if (options.migrate ?? true) {
     const { applied } = await migrateDatabase(config.databaseUrl, options.cwd);

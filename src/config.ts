@@ -9,6 +9,7 @@ import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy } from "./access-policy-config.ts";
 import { type ClientInteropConfig, parseClientInterop } from "./client-interop-config.ts";
 import { ConfigError, commaList, type Env } from "./config-values.ts";
+import { withSecretFiles } from "./config-sources.ts";
 import { parseStdioServer, type StdioServerConfig } from "./stdio-server-config.ts";
 
 export { ConfigError };
@@ -79,6 +80,43 @@ export function callbackUrl(publicUrl: string): string {
 const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 export function isLoopbackHost(hostname: string): boolean {
   return loopbackHosts.has(hostname.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+/**
+ * Outside demo mode the operator must say what is protected: fronting the built-in demo MCP
+ * server in production because MCP_SERVER_URL was forgotten would be a silent mistake.
+ */
+export function missingMcpServer(config: Config, servesInProcess = false): ConfigError | undefined {
+  if (config.demoMode || config.mcpServerUrl || config.stdioServer || servesInProcess) return undefined;
+  return new ConfigError(
+    "MCP_SERVER_URL",
+    "outside demo mode, say which MCP server to protect: set MCP_SERVER_URL to its Streamable HTTP endpoint (e.g. http://127.0.0.1:8080/mcp), or MCP_SERVER_COMMAND to run a stdio server",
+  );
+}
+
+/**
+ * Every configuration problem at once, not only the first: each offending variable is set aside
+ * and the rest read again. Nothing is written (no demo key). Empty when the configuration loads.
+ */
+export function configProblems(env: Env, cwd: string): ConfigError[] {
+  const problems: ConfigError[] = [];
+  let remaining: Env = { ...env };
+  for (let pass = 0; pass < 64; pass++) {
+    try {
+      loadConfig(remaining, cwd, { createDemoSecret: false });
+      return problems;
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      // Setting aside X_FILE can only make X missing: that is the same problem, said again.
+      const echo = problems.some((p) => p.message === err.message || p.variable === `${err.variable}_FILE`);
+      if (!echo) problems.push(err);
+      // A variable that is missing cannot be set aside: the problems after it stay unknown.
+      if (echo || remaining[err.variable] === undefined) return problems;
+      const { [err.variable]: _, ...rest } = remaining;
+      remaining = rest;
+    }
+  }
+  return problems;
 }
 
 /** Reads `.env` in cwd if present; real environment variables win over it. */
@@ -160,7 +198,13 @@ function loadOrCreateDemoSecret(dataDir: string): Buffer {
  * Parses the environment. Throws ConfigError (one line: variable and expectation) on the first
  * problem. In demo mode a missing SECRET_KEY is generated once and kept under the data folder.
  */
-export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
+export interface LoadOptions {
+  /** Demo mode without SECRET_KEY: keep the key under ./data (default), or use a throwaway one (a dry run). */
+  readonly createDemoSecret?: boolean;
+}
+
+export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: LoadOptions = {}): Config {
+  const env = withSecretFiles(rawEnv, cwd);
   const port = parseVar(env, "PORT", intIn(0, 65535, 3000), "a port number between 0 and 65535");
   const host = parseVar(env, "HOST", z.string().min(1).optional(), "a listening address") ?? "127.0.0.1";
 
@@ -261,7 +305,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Config {
     if (!key) throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation}, got a value that decodes to fewer than 32 bytes`);
     secretKey = key;
   } else if (demoMode) {
-    secretKey = loadOrCreateDemoSecret(dataDir);
+    secretKey = (options.createDemoSecret ?? true) ? loadOrCreateDemoSecret(dataDir) : randomBytes(32);
   } else {
     throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation} (required outside demo mode), it is not set`);
   }

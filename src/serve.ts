@@ -3,6 +3,7 @@
 // (main.ts) and `mcp-auth-broker serve` both run it.
 import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.ts";
 import type { Env } from "./config-values.ts";
+import { describeUnknownVariable, unknownVariables } from "./config-sources.ts";
 import { createBroker, type Broker } from "./broker.ts";
 import type { RunningServer } from "./http/server.ts";
 import { MigrationError } from "./store/migrate.ts";
@@ -45,8 +46,9 @@ export async function serve(io: ServeIo = processIo): Promise<number> {
 
 async function start(io: ServeIo): Promise<number> {
   let config: Config;
+  const env = readEnvironment(io.cwd, io.env);
   try {
-    config = loadConfig(readEnvironment(io.cwd, io.env), io.cwd);
+    config = loadConfig(env, io.cwd);
   } catch (err) {
     if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
     throw err;
@@ -55,7 +57,11 @@ async function start(io: ServeIo): Promise<number> {
   try {
     broker = await createBroker(config, { cwd: io.cwd });
   } catch (err) {
-    if (err instanceof MigrationError) fail(`${err.message} (DATABASE_URL=${redactDbUrl(config.databaseUrl)})`);
+    if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
+    if (err instanceof MigrationError || config.databaseKind === "postgres") {
+      const { describeDatabaseFailure } = await import("./store/database-failure.ts");
+      fail(`cannot use the database (DATABASE_URL=${redactDbUrl(config.databaseUrl)}): ${await describeDatabaseFailure(config.databaseUrl, err)}`);
+    }
     throw err;
   }
   let running: RunningServer;
@@ -69,6 +75,9 @@ async function start(io: ServeIo): Promise<number> {
     throw err;
   }
   installProcessGuard(broker.logger);
+  // A misspelt setting is ignored, which would silently change behaviour: say so at every start.
+  for (const unknown of unknownVariables(env))
+    broker.logger.warn({ variable: unknown.name, nearest: unknown.nearest }, `${describeUnknownVariable(unknown)}; it is ignored`);
   broker.logger.info(
     { url: config.publicUrl, port: running.port, database: config.databaseKind, upstream: config.upstream.provider },
     "mcp-auth-broker listening",

@@ -1,19 +1,15 @@
 // `check`: what an operator runs after editing .env, before (or instead of) reading logs. Each
 // line says what was checked and, when it failed, what to change. Exit 1 when anything failed.
 import type { Command } from "commander";
-import { callbackUrl, type Config } from "../config.ts";
+import { callbackUrl, configProblems, missingMcpServer, readEnvironment, type Config } from "../config.ts";
+import { describeUnknownVariable, unknownVariables } from "../config-sources.ts";
 import type { Database } from "../store/db.ts";
 import { UpstreamError } from "../upstream/provider.ts";
 import { cliConfig } from "./context.ts";
 import { AccessPolicy } from "../grants/policy.ts";
 import { CliError, jsonCommand, printJson } from "./output.ts";
 import type { CliIo } from "./io.ts";
-
-interface CheckResult {
-  readonly check: string;
-  readonly ok: boolean;
-  readonly detail: string;
-}
+import type { CheckResult } from "./mcp-server-check.ts";
 
 async function checkDatabase(config: Config, cwd: string): Promise<CheckResult> {
   const where = config.databaseKind === "postgres" ? "PostgreSQL" : `SQLite (${config.databaseUrl})`;
@@ -30,11 +26,8 @@ async function checkDatabase(config: Config, cwd: string): Promise<CheckResult> 
       };
     return { check: "database", ok: true, detail: `${where} is reachable and up to date` };
   } catch (err) {
-    return {
-      check: "database",
-      ok: false,
-      detail: `cannot use ${where}: ${(err as Error).message.split("\n")[0]} (check DATABASE_URL and that the server is running)`,
-    };
+    const { describeDatabaseFailure } = await import("../store/database-failure.ts");
+    return { check: "database", ok: false, detail: `cannot use ${where}: ${await describeDatabaseFailure(config.databaseUrl, err)}` };
   } finally {
     await database?.close();
   }
@@ -59,30 +52,26 @@ async function checkUpstream(config: Config): Promise<CheckResult> {
   }
 }
 
-async function checkMcpServer(config: Config): Promise<CheckResult> {
-  if (!config.mcpServerUrl) return { check: "MCP server", ok: true, detail: "MCP_SERVER_URL is not set: the built-in demo MCP server is used" };
-  try {
-    // Any HTTP answer proves the address is right; what the MCP server says to a bare request does not matter.
-    const res = await fetch(config.mcpServerUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: "{}",
-      signal: AbortSignal.timeout(config.proxyTimeoutMs),
-    });
-    await res.body?.cancel();
-    return { check: "MCP server", ok: true, detail: `${config.mcpServerUrl} answers (HTTP ${res.status})` };
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    const reason = cause?.code ?? cause?.message ?? (err as Error).message;
-    return { check: "MCP server", ok: false, detail: `cannot reach ${config.mcpServerUrl} (${reason}): start the MCP server or correct MCP_SERVER_URL` };
-  }
+/** Prints the results; fails the command (exit 1) when any failed. */
+function report(io: CliIo, opts: { json?: boolean }, results: readonly CheckResult[]): void {
+  if (opts.json) printJson(io, results);
+  else for (const r of results) io.out(`${r.ok ? "ok  " : "FAIL"}  ${r.check.padEnd(17)}  ${r.detail}\n`);
+  if (results.some((r) => !r.ok)) throw new CliError(`${results.filter((r) => !r.ok).length} check(s) failed`);
 }
 
 export function registerCheckCommand(program: Command, io: CliIo): void {
   jsonCommand(program, "check", "check the configuration, the database, the identity provider credentials and the MCP server").action(
     async (opts: { json?: boolean }) => {
+      const env = readEnvironment(io.cwd, io.env);
+      const unknown = unknownVariables(env).map((v) => ({ check: "configuration", ok: false, detail: `${describeUnknownVariable(v)}: rename or remove it` }));
+      // A configuration that does not load: every problem in it, and nothing else can be checked.
+      const problems = configProblems(env, io.cwd);
+      if (problems.length) return report(io, opts, [...problems.map((p) => ({ check: "configuration", ok: false, detail: p.message })), ...unknown]);
       const config = cliConfig(io);
+      const noMcpServer = missingMcpServer(config);
       const results: CheckResult[] = [
+        ...unknown,
+        ...(noMcpServer ? [{ check: "configuration", ok: false, detail: noMcpServer.message }] : []),
         {
           check: "configuration",
           ok: true,
@@ -93,11 +82,13 @@ export function registerCheckCommand(program: Command, io: CliIo): void {
           ok: true,
           detail: new AccessPolicy(config.accessPolicy).describe().join("; "),
         },
-        ...(await Promise.all([checkDatabase(config, io.cwd), checkUpstream(config), checkMcpServer(config)])),
+        ...(await Promise.all([
+          checkDatabase(config, io.cwd),
+          checkUpstream(config),
+          import("./mcp-server-check.ts").then(({ checkMcpServer }) => checkMcpServer(config, program.version() ?? "unknown")),
+        ])),
       ];
-      if (opts.json) printJson(io, results);
-      else for (const r of results) io.out(`${r.ok ? "ok  " : "FAIL"}  ${r.check.padEnd(17)}  ${r.detail}\n`);
-      if (results.some((r) => !r.ok)) throw new CliError(`${results.filter((r) => !r.ok).length} check(s) failed`);
+      report(io, opts, results);
     },
   );
 }

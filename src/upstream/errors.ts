@@ -1,6 +1,7 @@
 // Turns whatever an upstream call threw (openid-client / oauth4webapi errors, fetch failures,
 // timeouts, HTTP statuses) into an UpstreamError whose kind decides what the broker does.
 import { UpstreamError } from "./provider.ts";
+import { describeNetworkFailure } from "../outbound/network-failure.ts";
 
 interface ErrorShape {
   name?: string;
@@ -63,9 +64,13 @@ const HINTS: Partial<Record<UpstreamError["kind"], string>> = {
   unavailable: "the identity provider is unreachable, slow or failing",
 };
 
-export function classifyFailure(err: unknown, what: string): UpstreamError {
+/** `setting`: where the identity provider's address is configured, for the fix of a network failure. */
+export function classifyFailure(err: unknown, what: string, setting = "UPSTREAM_ISSUER"): UpstreamError {
   if (err instanceof UpstreamError) return err;
-  if (isNetworkFailure(err)) return new UpstreamError("unavailable", `${what}: ${HINTS.unavailable}`, { cause: err });
+  if (isNetworkFailure(err)) {
+    const why = describeNetworkFailure(err, "the identity provider", setting) ?? HINTS.unavailable;
+    return new UpstreamError("unavailable", `${what}: ${why}`, { cause: err });
+  }
   const e = err as ErrorShape;
   // A 401 with WWW-Authenticate carries the OAuth error in its parsed challenges (`cause`).
   const challenges = Array.isArray(e.cause) ? (e.cause as Array<{ parameters?: { error?: string } }>) : [];

@@ -99,7 +99,7 @@ export class GitHubProvider implements UpstreamProvider {
       if (res.status >= 500) throw new UpstreamError("unavailable", `${what}: GitHub answered ${res.status}`);
       return res;
     } catch (err) {
-      throw classifyFailure(err, what);
+      throw classifyFailure(err, what, "GITHUB_URL / GITHUB_API_URL");
     }
   }
 

@@ -1,7 +1,9 @@
 // The operator CLI, run as the real binary against the database of a running broker.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
@@ -10,6 +12,7 @@ import { cleanEnv, cliBin, projectRoot, runToEnd, waitForOutput, type Finished }
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { runCli } from "../../src/cli/program.ts";
+import { postgresAvailable } from "../support/pg-database.ts";
 
 let t: TestBroker;
 let env: Record<string, string>;
@@ -428,7 +431,9 @@ describe("mcp-auth-broker CLI", () => {
       expect(res.code).toBe(0);
       expect(res.stdout).toMatch(/^ok +database +SQLite .* is reachable and up to date$/m);
       expect(res.stdout).toMatch(/^ok +identity provider +GitHub accepts UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET$/m);
-      expect(res.stdout).toMatch(/^ok +MCP server +http:\/\/127\.0\.0\.1:\d+\/mcp answers \(HTTP \d+\)$/m);
+      expect(res.stdout).toMatch(
+        /^ok +MCP server +http:\/\/127\.0\.0\.1:\d+\/mcp is an MCP server: mcp-auth-broker-demo 1\.0\.0, protocol \d{4}-\d{2}-\d{2}$/m,
+      );
       const json = JSON.parse((await cli(["check", "--json"], { env: githubEnv })).stdout) as Array<{ check: string; ok: boolean }>;
       expect(json.map((r) => [r.check, r.ok])).toEqual([
         ["configuration", true],
@@ -453,10 +458,81 @@ describe("mcp-auth-broker CLI", () => {
       expect(res.code).toBe(1);
       expect(res.stdout).toMatch(/^FAIL +identity provider +GitHub: .*incorrect_client_credentials.*check UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET/m);
       expect(res.stdout).toMatch(
-        new RegExp(`^FAIL +MCP server +cannot reach http://127\\.0\\.0\\.1:${nobody}/mcp \\(ECONNREFUSED\\): .*correct MCP_SERVER_URL$`, "m"),
+        new RegExp(
+          `^FAIL +MCP server +cannot reach http://127\\.0\\.0\\.1:${nobody}/mcp: connection refused by 127\\.0\\.0\\.1:${nobody} \\(nothing listens there\\); start the MCP server, or correct the host and port in MCP_SERVER_URL$`,
+          "m",
+        ),
       );
       expect(res.stdout).toMatch(/^FAIL +database +.*migration\(s\) are pending .*run npx mcp-auth-broker migrate/m);
       expect(res.stderr).toContain("3 check(s) failed");
+    });
+
+    it("fails for an MCP_SERVER_URL that answers 405 to an MCP initialize, a misspelt variable, and an unreachable database, saying why", async () => {
+      // Something listens, but it is not an MCP endpoint: a web server answering 405 to a POST.
+      const notMcp = createServer((req, res) => res.writeHead(req.method === "POST" ? 405 : 200).end());
+      await new Promise<void>((resolve) => notMcp.listen(0, "127.0.0.1", resolve));
+      const closedPort = await freePort();
+      try {
+        const notMcpUrl = `http://127.0.0.1:${(notMcp.address() as AddressInfo).port}/api`;
+        const res = await cli(["check"], {
+          env: {
+            ...githubEnv,
+            MCP_SERVER_URL: notMcpUrl,
+            UPSTREAM_PROVIDR: "github",
+            ...(postgresAvailable ? { DATABASE_URL: `postgresql://broker:pw@127.0.0.1:${closedPort}/broker` } : {}),
+          },
+        });
+        expect(res.code).toBe(1);
+        expect(res.stdout).toContain(
+          `FAIL  MCP server         ${notMcpUrl} answers HTTP 405 to an MCP initialize: there is no MCP (Streamable HTTP) endpoint at that path; correct the path in MCP_SERVER_URL (often …/mcp)`,
+        );
+        expect(res.stdout).toMatch(
+          /^FAIL +configuration +UPSTREAM_PROVIDR is not a setting of mcp-auth-broker \(did you mean UPSTREAM_PROVIDER\?\): rename or remove it$/m,
+        );
+        if (postgresAvailable)
+          expect(res.stdout).toContain(
+            `FAIL  database           cannot use PostgreSQL: connection refused by 127.0.0.1:${closedPort} (nothing listens there); start PostgreSQL, or correct the host and port in DATABASE_URL`,
+          );
+        expect(res.stderr).toContain(`${postgresAvailable ? 3 : 2} check(s) failed`);
+        const { MCP_SERVER_URL: _, ...withoutMcpServer } = githubEnv;
+        const unnamed = await cli(["check"], { env: withoutMcpServer });
+        expect(unnamed.code).toBe(1);
+        expect(unnamed.stdout).toMatch(/^FAIL +configuration +MCP_SERVER_URL: outside demo mode, say which MCP server to protect/m);
+      } finally {
+        await new Promise((resolve) => notMcp.close(resolve));
+      }
+    });
+
+    it("reports every configuration problem at once, and writes nothing", async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), "mab-check-"));
+      const res = await cli(["check"], {
+        cwd: dir,
+        env: { PORT: "abc", LOG_LEVEL: "loud", UPSTREAM_TIMEOUT_SECONDS: "0", UPSTREAM_CLIENT_SECRET_FILE: path.join(dir, "missing"), UPSTREAM_PROVIDR: "x" },
+      });
+      expect(res.code).toBe(1);
+      const failures = res.stdout.split("\n").filter((l) => l.startsWith("FAIL"));
+      expect(failures.map((l) => /^FAIL +configuration +(\w+)/.exec(l)?.[1])).toEqual([
+        "UPSTREAM_CLIENT_SECRET_FILE",
+        "PORT",
+        "UPSTREAM_TIMEOUT_SECONDS",
+        "LOG_LEVEL",
+        "UPSTREAM_PROVIDR",
+      ]);
+      expect(res.stderr).toContain("5 check(s) failed");
+      // A dry run: no demo key was created where check ran.
+      expect(existsSync(path.join(dir, "data"))).toBe(false);
+    });
+
+    it("names the cause of an identity provider it cannot reach, and what to change", async () => {
+      const closedPort = await freePort();
+      const res = await cli(["check"], { env: { ...githubEnv, GITHUB_URL: `http://127.0.0.1:${closedPort}` } });
+      expect(res.code).toBe(1);
+      expect(res.stdout).toMatch(
+        new RegExp(
+          `^FAIL +identity provider +GitHub: .*: connection refused by 127\\.0\\.0\\.1:${closedPort} \\(nothing listens there\\); start the identity provider, or correct the host and port in GITHUB_URL / GITHUB_API_URL$`,
+          "m",
+        ),
+      );
     });
 
     it("in demo mode says the built-in parts are used", async () => {
@@ -481,8 +557,8 @@ describe("mcp-auth-broker CLI", () => {
       );
       const refused = await cli(["check"], { env: noPolicy });
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toMatch(
-        /^mcp-auth-broker: configuration error: ALLOWED_USERS: nobody is allowed to sign in yet: set ALLOWED_USERS .*ALLOWED_EMAIL_DOMAINS .*ALLOWED_GITHUB_ORGS .*or ALLOW_ANY_USER=true to admit anyone with a GitHub account$/m,
+      expect(refused.stdout).toMatch(
+        /^FAIL +configuration +ALLOWED_USERS: nobody is allowed to sign in yet: set ALLOWED_USERS .*ALLOWED_EMAIL_DOMAINS .*ALLOWED_GITHUB_ORGS .*or ALLOW_ANY_USER=true to admit anyone with a GitHub account$/m,
       );
     });
   });

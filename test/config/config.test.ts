@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@jest/globals";
-import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConfigError, loadConfig, decodeSecretKey } from "../../src/config.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
-import { runToEnd, startServer } from "../support/spawn.ts";
+import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
+import { KNOWN_VARIABLES, unknownVariables } from "../../src/config-sources.ts";
 
 const KEY = Buffer.alloc(32, 7).toString("base64");
 const tmp = () => mkdtempSync(path.join(tmpdir(), "mab-config-"));
@@ -144,6 +145,63 @@ describe("loadConfig", () => {
   });
 });
 
+describe("secrets from files (SECRET_KEY_FILE, UPSTREAM_CLIENT_SECRET_FILE, DATABASE_URL_FILE)", () => {
+  const github = { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "Iv1.x", ALLOW_ANY_USER: "true" };
+
+  it("reads each value from its file, without the trailing newline a mounted secret has", () => {
+    const dir = tmp();
+    writeFileSync(path.join(dir, "key"), `${KEY}\n`);
+    writeFileSync(path.join(dir, "client-secret"), "s3cret\n");
+    writeFileSync(path.join(dir, "db-url"), "postgresql://broker:pw@db.internal:5432/broker\n");
+    const config = loadConfig(
+      { ...github, SECRET_KEY_FILE: path.join(dir, "key"), UPSTREAM_CLIENT_SECRET_FILE: "client-secret", DATABASE_URL_FILE: "db-url" },
+      dir,
+    );
+    expect(config.secretKey.equals(Buffer.alloc(32, 7))).toBe(true);
+    expect(config.upstream.clientSecret).toBe("s3cret");
+    expect(config.databaseUrl).toBe("postgresql://broker:pw@db.internal:5432/broker");
+  });
+
+  it("refuses a file that cannot be read, an empty one, or both spellings at once", () => {
+    const dir = tmp();
+    writeFileSync(path.join(dir, "empty"), "\n");
+    expect(configError({ ...github, SECRET_KEY: KEY, UPSTREAM_CLIENT_SECRET_FILE: path.join(dir, "missing") }).message).toBe(
+      `UPSTREAM_CLIENT_SECRET_FILE: cannot read ${path.join(dir, "missing")} (ENOENT): mount the secret there or correct the path`,
+    );
+    expect(configError({ ...github, UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY_FILE: path.join(dir, "empty") }).message).toBe(
+      `SECRET_KEY_FILE: ${path.join(dir, "empty")} is empty`,
+    );
+    expect(configError({ ...github, UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY, SECRET_KEY_FILE: path.join(dir, "empty") }).message).toBe(
+      "SECRET_KEY_FILE: set either SECRET_KEY or SECRET_KEY_FILE, not both",
+    );
+  });
+});
+
+describe("variables that look like ours", () => {
+  it("are found with the name they most likely mean; the rest of the environment is left alone", () => {
+    const env = {
+      UPSTREAM_PROVIDR: "github",
+      SECRETKEY: "x",
+      DATABASE_URI: "file:x.db",
+      UPSTREAM_TENANT: "x",
+      HOME: "/root",
+      HOSTNAME: "box",
+      PATH: "/bin",
+      GITHUB_TOKEN: "x",
+      NODE_OPTIONS: "",
+      PORT: "3000",
+    };
+    expect(unknownVariables(env)).toEqual([
+      { name: "DATABASE_URI", nearest: "DATABASE_URL" },
+      { name: "SECRETKEY", nearest: "SECRET_KEY" },
+      { name: "UPSTREAM_PROVIDR", nearest: "UPSTREAM_PROVIDER" },
+      { name: "UPSTREAM_TENANT", nearest: expect.stringMatching(/^UPSTREAM_/) },
+    ]);
+    // Every variable the broker reads is known (the documentation test checks the list against the code).
+    expect(unknownVariables(Object.fromEntries(KNOWN_VARIABLES.map((name) => [name, "x"])))).toEqual([]);
+  });
+});
+
 // How the process reports a configuration error (one line, exit 1, no stack), for a parse error
 // and a production-only requirement; every variable's own messages are tested above, in-process.
 describe("the real process", () => {
@@ -154,6 +212,16 @@ describe("the real process", () => {
       { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY },
       /^mcp-auth-broker: configuration error: ALLOWED_USERS: nobody is allowed to sign in yet: set ALLOWED_USERS .*ALLOWED_EMAIL_DOMAINS .*ALLOWED_GITHUB_ORGS .*ALLOW_ANY_USER=true/,
     ],
+    // A real login in front of nothing named: not the demo MCP server, silently.
+    [
+      { UPSTREAM_PROVIDER: "github", UPSTREAM_CLIENT_ID: "x", UPSTREAM_CLIENT_SECRET: "y", SECRET_KEY: KEY, ALLOW_ANY_USER: "true" },
+      /^mcp-auth-broker: configuration error: MCP_SERVER_URL: outside demo mode, say which MCP server to protect: set MCP_SERVER_URL .* or MCP_SERVER_COMMAND/,
+    ],
+    // PostgreSQL that is not there: the line says why, and what to change.
+    [
+      { DATABASE_URL: "postgresql://broker:pw@127.0.0.1:1/broker" },
+      /^mcp-auth-broker: cannot use the database \(DATABASE_URL=postgresql:\/\/broker:\*\*\*@127\.0\.0\.1:1\/broker\): connection refused by 127\.0\.0\.1:1 \(nothing listens there\); start PostgreSQL, or correct the host and port in DATABASE_URL$/,
+    ],
   ])("stops with one line for %j", async (env, expected) => {
     const dir = tmp();
     const result = await runToEnd(startServer({ cwd: dir, env: env as Record<string, string> }));
@@ -162,6 +230,18 @@ describe("the real process", () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(expected);
     expect(result.stderr).not.toMatch(/\bat .*\.ts:\d+/);
+  });
+
+  it("warns at start about a misspelt variable, naming the one it likely means", async () => {
+    const child = startServer({ cwd: tmp(), env: { PORT: "0", UPSTREAM_PROVIDR: "github", LOG_LEVEL: "warn" } });
+    const finished = runToEnd(child, 30_000);
+    await waitForOutput(child, /mcp-auth-broker is running/);
+    child.kill("SIGTERM");
+    const { stdout, code } = await finished;
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/UPSTREAM_PROVIDR is not a setting of mcp-auth-broker \(did you mean UPSTREAM_PROVIDER\?\); it is ignored/);
+    // Demo mode, as without the variable: the warning is the only sign of the mistake.
+    expect(stdout).toContain("DEMO MODE");
   });
 
   it("reads a .env file from its working directory", async () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { projectRoot } from "../support/spawn.ts";
+import { FILE_VARIABLES, KNOWN_VARIABLES } from "../../src/config-sources.ts";
 
 const read = (file: string) => readFileSync(path.join(projectRoot, file), "utf8");
 const variablesIn = (text: string, pattern: RegExp) => new Set([...text.matchAll(pattern)].map((m) => m[1]!));
@@ -14,6 +15,8 @@ const readByBroker = new Set(
     ...variablesIn(read(file), /(?:env,\s*"|env\.)([A-Z][A-Z0-9_]+)/g),
   ]),
 );
+// The secrets may also come from files.
+for (const name of FILE_VARIABLES) readByBroker.add(`${name}_FILE`);
 
 describe("configuration documentation", () => {
   it("finds the variables the broker reads", () => {
@@ -22,10 +25,14 @@ describe("configuration documentation", () => {
     expect(readByBroker).toContain("ALLOWED_USERS");
   });
 
+  it("the list that catches misspelt variables knows exactly the variables the broker reads", () => {
+    expect([...KNOWN_VARIABLES].sort()).toEqual([...readByBroker].sort());
+  });
+
   it("the README's table lists exactly the variables the broker reads", () => {
-    const table = variablesIn(read("README.md"), /^\| `([A-Z][A-Z0-9_]+)`/gm);
-    // A row may name two variables (`UPSTREAM_CLIENT_ID`, `UPSTREAM_CLIENT_SECRET`).
-    for (const m of read("README.md").matchAll(/^\| `[A-Z_]+`, `([A-Z][A-Z0-9_]+)`/gm)) table.add(m[1]!);
+    // A row may name several variables in its first cell (`UPSTREAM_CLIENT_ID`, `UPSTREAM_CLIENT_SECRET`).
+    const firstCells = [...read("README.md").matchAll(/^\| (`[A-Z][A-Z0-9_]+`(?:, `[A-Z][A-Z0-9_]+`)*) \|/gm)].map((m) => m[1]!);
+    const table = new Set(firstCells.flatMap((cell) => [...cell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!)));
     expect([...table].sort()).toEqual([...readByBroker].sort());
   });
 

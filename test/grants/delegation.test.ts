@@ -254,6 +254,8 @@ describe("opt-in upstream token forwarding and start-up checks", () => {
         UPSTREAM_PROVIDER: "oidc",
         ALLOW_ANY_USER: "true",
         UPSTREAM_ISSUER: "http://127.0.0.1:1/realms/x",
+        // Never called here: this test is about the issuer.
+        MCP_SERVER_URL: "http://127.0.0.1:1/mcp",
         UPSTREAM_CLIENT_ID: "c",
         UPSTREAM_CLIENT_SECRET: "s",
         SECRET_KEY: "k".repeat(44),

@@ -40,6 +40,8 @@ describe("a broker killed mid-callback", () => {
       GITHUB_URL: gh.url,
       GITHUB_API_URL: gh.apiUrl,
       UPSTREAM_TIMEOUT_SECONDS: "2",
+      // Never called: the broker dies during the login.
+      MCP_SERVER_URL: "http://127.0.0.1:1/mcp",
       DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
     };
     const broker = await startBrokerProcess(dir, env);

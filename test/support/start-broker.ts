@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig, missingMcpServer } from "../../src/config.ts";
+import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { createBroker, type Broker, type BrokerOptions } from "../../src/broker.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createServer } from "node:net";
@@ -46,20 +47,29 @@ export async function startBroker(
   if (env.DATABASE_URL === undefined) await copyMigratedSqlite(path.join(dir, "broker.db"));
   const secretKey = randomBytes(32).toString("base64");
   const { logDestination, ...brokerOptions } = options;
+  // Outside demo mode the broker needs an MCP server to protect: the demo one, unless the test chose.
+  let mcp: DemoMcpServer | undefined;
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const config = loadConfig(
-      {
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
-        DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
-        SECRET_KEY: secretKey,
-        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
-        ...env,
-      },
-      dir,
-    );
+    const read = (extra: Record<string, string>) =>
+      loadConfig(
+        {
+          PORT: String(port),
+          HOST: "127.0.0.1",
+          PUBLIC_URL: `http://127.0.0.1:${port}`,
+          DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
+          SECRET_KEY: secretKey,
+          LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+          ...env,
+          ...extra,
+        },
+        dir,
+      );
+    let config = read(mcp ? { MCP_SERVER_URL: mcp.url } : {});
+    if (missingMcpServer(config, brokerOptions.mcpHandler !== undefined)) {
+      mcp = await startDemoMcpServer();
+      config = read({ MCP_SERVER_URL: mcp.url });
+    }
     const broker = await createBroker(config, { ...brokerOptions, cwd: dir, logger: createLogger(config.logLevel, logDestination) });
     try {
       await broker.listen();
@@ -75,6 +85,7 @@ export async function startBroker(
       dir,
       async stop() {
         await broker.stop(2000);
+        await mcp?.close();
         rmSync(dir, { recursive: true, force: true });
       },
     };
