@@ -15,13 +15,16 @@ export interface AppParts {
   readonly logger: Logger;
   /** The routers, in order. */
   readonly routers: readonly Router[];
+  /** Counts and times every request (http/metrics.ts); runs first, so it sees the final status. */
+  readonly metrics?: Koa.Middleware;
 }
 
-export function createApp({ config, logger, routers }: AppParts): Koa {
+export function createApp({ config, logger, routers, metrics }: AppParts): Koa {
   const app = new Koa({ proxy: config.trustProxy });
   // Errors are handled (and logged with their request id) by errorHandler; Koa's own stderr
   // printing would duplicate them and could leak details.
   app.silent = true;
+  if (metrics) app.use(metrics);
   app.use(requestContext(logger, ["/healthz", "/readyz", ...publicPaths(config.publicUrl, "/mcp")]));
   app.use(securityHeaders({ https: config.publicUrl.startsWith("https:") }));
   app.use(errorHandler());

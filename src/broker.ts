@@ -1,14 +1,15 @@
 // Assembles a broker from its configuration: database, domain services, the demo parts when no
 // upstream or MCP server is configured, routers, HTTP server, periodic sweep.
 // main.ts runs one; tests start as many as they need on ephemeral ports.
-import type Koa from "koa";
+import Koa from "koa";
+import type { RequestListener } from "node:http";
 import { missingMcpServer, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { openDatabase, type Database } from "./store/db.ts";
 import { migrateDatabase } from "./store/migrate.ts";
 import { createApp } from "./app.ts";
 import { healthRouter } from "./http/health.ts";
-import { metricsRouter } from "./http/metrics.ts";
+import { BrokerMetrics, metricsRouter } from "./http/metrics.ts";
 import { listen, type RunningServer } from "./http/server.ts";
 import { createServices, type Services } from "./services.ts";
 import { authorizationServerRouter } from "./oauth/router.ts";
@@ -66,8 +67,10 @@ export interface Broker {
   readonly demoMcpUrl: string | undefined;
   /** The stdio MCP sessions and their children, when the broker fronts MCP_SERVER_COMMAND. */
   readonly stdioSessions: SessionRegistry | undefined;
-  /** Starts listening on config.host:config.port (0 = ephemeral). */
+  /** Starts listening on config.host:config.port (0 = ephemeral), and on METRICS_PORT when set. */
   listen(): Promise<RunningServer>;
+  /** Where /metrics listens on its own (METRICS_PORT), once listening. */
+  metricsPort(): number | undefined;
   /** Graceful stop: the server (if listening) drains within the deadline, then everything closes. */
   stop(deadlineMs?: number): Promise<void>;
 }
@@ -85,6 +88,15 @@ const REVOCATION_POLL_MS = 500;
  * Node 22; the project supports Node 20.18+ and its tests run the demo IdP on it, so that one
  * notice goes to the debug log instead of alarming every newcomer's first start.
  */
+/** The separate metrics listener's application: /metrics and nothing else. */
+function metricsApp(metrics: BrokerMetrics, token: string | undefined): RequestListener {
+  const app = new Koa();
+  app.silent = true;
+  const router = metricsRouter(metrics, token);
+  app.use(router.routes());
+  return app.callback();
+}
+
 async function loadDemoMount(logger: Logger): Promise<typeof import("./demo/mount.ts")> {
   const warn = console.warn;
   console.warn = (...args: unknown[]) => {
@@ -124,6 +136,15 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   if (stdioSessions) grants.bus.subscribe((revocation) => void stdioSessions.endGrants(revocation.grantIds ?? []));
   const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || stdioServer || options.mcpHandler ? undefined : await startDemoMcpServer();
   const mountPaths = publicPaths(config.publicUrl, "/mcp");
+  const metrics = new BrokerMetrics(
+    {
+      databaseQueries: database.queryCount,
+      validationCache: () => grants.validator.stats,
+      liveGrants: () => services.grantListing.countLive(),
+    },
+    mountPaths,
+  );
+  grants.sessions.observer = metrics;
   const proxy: McpProxy | undefined =
     options.mcpHandler || stdioSessions
       ? undefined
@@ -134,6 +155,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
           logger,
           sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
           mountPaths,
+          observer: metrics,
           publicUrl: config.publicUrl,
           // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
           challenge: {
@@ -154,30 +176,11 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const app = createApp({
     config,
     logger,
+    metrics: metrics.middleware(),
     routers: [
       healthRouter(database),
-      metricsRouter([
-        { name: "mab_database_queries_total", help: "Database queries sent by this process.", type: "counter", value: database.queryCount },
-        {
-          name: "mab_token_validation_cache_hits_total",
-          help: "Access token validations answered from memory.",
-          type: "counter",
-          value: () => grants.validator.stats.hits,
-        },
-        {
-          name: "mab_token_validation_cache_misses_total",
-          help: "Access token validations that went to the database.",
-          type: "counter",
-          value: () => grants.validator.stats.misses,
-        },
-        {
-          name: "mab_upstream_checks_total",
-          help: "Checks of upstream sessions at the identity provider.",
-          type: "counter",
-          value: () => grants.sessions.stats.checks,
-        },
-        { name: "mab_upstream_refreshes_total", help: "Upstream token refreshes.", type: "counter", value: () => grants.sessions.stats.refreshes },
-      ]),
+      // On the public listener only behind METRICS_TOKEN; METRICS_PORT serves it on loopback.
+      ...(config.metricsToken ? [metricsRouter(metrics, config.metricsToken)] : []),
       ...(demoIdp ? [demoIdp.router] : []),
       authorizationServerRouter({
         config,
@@ -217,6 +220,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   grants.revocationFeed.start(options.revocationPollMs ?? REVOCATION_POLL_MS);
 
   let running: RunningServer | undefined;
+  let metricsServer: RunningServer | undefined;
   return {
     config,
     logger,
@@ -227,13 +231,16 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     stdioSessions,
     async listen() {
       running = await listen(app.callback(), config.port, config.host);
+      if (config.metricsPort !== undefined) metricsServer = await listen(metricsApp(metrics, config.metricsToken), config.metricsPort, "127.0.0.1");
       return running;
     },
+    metricsPort: () => metricsServer?.port,
     async stop(deadlineMs = 10_000) {
       if (sweepTimer) clearInterval(sweepTimer);
       await grants.revocationFeed.stop();
       // Open GET streams would hold the drain below until its deadline.
       stdioSessions?.beginShutdown();
+      await metricsServer?.close(1000);
       if (running) {
         const { forced } = await running.close(deadlineMs);
         if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");

@@ -82,13 +82,15 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "FORWARD_UPSTREAM_TOKEN",
   "LOG_LEVEL",
   "PROXY_TIMEOUT_SECONDS",
+  "METRICS_PORT",
+  "METRICS_TOKEN",
   "DEMO_ALLOW_PUBLIC_HOST",
   "TRUST_PROXY",
   ...FILE_VARIABLES.map((name) => `${name}_FILE`),
 ];
 
 /** Prefixes only the broker's own variables use: any unknown name with one is a mistake. */
-const OWN_PREFIXES = ["UPSTREAM_", "MCP_SERVER_", "MCP_STDIO_", "ALLOWED_", "CIMD_", "SESSION_", "AUDIT_", "REFRESH_", "ACCESS_TOKEN_", "DEMO_"];
+const OWN_PREFIXES = ["UPSTREAM_", "MCP_SERVER_", "MCP_STDIO_", "ALLOWED_", "CIMD_", "SESSION_", "AUDIT_", "REFRESH_", "ACCESS_TOKEN_", "DEMO_", "METRICS_"];
 
 export interface UnknownVariable {
   readonly name: string;

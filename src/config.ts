@@ -64,6 +64,10 @@ export interface Config {
   readonly forwardUpstreamToken: boolean;
   readonly logLevel: string;
   readonly proxyTimeoutMs: number;
+  /** METRICS_PORT: /metrics on its own listener on 127.0.0.1 (0: any free port). */
+  readonly metricsPort: number | undefined;
+  /** METRICS_TOKEN: the bearer token /metrics requires (on the main listener, and on METRICS_PORT's if both are set). */
+  readonly metricsToken: string | undefined;
   readonly allowDemoOnPublicHost: boolean;
   readonly trustProxy: boolean;
   readonly dataDir: string;
@@ -280,6 +284,13 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
   const refreshGraceSeconds = parseVar(env, "REFRESH_GRACE_SECONDS", intIn(0, 3600, 30), "a whole number of seconds between 0 and 3600");
   const auditRetentionDays = parseVar(env, "AUDIT_RETENTION_DAYS", intIn(1, 36500, 90), "a whole number of days between 1 and 36500");
   const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
+  const metricsPort = parseVar(env, "METRICS_PORT", z.coerce.number().int().min(0).max(65535).optional(), "a port number between 0 and 65535");
+  const metricsToken = parseVar(
+    env,
+    "METRICS_TOKEN",
+    z.string().min(16).optional(),
+    "at least 16 characters, e.g. node -e \"console.log(require('crypto').randomBytes(24).toString('base64url'))\"",
+  );
   const dynamicRegistration = parseVar(env, "DYNAMIC_REGISTRATION", bool(true), "true or false");
   const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
   const clients: ClientInteropConfig = parseClientInterop(env, {
@@ -365,6 +376,8 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     forwardUpstreamToken,
     logLevel,
     proxyTimeoutMs: proxyTimeoutSeconds * 1000,
+    metricsPort,
+    metricsToken,
     allowDemoOnPublicHost,
     trustProxy,
     dataDir,

@@ -45,6 +45,13 @@ export interface McpProxyOptions {
    * used on its own) those answers pass, minus the MCP server's WWW-Authenticate.
    */
   readonly challenge?: ChallengeOptions & { readonly knownScopes: readonly string[] };
+  /** Told how long the MCP server took to answer, and why a request to it failed (metrics). */
+  readonly observer?: ProxyObserver;
+}
+
+export interface ProxyObserver {
+  mcpServerAnswered(seconds: number): void;
+  proxyFailed(reason: "unreachable" | "timeout" | "client_gone"): void;
 }
 
 export interface McpProxy {
@@ -234,6 +241,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
   function failed(ctx: Koa.Context, log: Logger, reason: unknown, err: unknown): void {
     if (reason instanceof ClientGone || ctx.req.socket.destroyed) {
       log.debug("client went away before the MCP server answered");
+      options.observer?.proxyFailed("client_gone");
       return;
     }
     if (reason instanceof SlowUpload) {
@@ -249,11 +257,13 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     }
     if (reason instanceof UpstreamTimeout || err instanceof undiciErrors.ConnectTimeoutError) {
       log.warn({ target: target.origin, timeoutMs: options.timeoutMs }, "MCP server timed out");
+      options.observer?.proxyFailed("timeout");
       jsonRpcError(ctx, 504, -32603, `The MCP server did not respond within ${options.timeoutMs} ms.`);
       return;
     }
     const code = errorCode(err);
     log.warn({ target: target.origin, code, err: (err as Error)?.message }, "MCP server request failed");
+    options.observer?.proxyFailed("unreachable");
     jsonRpcError(
       ctx,
       502,
@@ -279,6 +289,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     const bound = sessionId === undefined ? undefined : await options.sessionBinding.ownerOf(sessionId);
     if (bound !== undefined && bound !== owner) {
       log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
+      ctx.state.refusal = "session_owner";
       return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
     }
     if (ctx.req.readableDidRead) throw new Error("The /mcp request body was already read: the MCP route must not have a body parser.");
@@ -312,6 +323,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
             ctx.req.once("end", release);
           } else release();
         }
+        const asked = performance.now();
         upstream = await pool.request({
           method: ctx.method as "GET" | "POST" | "DELETE",
           path,
@@ -320,6 +332,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
           body: body as Buffer | Readable | null,
           signal: controller.signal,
         });
+        options.observer?.mcpServerAnswered((performance.now() - asked) / 1000);
       } catch (err) {
         return failed(ctx, log(), controller.signal.reason, err);
       } finally {
@@ -353,6 +366,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         if (refused) {
           discard(upstream.body);
           log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
+          ctx.state.refusal = "session_owner";
           return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
         }
       }

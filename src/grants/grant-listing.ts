@@ -42,6 +42,8 @@ export interface GrantListing {
   listGrants(filter?: GrantFilter): Promise<GrantSummary[]>;
   /** One grant, live or not; null when there is no grant with this id. */
   findGrant(id: string): Promise<GrantSummary | null>;
+  /** How many grants are alive now. */
+  countLive(): Promise<number>;
 }
 
 const include = { client: { select: { clientName: true } }, upstreamSession: { select: { login: true } } } as const;
@@ -88,6 +90,7 @@ export function createGrantListing(db: Db): GrantListing {
       });
       return rows.map((row) => toSummary(row, now));
     },
+    countLive: () => db.grant.count({ where: liveGrantWhere(new Date()) }),
     async findGrant(id) {
       const row = await db.grant.findUnique({ where: { id }, include });
       return row ? toSummary(row, new Date()) : null;

@@ -31,9 +31,17 @@ function storedGroups(profile: string): string[] | undefined {
   }
 }
 
+/** Told of every call to the identity provider for a session, and of policy refusals (metrics). */
+export interface UpstreamObserver {
+  upstreamCall(call: "check" | "identity" | "refresh", result: "ok" | "rejected" | "unavailable", seconds: number): void;
+  policyDenied(): void;
+}
+
 export class UpstreamSessions {
   private readonly checks = new SingleFlight<CheckedSession>();
   readonly stats = { checks: 0, refreshes: 0 };
+  /** Set by the broker when it keeps metrics. */
+  observer: UpstreamObserver | undefined;
 
   constructor(
     private readonly ctx: GrantsContext,
@@ -89,7 +97,7 @@ export class UpstreamSessions {
     if (tokens.accessExpiresAt && tokens.accessExpiresAt.getTime() <= now) status = "expired";
     else {
       this.stats.checks++;
-      const result = await this.callUpstream(() => this.ctx.provider.check(tokens));
+      const result = await this.callUpstream("check", () => this.ctx.provider.check(tokens));
       status = result.status;
       if (result.status === "invalid") reason = result.reason;
       if (result.status === "active" && result.accessExpiresAt) accessExpiresAt = result.accessExpiresAt;
@@ -123,7 +131,7 @@ export class UpstreamSessions {
     if (!this.ctx.policy.readsFacts) return {};
     let identity: UpstreamIdentity;
     try {
-      identity = await this.callUpstream(() => this.ctx.provider.fetchIdentity(tokens));
+      identity = await this.callUpstream("identity", () => this.ctx.provider.fetchIdentity(tokens));
     } catch (err) {
       if (err instanceof UpstreamError && err.kind === "invalid_grant") {
         await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_invalid");
@@ -150,6 +158,7 @@ export class UpstreamSessions {
           "could not revoke the upstream token of a user the policy no longer admits",
         );
       });
+      this.observer?.policyDenied();
       await this.lifecycle.revokeUpstreamSession(sessionId, "policy_denied");
       throw new CredentialRejected("the access policy of this service no longer admits this account");
     }
@@ -169,7 +178,7 @@ export class UpstreamSessions {
     let fresh: UpstreamTokens;
     this.stats.refreshes++;
     try {
-      fresh = await this.callUpstream(() => this.ctx.provider.refresh(tokens));
+      fresh = await this.callUpstream("refresh", () => this.ctx.provider.refresh(tokens));
     } catch (err) {
       if (err instanceof UpstreamUnavailable) throw err;
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_refresh_failed");
@@ -187,11 +196,17 @@ export class UpstreamSessions {
   }
 
   /** Runs an upstream call; network failures, timeouts and 5xx become UpstreamUnavailable. */
-  private async callUpstream<T>(call: () => Promise<T>): Promise<T> {
+  private async callUpstream<T>(kind: "check" | "identity" | "refresh", call: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const observe = (result: "ok" | "rejected" | "unavailable") => this.observer?.upstreamCall(kind, result, (performance.now() - started) / 1000);
     try {
-      return await call();
+      const answer = await call();
+      observe("ok");
+      return answer;
     } catch (err) {
-      if (err instanceof UpstreamError && err.kind !== "unavailable" && err.kind !== "misconfigured") throw err;
+      const unavailable = !(err instanceof UpstreamError) || err.kind === "unavailable" || err.kind === "misconfigured";
+      observe(unavailable ? "unavailable" : "rejected");
+      if (!unavailable) throw err;
       const message = err instanceof Error ? err.message : String(err);
       this.ctx.logger.warn({ err: message }, "upstream identity provider unavailable");
       throw new UpstreamUnavailable("the upstream identity provider is not reachable right now; retry shortly");

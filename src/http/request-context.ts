@@ -15,6 +15,10 @@ export interface RequestState {
   errorFormat?: ErrorFormat;
   /** The authenticated caller of /mcp; set by the bearer middleware (gateway/bearer.ts). */
   identity?: CallerIdentity;
+  /** Why this request was refused, when its status alone does not say (metrics). */
+  refusal?: "session_owner";
+  /** The grant type of a /token request (metrics count successful ones). */
+  grantType?: string;
 }
 
 // The one declaration of the state's type: every Koa and @koa/router middleware sees it as

@@ -6,6 +6,8 @@ import { authenticateClient } from "../http/client-auth.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { TokenIssuer } from "../grants/ports.ts";
 
+const GRANT_TYPES = new Set(["authorization_code", "refresh_token", "client_credentials"]);
+
 export interface TokenDeps {
   readonly clients: ClientRegistry;
   readonly tokens: TokenIssuer;
@@ -16,6 +18,8 @@ export function tokenHandler(deps: TokenDeps): Koa.Middleware {
     ctx.set("Cache-Control", "no-store");
     ctx.set("Pragma", "no-cache");
     const params = await readForm(ctx);
+    // Only the grants this server knows become a metrics label (a bounded set).
+    if (GRANT_TYPES.has(params.grant_type ?? "")) ctx.state.grantType = params.grant_type;
     const client = await authenticateClient(ctx, params, deps.clients);
     ctx.body = await deps.tokens.grant(client, params);
   };
