@@ -25,7 +25,7 @@ export function createApp({ config, logger, routers, metrics }: AppParts): Koa {
   // printing would duplicate them and could leak details.
   app.silent = true;
   if (metrics) app.use(metrics);
-  app.use(requestContext(logger, ["/healthz", "/readyz", ...publicPaths(config.publicUrl, "/mcp")]));
+  app.use(requestContext(logger, ["/healthz", "/readyz"], publicPaths(config.publicUrl, "/mcp")));
   app.use(securityHeaders({ https: config.publicUrl.startsWith("https:") }));
   app.use(errorHandler());
   const https = config.publicUrl.startsWith("https:");

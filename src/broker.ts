@@ -4,7 +4,7 @@
 import Koa from "koa";
 import type { RequestListener } from "node:http";
 import { missingMcpServer, type Config } from "./config.ts";
-import { createLogger, type Logger } from "./logger.ts";
+import { createLogger, logFormatFor, prettyDestination, type Logger } from "./logger.ts";
 import { openDatabase, type Database } from "./store/db.ts";
 import { migrateDatabase } from "./store/migrate.ts";
 import { createApp } from "./app.ts";
@@ -114,7 +114,7 @@ async function loadDemoMount(logger: Logger): Promise<typeof import("./demo/moun
 export async function createBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
   const missing = missingMcpServer(config, options.mcpHandler !== undefined);
   if (missing) throw missing;
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createLogger(config.logLevel, logFormatFor(config.logFormat) === "pretty" ? prettyDestination() : undefined);
   if (options.migrate ?? true) {
     const { applied } = await migrateDatabase(config.databaseUrl, options.cwd);
     if (applied.length > 0) logger.info({ applied }, "database migrations applied");

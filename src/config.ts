@@ -63,6 +63,8 @@ export interface Config {
   readonly clients: ClientInteropConfig;
   readonly forwardUpstreamToken: boolean;
   readonly logLevel: string;
+  /** LOG_FORMAT: pretty (readable lines) or json; undefined: pretty on a terminal, else json. */
+  readonly logFormat: "pretty" | "json" | undefined;
   readonly proxyTimeoutMs: number;
   /** METRICS_PORT: /metrics on its own listener on 127.0.0.1 (0: any free port). */
   readonly metricsPort: number | undefined;
@@ -307,6 +309,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
       z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
       "one of fatal, error, warn, info, debug, trace, silent",
     ) ?? "info";
+  const logFormat = parseVar(env, "LOG_FORMAT", z.enum(["pretty", "json"]).optional(), "pretty or json");
 
   const dataDir = path.resolve(cwd, "data");
   let secretKey: Buffer;
@@ -375,6 +378,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     clients: Object.freeze(clients),
     forwardUpstreamToken,
     logLevel,
+    logFormat,
     proxyTimeoutMs: proxyTimeoutSeconds * 1000,
     metricsPort,
     metricsToken,

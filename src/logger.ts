@@ -1,5 +1,7 @@
-// pino logger with redaction: tokens, codes, secrets and cookies never reach the log.
+// pino logger with redaction: tokens, codes, secrets and cookies never reach the log. JSON lines
+// for log collectors, or readable lines (pino-pretty) for a person at a terminal.
 import pino from "pino";
+import pretty from "pino-pretty";
 
 export type Logger = pino.Logger;
 
@@ -18,6 +20,18 @@ const SENSITIVE_KEYS = [
   "password",
   "x-upstream-access-token",
 ];
+
+export type LogFormat = "pretty" | "json";
+
+/** LOG_FORMAT, or by default: readable on a terminal, JSON when the output goes to a file or collector. */
+export function logFormatFor(configured: LogFormat | undefined, stream: { isTTY?: boolean } = process.stdout): LogFormat {
+  return configured ?? (stream.isTTY ? "pretty" : "json");
+}
+
+/** Readable lines on stdout, written at once (nothing lost when the process exits). */
+export function prettyDestination(colorize = Boolean(process.stdout.isTTY)): pino.DestinationStream {
+  return pretty({ colorize, sync: true, translateTime: "SYS:yyyy-mm-dd HH:MM:ss.l", ignore: "pid,hostname,service" });
+}
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(

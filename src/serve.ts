@@ -4,6 +4,7 @@
 import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.ts";
 import type { Env } from "./config-values.ts";
 import { describeUnknownVariable, unknownVariables } from "./config-sources.ts";
+import { logFormatFor } from "./logger.ts";
 import { createBroker, type Broker } from "./broker.ts";
 import type { RunningServer } from "./http/server.ts";
 import { MigrationError } from "./store/migrate.ts";
@@ -78,9 +79,17 @@ async function start(io: ServeIo): Promise<number> {
   // A misspelt setting is ignored, which would silently change behaviour: say so at every start.
   for (const unknown of unknownVariables(env))
     broker.logger.warn({ variable: unknown.name, nearest: unknown.nearest }, `${describeUnknownVariable(unknown)}; it is ignored`);
+  const json = logFormatFor(config.logFormat) === "json";
+  // For a log collector, the banner is one log line with its facts as fields.
   broker.logger.info(
-    { url: config.publicUrl, port: running.port, database: config.databaseKind, upstream: config.upstream.provider },
-    "mcp-auth-broker listening",
+    {
+      url: config.publicUrl,
+      port: running.port,
+      database: config.databaseKind,
+      upstream: config.upstream.provider,
+      ...(json ? { mcpEndpoint: config.resourceUrl, health: `${config.publicUrl}/healthz`, demoMode: config.demoMode } : {}),
+    },
+    json ? `mcp-auth-broker is running (listening on ${config.host}:${running.port})${config.demoMode ? " in DEMO MODE" : ""}` : "mcp-auth-broker listening",
   );
   // Stoppable before the banner says it is running: whoever waits for the banner may signal at once.
   const stopped = new Promise<number>((resolve) => {
@@ -100,7 +109,7 @@ async function start(io: ServeIo): Promise<number> {
     process.on("SIGTERM", () => shutdown("SIGTERM"));
     process.on("SIGINT", () => shutdown("SIGINT"));
   });
-  io.out(startBanner(config, running.port));
+  if (!json) io.out(startBanner(config, running.port));
   return stopped;
 }
 

@@ -20,6 +20,7 @@ import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
 import { isStreamed, upstreamBody } from "./request-body.ts";
+import { rpcMethods } from "./rpc-methods.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
 
 export interface McpProxyOptions {
@@ -317,6 +318,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       let upstream: Awaited<ReturnType<Pool["request"]>>;
       try {
         const body = await upstreamBody(ctx.req, controller.signal);
+        if (Buffer.isBuffer(body)) ctx.state.rpcMethods = rpcMethods(body);
         if (release !== undefined) {
           if (isStreamed(body)) {
             deadline.streaming();

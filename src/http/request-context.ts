@@ -1,5 +1,5 @@
 // Gives every request an id and a child logger, and logs one line per request (URL redacted).
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type Koa from "koa";
 import { redactUrl, type Logger } from "../logger.ts";
 import type { ErrorFormat } from "./errors.ts";
@@ -19,6 +19,8 @@ export interface RequestState {
   refusal?: "session_owner";
   /** The grant type of a /token request (metrics count successful ones). */
   grantType?: string;
+  /** The JSON-RPC method(s) of an /mcp request, for its access line. */
+  rpcMethods?: string[];
 }
 
 // The one declaration of the state's type: every Koa and @koa/router middleware sees it as
@@ -27,14 +29,44 @@ declare module "koa" {
   interface DefaultState extends RequestState {}
 }
 
+/** Bytes that crossed the connection during this request (a keep-alive socket carries several). */
+interface ByteMark {
+  readonly read: number;
+  readonly written: number;
+}
+
+function mcpAccessFields(ctx: Koa.Context, ms: number, mark: ByteMark): Record<string, unknown> {
+  const { identity, rpcMethods } = ctx.state;
+  const session = ctx.get("mcp-session-id") || ctx.response.get("mcp-session-id");
+  return {
+    method: ctx.method,
+    url: redactUrl(ctx.originalUrl),
+    ...(rpcMethods?.length ? { rpc: rpcMethods.join(",") } : {}),
+    status: ctx.res.statusCode,
+    ms,
+    ...(identity ? { subject: identity.subject, clientId: identity.clientId } : {}),
+    ...(session ? { session: sessionTag(String(session)) } : {}),
+    // A small body was already read with the headers, before this request's mark: its length says it.
+    bytesIn: Number(ctx.get("content-length")) || ctx.req.socket.bytesRead - mark.read,
+    bytesOut: ctx.req.socket.bytesWritten - mark.written,
+  };
+}
+
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{8,128}$/;
 
+/** A short, stable name for an MCP session in logs: never the session id itself (it is a credential of sorts). */
+export function sessionTag(sessionId: string): string {
+  return createHash("sha256").update(sessionId).digest("hex").slice(0, 12);
+}
+
 /**
- * `quietPaths` (and what lies below them) log their request line at debug: the /mcp hot path and
- * the probes, so that info logs stay readable under load.
+ * One line per request at info. `mcpPaths` (the MCP endpoint) get an access line with what an
+ * operator needs to follow a client: the JSON-RPC method(s), the caller (subject and client id), a
+ * hash of the MCP session id and the bytes, written when the response has ended (a stream's line
+ * says how long it stayed open). `quietPaths` (the probes) log at debug.
  */
-export function requestContext(logger: Logger, quietPaths: readonly string[] = []): Koa.Middleware {
-  const isQuiet = (path: string) => quietPaths.some((q) => path === q || path.startsWith(`${q}/`));
+export function requestContext(logger: Logger, quietPaths: readonly string[] = [], mcpPaths: readonly string[] = []): Koa.Middleware {
+  const under = (paths: readonly string[], path: string) => paths.some((q) => path === q || path.startsWith(`${q}/`));
   return async (ctx, next) => {
     const incoming = ctx.get("x-request-id");
     const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -45,13 +77,21 @@ export function requestContext(logger: Logger, quietPaths: readonly string[] = [
     Object.defineProperty(state, "log", { get: () => (child ??= logger.child({ requestId })), enumerable: true, configurable: true });
     ctx.set("X-Request-Id", requestId);
     const started = performance.now();
+    const mark: ByteMark = { read: ctx.req.socket.bytesRead, written: ctx.req.socket.bytesWritten };
+    const ms = () => Math.round((performance.now() - started) * 10) / 10;
     try {
       await next();
     } finally {
-      const level = isQuiet(ctx.path) ? "debug" : "info";
-      if (logger.isLevelEnabled(level)) {
-        const ms = Math.round((performance.now() - started) * 10) / 10;
-        state.log[level]({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms }, "request");
+      if (under(mcpPaths, ctx.path)) {
+        if (logger.isLevelEnabled("info")) {
+          const line = () => state.log.info(mcpAccessFields(ctx, ms(), mark), "mcp");
+          // A streamed answer (the proxy's) is still going: its line is written when it ends.
+          if (ctx.respond === false && !ctx.res.writableEnded) ctx.res.once("close", line);
+          else line();
+        }
+      } else {
+        const level = under(quietPaths, ctx.path) ? "debug" : "info";
+        if (logger.isLevelEnabled(level)) state.log[level]({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms: ms() }, "request");
       }
     }
   };

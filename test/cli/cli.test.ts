@@ -89,7 +89,11 @@ describe("mcp-auth-broker CLI", () => {
 
   it("the binary's serve starts the server (what npm start runs) and exits 0 on SIGTERM", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "mab-serve-"));
-    const child = spawn(process.execPath, [cliBin, "serve"], { cwd: dir, env: cleanEnv({ PORT: "0", LOG_LEVEL: "warn" }), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [cliBin, "serve"], {
+      cwd: dir,
+      env: cleanEnv({ PORT: "0", LOG_LEVEL: "warn", LOG_FORMAT: "pretty" }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const finished = runToEnd(child, 30_000);
     const banner = await waitForOutput(child, /listening on 127\.0\.0\.1:(\d+)/);
     const port = /listening on 127\.0\.0\.1:(\d+)/.exec(banner)![1]!;

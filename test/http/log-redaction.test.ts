@@ -96,7 +96,8 @@ describe("the request log of a broker at trace level", () => {
       .split("\n")
       .filter(Boolean)
       .map((line) => JSON.parse(line) as { msg?: string; url?: string })
-      .filter((entry) => entry.msg === "request");
+      // The request lines, and the MCP endpoint's access lines.
+      .filter((entry) => entry.msg === "request" || entry.msg === "mcp");
     // Every request was logged, with its harmless parameters and the hidden ones marked.
     for (const p of paths) {
       const line = requestLines.find((entry) => entry.url?.startsWith(`${p}?`));

@@ -46,8 +46,8 @@ describe("application skeleton", () => {
 });
 
 describe("logging", () => {
-  it("logs a line per request at info, but the /mcp hot path and the probes only at debug", async () => {
-    const lines: Array<{ level: number; url?: string; msg: string }> = [];
+  it("logs a line per request at info (an access line for /mcp), but the probes only at debug", async () => {
+    const lines: Array<{ level: number; url?: string; msg: string; method?: string; status?: number }> = [];
     const logger = createLogger(
       "info",
       new Writable({
@@ -70,6 +70,10 @@ describe("logging", () => {
         await fetch(`http://127.0.0.1:${server.port}${p}`);
       await new Promise((r) => setTimeout(r, 50));
       expect(lines.filter((l) => l.msg === "request").map((l) => l.url)).toEqual(["/mcpx", "/.well-known/oauth-protected-resource/mcp"]);
+      expect(lines.filter((l) => l.msg === "mcp").map((l) => [l.level, l.method, l.status])).toEqual([
+        [30, "GET", 200],
+        [30, "GET", 200],
+      ]);
     } finally {
       await server.close(1000);
       await t.stop();

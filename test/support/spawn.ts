@@ -30,7 +30,7 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (
-      /^(PORT|HOST|PUBLIC_URL|DATABASE_URL|MCP_SERVER_URL|UPSTREAM_|GITHUB_|SECRET_KEY|ACCESS_TOKEN|REFRESH_|SESSION_|DYNAMIC_|FORWARD_|LOG_LEVEL|DEMO_|TRUST_PROXY|PROXY_)/.test(
+      /^(PORT|HOST|PUBLIC_URL|DATABASE_URL|MCP_SERVER_|MCP_STDIO_|UPSTREAM_|GITHUB_|SECRET_KEY|ACCESS_TOKEN|REFRESH_|SESSION_|DYNAMIC_|FORWARD_|LOG_LEVEL|LOG_FORMAT|DEMO_|TRUST_PROXY|PROXY_|METRICS_|AUDIT_|ALLOW|CIMD|SCOPE)/.test(
         k,
       )
     )
@@ -41,9 +41,17 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-/** `npm start`'s process in `cwd`, with only `env` of the broker's variables. */
+/**
+ * `npm start`'s process in `cwd`, with only `env` of the broker's variables. Its output is a pipe,
+ * where the broker logs JSON; the tests read what a person at a terminal sees (LOG_FORMAT=pretty)
+ * unless `env` says otherwise.
+ */
 export function startServer(options: { cwd: string; env: Record<string, string> }): ChildProcess {
-  return spawn(process.execPath, [serverEntry], { cwd: options.cwd, env: cleanEnv(options.env), stdio: ["ignore", "pipe", "pipe"] });
+  return spawn(process.execPath, [serverEntry], {
+    cwd: options.cwd,
+    env: cleanEnv({ LOG_FORMAT: "pretty", ...options.env }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 }
 
 export function runToEnd(child: ChildProcess, timeoutMs = 20_000): Promise<Finished> {
