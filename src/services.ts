@@ -48,7 +48,16 @@ export function createServices(
     policy: config.accessPolicy,
     log: logger,
   });
-  const grants = createGrants({ db: database.db, config, secrets, provider, logger, clock: options.clock, documentFetcher: options.documentFetcher });
+  const grants = createGrants({
+    db: database.db,
+    hot: database.hot,
+    config,
+    secrets,
+    provider,
+    logger,
+    clock: options.clock,
+    documentFetcher: options.documentFetcher,
+  });
   return {
     secrets,
     provider,

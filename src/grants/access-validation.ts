@@ -98,12 +98,7 @@ export class AccessValidator {
   }
 
   private async loadFromStore(hash: string): Promise<CacheEntry> {
-    const row = await this.ctx.db.accessToken.findUnique({
-      where: { tokenHash: hash },
-      include: {
-        grant: { include: { upstreamSession: { select: { login: true, subject: true } }, client: { select: { registrationType: true, grantTypes: true } } } },
-      },
-    });
+    const row = await this.ctx.hot.accessTokenByHash(hash);
     if (!row) throw new CredentialRejected("the access token is not valid");
     // A grant without a user is only ever a machine client the operator registered and still
     // allows client_credentials; tokens of self-registered ones (issued before /register refused

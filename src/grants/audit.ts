@@ -1,6 +1,7 @@
 // The audit trail of security events. Never records a token, code or secret.
 import { randomUUID } from "node:crypto";
 import type { Db } from "../store/db.ts";
+import type { AuditEvent } from "../store/hot-store.ts";
 
 export type AuditEventType =
   | "client.registered"
@@ -36,16 +37,20 @@ export interface AuditEntry {
 
 type AuditWriter = Pick<Db, "auditEvent">;
 
+/** The row of one event, stamped with the system time as Prisma's default would (not the grants clock). */
+export function auditRow(entry: AuditEntry): AuditEvent {
+  return {
+    id: randomUUID(),
+    at: new Date(),
+    type: entry.type,
+    clientId: entry.clientId ?? null,
+    grantId: entry.grantId ?? null,
+    subject: entry.subject ?? null,
+    ip: entry.ip ?? null,
+    detail: JSON.stringify(entry.detail ?? {}),
+  };
+}
+
 export async function audit(db: AuditWriter, entry: AuditEntry): Promise<void> {
-  await db.auditEvent.create({
-    data: {
-      id: randomUUID(),
-      type: entry.type,
-      clientId: entry.clientId ?? null,
-      grantId: entry.grantId ?? null,
-      subject: entry.subject ?? null,
-      ip: entry.ip ?? null,
-      detail: JSON.stringify(entry.detail ?? {}),
-    },
-  });
+  await db.auditEvent.create({ data: auditRow(entry) });
 }

@@ -3,7 +3,8 @@
 // registers itself by publishing a metadata document at the URL it uses as client_id (CIMD):
 // metadata-documents.ts fetches and records it when an authorization starts.
 import { randomBytes } from "node:crypto";
-import type { Db } from "../store/db.ts";
+import { hotStoreOf, type Db } from "../store/db.ts";
+import type { HotStore } from "../store/hot-store.ts";
 import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../store/secrets.ts";
 import type { ClientMetadata } from "./client-metadata.ts";
 import type { GrantType, RegisteredClient, TokenEndpointAuthMethod } from "./types.ts";
@@ -52,6 +53,8 @@ export class ClientRegistry {
     private readonly clock: Clock = systemClock,
     /** Client ID Metadata Documents; without it an https client_id is an unknown client. */
     private readonly documents?: MetadataDocuments,
+    /** Lookups on the token endpoint's path; registration and removal stay with Prisma. */
+    private readonly hot: HotStore = hotStoreOf(db),
   ) {}
 
   private get trustedHosts(): readonly string[] {
@@ -100,7 +103,7 @@ export class ClientRegistry {
   /** A known client; a metadata-document client only while CIMD is on (CIMD=false forgets them). */
   async get(id: string): Promise<RegisteredClient | null> {
     if (id.length > 2000) return null;
-    const row = await this.db.client.findUnique({ where: { id } });
+    const row = await this.hot.clientById(id);
     if (!row || (row.registrationType === "cimd" && !this.documentsEnabled)) return null;
     return toClient(row, this.trustedHosts);
   }
@@ -118,7 +121,7 @@ export class ClientRegistry {
   }
 
   async verifySecret(clientId: string, secret: string): Promise<boolean> {
-    const row = await this.db.client.findUnique({ where: { id: clientId }, select: { secretHash: true } });
+    const row = await this.hot.clientById(clientId);
     // Compare even when there is no client, so timing does not tell which ids exist.
     return constantTimeEqual(sha256Hex(secret), row?.secretHash ?? "0".repeat(64)) && Boolean(row?.secretHash);
   }
@@ -128,6 +131,6 @@ export class ClientRegistry {
     const now = this.clock.now();
     if (now - (this.touched.get(id) ?? 0) < 60_000) return;
     this.touched.set(id, now);
-    void this.db.client.updateMany({ where: { id }, data: { lastUsedAt: new Date(now) } }).catch(() => undefined);
+    void this.hot.touchClient(id, new Date(now)).catch(() => undefined);
   }
 }

@@ -3,13 +3,17 @@
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
+import type { HotStore } from "../store/hot-store.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { UpstreamProvider } from "../upstream/provider.ts";
 import type { Clock } from "./clock.ts";
 import type { AccessPolicy } from "./policy.ts";
 
 export interface GrantsContext {
+  /** Prisma, for the cold paths. */
   readonly db: Db;
+  /** The per-token statements (refresh, code exchange, validation, re-check). */
+  readonly hot: HotStore;
   readonly config: Config;
   readonly secrets: SecretBox;
   readonly provider: UpstreamProvider;

@@ -1,7 +1,8 @@
 // Assembles the grants services around one context. Nothing here knows about HTTP.
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
-import type { Db } from "../store/db.ts";
+import { hotStoreOf, type Db } from "../store/db.ts";
+import type { HotStore } from "../store/hot-store.ts";
 import { purposeKey, type SecretBox } from "../store/secrets.ts";
 import type { UpstreamProvider } from "../upstream/provider.ts";
 import { systemClock, dateOf, type Clock } from "./clock.ts";
@@ -47,6 +48,8 @@ export interface Grants {
 
 export interface GrantsInput {
   readonly db: Db;
+  /** The per-token statements; by default the hot store opened with `db`. */
+  readonly hot?: HotStore | undefined;
   readonly config: Config;
   readonly secrets: SecretBox;
   readonly provider: UpstreamProvider;
@@ -57,9 +60,10 @@ export interface GrantsInput {
   readonly documentFetcher?: JsonFetcher | undefined;
 }
 
-export function createGrants({ clock = systemClock, documentFetcher, ...input }: GrantsInput): Grants {
+export function createGrants({ clock = systemClock, documentFetcher, hot, ...input }: GrantsInput): Grants {
   const context: GrantsContext = {
     ...input,
+    hot: hot ?? hotStoreOf(input.db),
     clock,
     rotationKey: purposeKey(input.config.secretKey, "refresh-rotation/v1"),
     policy: new AccessPolicy(input.config.accessPolicy),
@@ -86,6 +90,7 @@ export function createGrants({ clock = systemClock, documentFetcher, ...input }:
         documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks }),
         clock,
       ),
+      context.hot,
     ),
     transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
     consents: new Consents(input.db, clock),

@@ -8,6 +8,7 @@ import { audit } from "./audit.ts";
 import { SingleFlight } from "./single-flight.ts";
 import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
 import type { Tx } from "../store/db.ts";
+import type { UpstreamCheck } from "../store/hot-store.ts";
 import { dateOf } from "./clock.ts";
 
 export interface CheckedSession {
@@ -68,7 +69,7 @@ export class UpstreamSessions {
   }
 
   async tokensOf(sessionId: string): Promise<UpstreamTokens | null> {
-    const row = await this.ctx.db.upstreamSession.findUnique({ where: { id: sessionId } });
+    const row = await this.ctx.hot.upstreamSessionById(sessionId);
     return row ? this.decryptTokens(row) : null;
   }
 
@@ -83,7 +84,7 @@ export class UpstreamSessions {
   }
 
   private async check(sessionId: string): Promise<CheckedSession> {
-    const row = await this.ctx.db.upstreamSession.findUnique({ where: { id: sessionId } });
+    const row = await this.ctx.hot.upstreamSessionById(sessionId);
     if (row?.status !== "active") throw new CredentialRejected("the upstream login behind this token has ended");
     const now = this.ctx.clock.now();
     const window = this.ctx.config.upstreamRecheckSeconds * 1000;
@@ -111,11 +112,8 @@ export class UpstreamSessions {
     }
     const facts = await this.admitAgain(sessionId, row, tokens);
     const checkedAt = dateOf(this.ctx.clock);
-    await this.ctx.db.upstreamSession.update({
-      where: { id: sessionId },
-      data: { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null, ...facts },
-    });
-    return { ...view, login: facts.login ?? view.login, lastCheckedAt: checkedAt };
+    await this.ctx.hot.recordUpstreamCheck(sessionId, { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null, facts });
+    return { ...view, login: facts?.login ?? view.login, lastCheckedAt: checkedAt };
   }
 
   /**
@@ -123,12 +121,8 @@ export class UpstreamSessions {
    * e-mails) and applies the policy as configured now: a user who left the org, or whom a changed
    * policy no longer admits, loses every grant on this session here. Returns what to store.
    */
-  private async admitAgain(
-    sessionId: string,
-    row: { subject: string; profile: string },
-    tokens: UpstreamTokens,
-  ): Promise<{ login?: string; email?: string | null; profile?: string }> {
-    if (!this.ctx.policy.readsFacts) return {};
+  private async admitAgain(sessionId: string, row: { subject: string; profile: string }, tokens: UpstreamTokens): Promise<UpstreamCheck["facts"]> {
+    if (!this.ctx.policy.readsFacts) return undefined;
     let identity: UpstreamIdentity;
     try {
       identity = await this.callUpstream("identity", () => this.ctx.provider.fetchIdentity(tokens));
@@ -192,7 +186,7 @@ export class UpstreamSessions {
     const checkedAt = dateOf(this.ctx.clock);
     await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: { lastCheckedAt: checkedAt, ...facts } });
     await audit(this.ctx.db, { type: "upstream.refreshed", subject: view.subject, detail: { upstreamSession: sessionId } });
-    return { ...view, login: facts.login ?? view.login, lastCheckedAt: checkedAt };
+    return { ...view, login: facts?.login ?? view.login, lastCheckedAt: checkedAt };
   }
 
   /** Runs an upstream call; network failures, timeouts and 5xx become UpstreamUnavailable. */

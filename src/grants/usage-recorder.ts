@@ -21,13 +21,9 @@ export class UsageRecorder {
     const last = this.lastWritten.get(grantId) ?? 0;
     if (now - last < this.intervalMs) return;
     this.lastWritten.set(grantId, now);
-    const at = new Date(now);
-    const write = this.ctx.db.grant
-      .updateMany({
-        // A grant already past a deadline stays dead: use cannot resurrect it.
-        where: { id: grantId, revokedAt: null, idleExpiresAt: { gt: at } },
-        data: { lastUsedAt: at, idleExpiresAt: new Date(now + this.ctx.config.sessionIdleTimeoutSeconds * 1000) },
-      })
+    // A grant already past a deadline stays dead: use cannot resurrect it (the store checks).
+    const write = this.ctx.hot
+      .recordGrantUse({ grantId, lastUsedAt: new Date(now), idleExpiresAt: new Date(now + this.ctx.config.sessionIdleTimeoutSeconds * 1000) })
       .catch((err: unknown) => this.ctx.logger.warn({ err: (err as Error).message, grantId }, "could not record grant use"))
       .finally(() => this.pending.delete(write));
     this.pending.add(write);

@@ -9,12 +9,37 @@ import { PrismaClient as PostgresClient } from "./generated/postgres/client.ts";
 import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
 import { assertWritable, checkWritable, DatabaseNotWritableError, type WritableTarget, type WriteCheck } from "./writability.ts";
 import { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
+import type { HotStore } from "./hot-store.ts";
+import { createSqliteHotStore } from "./hot-store-sqlite.ts";
+import { createPostgresHotStore } from "./hot-store-postgres.ts";
 
 export type Db = SqliteClient;
 export type { Prisma };
 /** The client inside an interactive transaction (`db.$transaction(async (tx) => …)`). */
 export type Tx = Prisma.TransactionClient;
 export { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
+
+const hotStores = new WeakMap<Db, HotStore>();
+
+/** The hot store opened with this Prisma client (openDatabase pairs them). */
+export function hotStoreOf(db: Db): HotStore {
+  const hot = hotStores.get(db);
+  if (!hot) throw new Error("this Prisma client was not opened by openDatabase: it has no hot store");
+  return hot;
+}
+
+/** The store with every statement counted (mab_database_queries_total counts both layers). */
+function countedHotStore(store: HotStore, count: () => void): HotStore {
+  const wrapped: Record<string, unknown> = { kind: store.kind, close: () => store.close() };
+  for (const [name, method] of Object.entries(store)) {
+    if (typeof method !== "function" || name in wrapped) continue;
+    wrapped[name] = (...args: unknown[]) => {
+      count();
+      return (method as (...a: unknown[]) => unknown)(...args);
+    };
+  }
+  return wrapped as unknown as HotStore;
+}
 
 /** Resolves a `file:` URL against cwd, as the Prisma CLI does, and makes sure its folder exists. */
 export function sqliteFilePath(url: string, cwd: string = process.cwd()): string {
@@ -23,7 +48,10 @@ export function sqliteFilePath(url: string, cwd: string = process.cwd()): string
 }
 
 export interface Database {
+  /** Prisma: the schema's client, for every cold path. */
   readonly db: Db;
+  /** Hand-written prepared statements for the per-token paths (hot-store.ts). */
+  readonly hot: HotStore;
   readonly kind: DatabaseKind;
   /** Counts every query the client sends; the benchmark reads it to prove the hot path is cache-only. */
   readonly queryCount: () => number;
@@ -72,6 +100,8 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
       },
     },
   }) as unknown as Db;
+  const hot = countedHotStore(kind === "postgres" ? createPostgresHotStore(url) : createSqliteHotStore(file!), () => queries++);
+  hotStores.set(counted, hot);
   const target: WritableTarget = { kind, db: counted, file, url };
   try {
     // First, before WAL is set: on a read-only file that would fail less clearly.
@@ -83,13 +113,19 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     }
   } catch (err) {
     await db.$disconnect().catch(() => undefined);
+    await hot.close().catch(() => undefined);
     throw err;
   }
   return {
     db: counted,
+    hot,
     kind,
     queryCount: () => queries,
     checkWritable: () => checkWritable(target),
-    close: () => db.$disconnect(),
+    async close() {
+      // The hot store first: its last group commit may still be queued.
+      await hot.close();
+      await db.$disconnect();
+    },
   };
 }

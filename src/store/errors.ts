@@ -27,8 +27,12 @@ export const SQLITE_CANNOT_WRITE: ReadonlyMap<number, string> = new Map([
   [14, "SQLITE_CANTOPEN"],
 ]);
 
+/** Node's socket errors when the database server cannot be reached (the hot store's `pg` pool reports them as they are). */
+const NETWORK_ERROR_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
+
 interface ErrorLike {
   readonly name?: unknown;
+  readonly severity?: unknown;
   readonly code?: unknown;
   readonly rawCode?: unknown;
   readonly message?: unknown;
@@ -78,9 +82,11 @@ export function sqliteCannotWriteCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** PostgreSQL's SQLSTATE behind an adapter error, if any. */
+/** PostgreSQL's SQLSTATE behind an adapter error or a `pg` error, if any. */
 export function postgresSqlState(err: unknown): string | undefined {
   for (const e of chain(err)) {
+    // pg's DatabaseError: the server's SQLSTATE and severity, as the hot store receives them.
+    if (typeof e.severity === "string" && typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
     if (e.name === "DriverAdapterError" && typeof e.cause === "object" && e.cause !== null) {
       const cause = e.cause as AdapterCause;
       const sqlState = cause.code ?? cause.originalCode;
@@ -99,7 +105,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
       const cause = e.cause as AdapterCause;
       if (typeof cause.kind === "string" && UNAVAILABLE_KINDS.has(cause.kind)) return true;
     }
-    if (typeof e.code === "string" && PRISMA_UNAVAILABLE_CODES.has(e.code)) return true;
+    if (typeof e.code === "string" && (PRISMA_UNAVAILABLE_CODES.has(e.code) || NETWORK_ERROR_CODES.has(e.code))) return true;
     // The last one: Prisma's message when the SQLite adapter cannot open the file on connect.
     if (typeof e.message === "string" && /Connection terminated unexpectedly|Can't reach database server|^Failed to connect to database/.test(e.message))
       return true;

@@ -14,30 +14,11 @@ export interface McpSessionStore {
   release(sessionId: string): Promise<void>;
 }
 
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "P2002";
-}
-
-export function createMcpSessionStore(database: Pick<Database, "db">): McpSessionStore {
-  const { db } = database;
-  const ownerOf = async (sessionId: string) =>
-    (await db.mcpSession.findUnique({ where: { sessionHash: sha256Hex(sessionId) }, select: { owner: true } }))?.owner;
+export function createMcpSessionStore(database: Pick<Database, "hot">): McpSessionStore {
+  const { hot } = database;
   return {
-    ownerOf,
-    async claim(sessionId, owner) {
-      try {
-        await db.mcpSession.create({ data: { sessionHash: sha256Hex(sessionId), owner } });
-        return owner;
-      } catch (err) {
-        // Another instance (or request) bound it first: its owner stands.
-        if (!isUniqueViolation(err)) throw err;
-        const bound = await ownerOf(sessionId);
-        if (bound === undefined) throw err;
-        return bound;
-      }
-    },
-    async release(sessionId) {
-      await db.mcpSession.deleteMany({ where: { sessionHash: sha256Hex(sessionId) } });
-    },
+    ownerOf: async (sessionId) => (await hot.mcpSessionOwner(sha256Hex(sessionId))) ?? undefined,
+    claim: (sessionId, owner) => hot.claimMcpSession({ sessionHash: sha256Hex(sessionId), owner, createdAt: new Date() }),
+    release: (sessionId) => hot.releaseMcpSession(sha256Hex(sessionId)),
   };
 }

@@ -8,6 +8,7 @@
 // below belong to one connection and must be set on each.
 import type { Client, Config, InStatement, ResultSet, Transaction, TransactionMode } from "@libsql/client";
 import { PrismaLibSQL } from "@prisma/adapter-libsql";
+import { sqliteWriteGate, type SqliteWriteGate } from "./sqlite-write-gate.ts";
 
 /** How long a statement waits for another process's lock before failing with SQLITE_BUSY. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5000;
@@ -35,7 +36,10 @@ export const SQLITE_CONNECTION_PRAGMAS = {
 class ConfiguredConnections implements Client {
   #fresh = true;
 
-  constructor(private readonly inner: Client) {}
+  constructor(
+    private readonly inner: Client,
+    private readonly gate: SqliteWriteGate,
+  ) {}
 
   async #configure(): Promise<void> {
     if (!this.#fresh) return;
@@ -73,10 +77,20 @@ class ConfiguredConnections implements Client {
     return this.inner.batch(stmts, mode);
   }
 
-  async transaction(mode?: TransactionMode): Promise<Transaction> {
+  /**
+   * Every transaction takes the write lock at BEGIN (IMMEDIATE, whatever Prisma asks for): a
+   * deferred one that reads first and writes later fails at once with SQLITE_BUSY when another
+   * connection wrote in between — busy_timeout cannot help there. It also holds this process's
+   * write gate until it ends (sqlite-write-gate.ts says why).
+   */
+  async transaction(_mode?: TransactionMode): Promise<Transaction> {
     await this.#configure();
+    const release = await this.gate.acquire();
     try {
-      return await this.inner.transaction(mode);
+      return gated(await this.inner.transaction("write"), release);
+    } catch (err) {
+      release();
+      throw err;
     } finally {
       // The client now opens a new connection on its next use.
       this.#fresh = true;
@@ -105,6 +119,27 @@ class ConfiguredConnections implements Client {
   }
 }
 
+/** The transaction, releasing the write gate when it ends (commit, rollback or close). */
+function gated(tx: Transaction, release: () => void): Transaction {
+  return {
+    execute: (stmt) => tx.execute(stmt),
+    batch: (stmts) => tx.batch(stmts),
+    executeMultiple: (sql) => tx.executeMultiple(sql),
+    commit: () => tx.commit().finally(release),
+    rollback: () => tx.rollback().finally(release),
+    close: () => {
+      try {
+        tx.close();
+      } finally {
+        release();
+      }
+    },
+    get closed() {
+      return tx.closed;
+    },
+  };
+}
+
 /** SQLITE_READONLY and its extended codes, as libsql reports them. */
 function openedReadOnly(err: unknown): boolean {
   const rawCode = (err as { rawCode?: unknown } | null)?.rawCode;
@@ -114,6 +149,6 @@ function openedReadOnly(err: unknown): boolean {
 /** PrismaLibSQL whose client applies SQLITE_CONNECTION_PRAGMAS to every connection. */
 export class ConfiguredPrismaLibSQL extends PrismaLibSQL {
   override createClient(config: Config): Client {
-    return new ConfiguredConnections(super.createClient(config));
+    return new ConfiguredConnections(super.createClient(config), sqliteWriteGate(config.url.replace(/^file:/, "")));
   }
 }

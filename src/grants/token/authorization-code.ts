@@ -2,14 +2,14 @@
 // with its PKCE verifier and the redirect URI of the authorization request. A code presented
 // twice revokes the grant it created.
 import { z } from "zod";
-import { audit } from "../audit.ts";
+import { audit, auditRow } from "../audit.ts";
 import { dateOf } from "../clock.ts";
 import { InvalidGrant, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { verifyPkceS256 } from "../pkce.ts";
 import { hashPresentedToken } from "../token-format.ts";
-import { LostClaim, type GrantHandler, type TokenContext } from "./context.ts";
-import { issueTokens, touchGrant } from "./issue.ts";
+import type { GrantHandler, TokenContext } from "./context.ts";
+import { grantUse, issuedTokens } from "./issue.ts";
 import { optionalResource, parseParameters, required } from "./parameters.ts";
 
 const INVALID_CODE = "The authorization code is invalid, expired or was already used.";
@@ -31,7 +31,7 @@ export function authorizationCodeGrant(t: TokenContext): GrantHandler {
 
   return async (client, params) => {
     const p = parseParameters(Parameters, params);
-    const row = await t.db.authorizationCode.findUnique({ where: { codeHash: hashPresentedToken(p.code) }, include: { grant: true } });
+    const row = await t.hot.codeByHash(hashPresentedToken(p.code));
     if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_CODE);
     if (row.consumedAt) return replayed(row.grantId, row.clientId);
     const now = dateOf(t.clock);
@@ -42,28 +42,25 @@ export function authorizationCodeGrant(t: TokenContext): GrantHandler {
     const death = grantDeathReason(row.grant, now);
     if (death) throw new InvalidGrant(death);
 
-    try {
-      const { response } = await t.db.$transaction(async (tx) => {
-        const claim = await tx.authorizationCode.updateMany({ where: { id: row.id, consumedAt: null }, data: { consumedAt: now } });
-        if (claim.count !== 1) throw new LostClaim();
-        await touchGrant(t, tx, row.grantId, now);
-        // A refresh token only for a client registered for the refresh_token grant: /token would
-        // refuse it anyway, and a token nobody can use is one more secret to leak.
-        const refresh = client.grantTypes.includes("refresh_token") ? {} : { refresh: null };
-        const issued = await issueTokens(t, tx, row.grant, row.scope, row.resource, now, refresh);
-        await audit(tx, {
-          type: "token.issued",
-          clientId: row.clientId,
-          grantId: row.grantId,
-          subject: row.grant.subject,
-          detail: { grantType: "authorization_code" },
-        });
-        return issued;
-      });
-      return response;
-    } catch (err) {
-      if (err instanceof LostClaim) return replayed(row.grantId, row.clientId);
-      throw err;
-    }
+    // A refresh token only for a client registered for the refresh_token grant: /token would
+    // refuse it anyway, and a token nobody can use is one more secret to leak.
+    const refresh = client.grantTypes.includes("refresh_token") ? {} : { refresh: null };
+    const { rows, response } = issuedTokens(t, row.grant, row.scope, row.resource, now, refresh);
+    // One atomic step: the claim (only an unconsumed code), the grant's use, the tokens, the audit event.
+    const exchanged = await t.hot.exchangeCode({
+      codeId: row.id,
+      consumedAt: now,
+      issued: rows,
+      use: grantUse(t, row.grantId, now),
+      audit: auditRow({
+        type: "token.issued",
+        clientId: row.clientId,
+        grantId: row.grantId,
+        subject: row.grant.subject,
+        detail: { grantType: "authorization_code" },
+      }),
+    });
+    if (!exchanged) return replayed(row.grantId, row.clientId);
+    return response;
   };
 }

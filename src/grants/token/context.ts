@@ -18,9 +18,6 @@ export interface TokenContext extends GrantsContext {
 /** One grant type: parses its own parameters, checks, issues. The client is already authenticated. */
 export type GrantHandler = (client: RegisteredClient, params: FormParameters) => Promise<TokenResponse>;
 
-/** Thrown inside a transaction when a conditional claim lost a race; handled after rollback. */
-export class LostClaim extends Error {}
-
 /**
  * Re-checks the upstream login behind a grant (honoured by refresh and introspection too): the
  * rejection when it is dead, null when it is alive or there is none (machine clients). Throws

@@ -3,15 +3,15 @@
 // the same pair back, while any other reuse is theft and revokes the whole grant. Refresh may
 // narrow the scope, never widen it, and honours the upstream login behind the grant.
 import { z } from "zod";
-import { audit } from "../audit.ts";
+import { audit, auditRow } from "../audit.ts";
 import { dateOf } from "../clock.ts";
 import { InvalidGrant, InvalidScope, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { parseScope } from "../scope.ts";
 import { deriveSecret, hashPresentedToken, type MintedSecret } from "../token-format.ts";
 import type { TokenResponse } from "../types.ts";
-import { LostClaim, upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
-import { expiresIn, issueTokens, touchGrant } from "./issue.ts";
+import { upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
+import { expiresIn, grantUse, issuedTokens } from "./issue.ts";
 import { optionalResource, parseParameters, required } from "./parameters.ts";
 
 const INVALID_REFRESH = "The refresh token is invalid, expired or revoked.";
@@ -34,11 +34,12 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
    * so nothing was stored in plaintext). Otherwise it is reuse, a sign of theft: the grant dies.
    */
   async function presentedAgain(rowId: string, grantId: string, clientId: string, pair: SuccessorPair, now: Date): Promise<TokenResponse> {
-    const row = await t.db.refreshToken.findUniqueOrThrow({ where: { id: rowId } });
-    const next = row.successorId ? await t.db.refreshToken.findUnique({ where: { id: row.successorId } }) : null;
+    const row = await t.hot.refreshTokenById(rowId);
+    if (!row) throw new InvalidGrant(INVALID_REFRESH);
+    const next = row.successorId ? await t.hot.refreshTokenById(row.successorId) : null;
     const inGrace = row.graceUntil !== null && now < row.graceUntil;
     if (inGrace && next && !next.firstUsedAt && !next.revokedAt && next.tokenHash === pair.successor.hash) {
-      const access = await t.db.accessToken.findUnique({ where: { tokenHash: pair.access.hash } });
+      const access = await t.hot.accessTokenByHash(pair.access.hash);
       if (access && !access.revokedAt) {
         return {
           access_token: pair.access.value,
@@ -58,7 +59,7 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     const p = parseParameters(Parameters, params);
     // Only narrowing (below): a scope the user consented to at step-up counts, registered or not.
     const requested = parseScope(p.scope, undefined, t.config.clients.scopes.supported);
-    const row = await t.db.refreshToken.findUnique({ where: { tokenHash: hashPresentedToken(p.refresh_token) }, include: { grant: true } });
+    const row = await t.hot.refreshTokenByHash(hashPresentedToken(p.refresh_token));
     if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_REFRESH);
     const now = dateOf(t.clock);
     // The grant's death says more (idle, maximum age) than the token's own expiry.
@@ -82,23 +83,19 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
       successor: deriveSecret("refreshToken", t.rotationKey, p.refresh_token),
     };
     if (row.consumedAt) return presentedAgain(row.id, row.grantId, row.clientId, pair, now);
-    try {
-      const { response } = await t.db.$transaction(async (tx) => {
-        const graceUntil = new Date(now.getTime() + t.config.refreshGraceSeconds * 1000);
-        const claim = await tx.refreshToken.updateMany({ where: { id: row.id, consumedAt: null, revokedAt: null }, data: { consumedAt: now, graceUntil } });
-        if (claim.count !== 1) throw new LostClaim();
-        // This token is its parent's successor: its first use ends the parent's grace window.
-        await tx.refreshToken.updateMany({ where: { id: row.id, firstUsedAt: null }, data: { firstUsedAt: now } });
-        const issued = await issueTokens(t, tx, row.grant, scope, row.resource, now, { access: pair.access, refresh: pair.successor, parentRefreshId: row.id });
-        await tx.refreshToken.update({ where: { id: row.id }, data: { successorId: issued.refreshId } });
-        await touchGrant(t, tx, row.grantId, now);
-        await audit(tx, { type: "token.refreshed", clientId: row.clientId, grantId: row.grantId, subject: row.grant.subject });
-        return issued;
-      });
-      return response;
-    } catch (err) {
-      if (err instanceof LostClaim) return presentedAgain(row.id, row.grantId, row.clientId, pair, dateOf(t.clock));
-      throw err;
-    }
+    const { rows, response } = issuedTokens(t, row.grant, scope, row.resource, now, { access: pair.access, refresh: pair.successor, parentRefreshId: row.id });
+    // One atomic step: the claim (only an unconsumed, unrevoked token), the token's first use (it is
+    // its parent's successor: that ends the parent's grace window), its successor link, the new
+    // pair, the grant's use and the audit event.
+    const rotated = await t.hot.rotateRefreshToken({
+      refreshTokenId: row.id,
+      consumedAt: now,
+      graceUntil: new Date(now.getTime() + t.config.refreshGraceSeconds * 1000),
+      issued: { access: rows.access, refresh: rows.refresh! },
+      use: grantUse(t, row.grantId, now),
+      audit: auditRow({ type: "token.refreshed", clientId: row.clientId, grantId: row.grantId, subject: row.grant.subject }),
+    });
+    if (!rotated) return presentedAgain(row.id, row.grantId, row.clientId, pair, dateOf(t.clock));
+    return response;
   };
 }

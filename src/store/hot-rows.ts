@@ -1,0 +1,154 @@
+// The tables the hot store reads and writes, described from Prisma's generated row types: the
+// compiler insists on every column, with "date" exactly for the DateTime ones, so a column added to
+// the schema (and regenerated) breaks the build here instead of being silently left out. Rows come
+// back as arrays in column order (the cheapest shape both drivers give) and become Prisma rows.
+import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
+
+type ColumnKinds<Row> = { readonly [K in keyof Row]-?: NonNullable<Row[K]> extends Date ? "date" : "text" };
+
+export interface Table<Row> {
+  /** The table's name as Prisma created it (the model's name). */
+  readonly name: string;
+  readonly columns: readonly (keyof Row & string)[];
+  readonly kinds: ColumnKinds<Row>;
+}
+
+function table<Row>(name: string, kinds: ColumnKinds<Row>): Table<Row> {
+  return { name, kinds, columns: Object.keys(kinds) as (keyof Row & string)[] };
+}
+
+export const tables = {
+  client: table<Client>("Client", {
+    id: "text",
+    secretHash: "text",
+    secretPrefix: "text",
+    redirectUris: "text",
+    tokenEndpointAuthMethod: "text",
+    grantTypes: "text",
+    responseTypes: "text",
+    scope: "text",
+    clientName: "text",
+    clientUri: "text",
+    logoUri: "text",
+    softwareId: "text",
+    softwareVersion: "text",
+    registrationType: "text",
+    createdAt: "date",
+    lastUsedAt: "date",
+  }),
+  grant: table<Grant>("Grant", {
+    id: "text",
+    clientId: "text",
+    upstreamSessionId: "text",
+    subject: "text",
+    kind: "text",
+    resource: "text",
+    scope: "text",
+    createdAt: "date",
+    lastUsedAt: "date",
+    idleExpiresAt: "date",
+    absoluteExpiresAt: "date",
+    revokedAt: "date",
+    revokedReason: "text",
+  }),
+  upstreamSession: table<UpstreamSession>("UpstreamSession", {
+    id: "text",
+    provider: "text",
+    subject: "text",
+    login: "text",
+    email: "text",
+    profile: "text",
+    accessTokenEnc: "text",
+    refreshTokenEnc: "text",
+    idTokenEnc: "text",
+    scope: "text",
+    accessExpiresAt: "date",
+    lastCheckedAt: "date",
+    status: "text",
+    revokedAt: "date",
+    revokedReason: "text",
+    createdAt: "date",
+    updatedAt: "date",
+  }),
+  authorizationCode: table<AuthorizationCode>("AuthorizationCode", {
+    id: "text",
+    codeHash: "text",
+    grantId: "text",
+    clientId: "text",
+    redirectUri: "text",
+    codeChallenge: "text",
+    resource: "text",
+    scope: "text",
+    createdAt: "date",
+    expiresAt: "date",
+    consumedAt: "date",
+  }),
+  accessToken: table<AccessToken>("AccessToken", {
+    id: "text",
+    tokenHash: "text",
+    prefix: "text",
+    grantId: "text",
+    clientId: "text",
+    resource: "text",
+    scope: "text",
+    refreshTokenId: "text",
+    createdAt: "date",
+    expiresAt: "date",
+    revokedAt: "date",
+  }),
+  refreshToken: table<RefreshToken>("RefreshToken", {
+    id: "text",
+    tokenHash: "text",
+    prefix: "text",
+    grantId: "text",
+    clientId: "text",
+    resource: "text",
+    scope: "text",
+    parentId: "text",
+    successorId: "text",
+    createdAt: "date",
+    expiresAt: "date",
+    consumedAt: "date",
+    graceUntil: "date",
+    firstUsedAt: "date",
+    revokedAt: "date",
+  }),
+  mcpSession: table<McpSession>("McpSession", { sessionHash: "text", owner: "text", createdAt: "date" }),
+  auditEvent: table<AuditEvent>("AuditEvent", {
+    id: "text",
+    at: "date",
+    type: "text",
+    clientId: "text",
+    grantId: "text",
+    subject: "text",
+    ip: "text",
+    detail: "text",
+  }),
+} as const;
+
+/** `"alias"."column"` for every column of a table, in its order (the shape `decodeRow` reads). */
+export function columnList<Row>(t: Table<Row>, alias: string): string {
+  return t.columns.map((c) => `"${alias}"."${c}"`).join(", ");
+}
+
+/**
+ * The row of `t` at `offset` in an array row. `date` turns the driver's value into a Date (SQLite
+ * gives text, PostgreSQL a Date already); null stays null.
+ */
+export function decodeRow<Row>(t: Table<Row>, values: readonly unknown[], offset: number, date: (value: unknown) => Date): Row {
+  const row: Record<string, unknown> = {};
+  for (let i = 0; i < t.columns.length; i++) {
+    const column = t.columns[i]!;
+    const value = values[offset + i] ?? null;
+    row[column] = value !== null && t.kinds[column] === "date" ? date(value) : value;
+  }
+  return row as Row;
+}
+
+/** A row's values in column order, for an INSERT; `date` encodes as the database's Prisma adapter does. */
+export function rowValues<Row>(t: Table<Row>, row: Row, date: (value: Date) => unknown): unknown[] {
+  return t.columns.map((c) => {
+    const value = row[c] ?? null;
+    return value instanceof Date ? date(value) : value;
+  });
+}

@@ -1,0 +1,196 @@
+// The hot store on PostgreSQL: `pg` with named statements (parsed and planned once per connection)
+// and each multi-row step as one statement: a refresh rotation or a code exchange is a single
+// data-modifying CTE, one round trip, atomic on its own. Timestamps are `timestamp(3)` holding UTC
+// as Prisma writes them: parameters are ISO strings (the zone is ignored by that type) and values
+// read back are parsed as UTC whatever the server's or this process's time zone.
+import pg from "pg";
+import type { HotStore, UpstreamCheck } from "./hot-store.ts";
+import { columnList, decodeRow, rowValues, tables, type Table } from "./hot-rows.ts";
+
+const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
+const utcTypes = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === TIMESTAMP_WITHOUT_TIME_ZONE
+      ? (value: string) => new Date(`${value.replace(" ", "T")}Z`)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+const iso = (date: Date) => date.toISOString();
+const asDate = (value: unknown) => value as Date;
+const encode = <Row>(t: Table<Row>, row: Row) => rowValues(t, row, iso);
+const cast = (kind: "date" | "text") => (kind === "date" ? "timestamp(3)" : "text");
+/** `$start::type, …` for every column of `t`, in column order. */
+const placeholders = <Row>(t: Table<Row>, start: number) => t.columns.map((c, i) => `$${start + i}::${cast(t.kinds[c])}`).join(", ");
+const columnNames = <Row>(t: Table<Row>) => t.columns.map((c) => `"${c}"`).join(", ");
+const insertFromClaim = <Row>(t: Table<Row>, start: number, condition = "") =>
+  `INSERT INTO "${t.name}" (${columnNames(t)}) SELECT ${placeholders(t, start)} FROM claimed ${condition} RETURNING 1`;
+
+const { client, grant, upstreamSession, authorizationCode, accessToken, refreshToken, auditEvent } = tables;
+
+/**
+ * Parameter layout of a rotation and of a code exchange: $1 the claimed row's id, $2 consumedAt, $3
+ * graceUntil (rotation) or whether there is a refresh token (exchange), then the rows to write.
+ */
+const LAYOUT = (() => {
+  const refresh = 4;
+  const access = refresh + refreshToken.columns.length;
+  const use = access + accessToken.columns.length;
+  const audit = use + 3;
+  return { refresh, access, use, audit };
+})();
+
+const useClaimedGrant = (at: number) =>
+  `UPDATE "Grant" SET "lastUsedAt" = $${at + 1}::timestamp(3), "idleExpiresAt" = $${at + 2}::timestamp(3) WHERE "id" = $${at}::text AND EXISTS (SELECT 1 FROM claimed) RETURNING 1`;
+
+const SQL = {
+  clientById: `SELECT ${columnList(client, "c")} FROM "Client" AS "c" WHERE "c"."id" = $1`,
+  touchClient: `UPDATE "Client" SET "lastUsedAt" = $1::timestamp(3) WHERE "id" = $2`,
+  refreshTokenByHash: `SELECT ${columnList(refreshToken, "r")}, ${columnList(grant, "g")} FROM "RefreshToken" AS "r" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId" WHERE "r"."tokenHash" = $1`,
+  refreshTokenById: `SELECT ${columnList(refreshToken, "r")} FROM "RefreshToken" AS "r" WHERE "r"."id" = $1`,
+  rotateRefreshToken: `WITH claimed AS (
+      UPDATE "RefreshToken" SET "consumedAt" = $2::timestamp(3), "graceUntil" = $3::timestamp(3), "firstUsedAt" = COALESCE("firstUsedAt", $2::timestamp(3)),
+        "successorId" = $${LAYOUT.refresh}::text
+      WHERE "id" = $1::text AND "consumedAt" IS NULL AND "revokedAt" IS NULL RETURNING "id"
+    ), new_refresh AS (${insertFromClaim(refreshToken, LAYOUT.refresh)}
+    ), new_access AS (${insertFromClaim(accessToken, LAYOUT.access)}
+    ), used AS (${useClaimedGrant(LAYOUT.use)}
+    ), audited AS (${insertFromClaim(auditEvent, LAYOUT.audit)}
+    ) SELECT count(*)::int FROM claimed`,
+  codeByHash: `SELECT ${columnList(authorizationCode, "a")}, ${columnList(grant, "g")} FROM "AuthorizationCode" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" WHERE "a"."codeHash" = $1`,
+  exchangeCode: `WITH claimed AS (
+      UPDATE "AuthorizationCode" SET "consumedAt" = $2::timestamp(3) WHERE "id" = $1::text AND "consumedAt" IS NULL RETURNING "id"
+    ), used AS (${useClaimedGrant(LAYOUT.use)}
+    ), new_refresh AS (${insertFromClaim(refreshToken, LAYOUT.refresh, "WHERE $3::boolean")}
+    ), new_access AS (${insertFromClaim(accessToken, LAYOUT.access)}
+    ), audited AS (${insertFromClaim(auditEvent, LAYOUT.audit)}
+    ) SELECT count(*)::int FROM claimed`,
+  accessTokenByHash: `SELECT ${columnList(accessToken, "a")}, ${columnList(grant, "g")}, "u"."id", "u"."login", "u"."subject", "c"."registrationType", "c"."grantTypes"
+    FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "g"."clientId"
+    LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId" WHERE "a"."tokenHash" = $1`,
+  useLiveGrant: `UPDATE "Grant" SET "lastUsedAt" = $1::timestamp(3), "idleExpiresAt" = $2::timestamp(3)
+    WHERE "id" = $3 AND "revokedAt" IS NULL AND "idleExpiresAt" > $1::timestamp(3)`,
+  upstreamSessionById: `SELECT ${columnList(upstreamSession, "u")} FROM "UpstreamSession" AS "u" WHERE "u"."id" = $1`,
+  recordCheck: `UPDATE "UpstreamSession" SET "lastCheckedAt" = $1::timestamp(3), "accessExpiresAt" = $2::timestamp(3), "updatedAt" = $3::timestamp(3) WHERE "id" = $4`,
+  recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = $1::timestamp(3), "accessExpiresAt" = $2::timestamp(3), "updatedAt" = $3::timestamp(3),
+    "login" = $4, "email" = $5, "profile" = $6 WHERE "id" = $7`,
+  mcpSessionOwner: `SELECT "owner" FROM "McpSession" WHERE "sessionHash" = $1`,
+  // When another transaction inserted the row after this statement's snapshot, neither branch
+  // sees it; the caller then reads it with a fresh statement.
+  claimMcpSession: `WITH inserted AS (
+      INSERT INTO "McpSession" ("sessionHash", "owner", "createdAt") VALUES ($1, $2, $3::timestamp(3)) ON CONFLICT ("sessionHash") DO NOTHING RETURNING "owner"
+    ) SELECT "owner" FROM inserted UNION ALL SELECT "owner" FROM "McpSession" WHERE "sessionHash" = $1 LIMIT 1`,
+  releaseMcpSession: `DELETE FROM "McpSession" WHERE "sessionHash" = $1`,
+} as const;
+
+type StatementName = keyof typeof SQL;
+
+export function createPostgresHotStore(url: string): HotStore {
+  const pool = new pg.Pool({ connectionString: url, types: utcTypes, max: 10 });
+  // A connection the server cut while idle (restart, failover) is dropped by the pool and
+  // reported here; the next query opens a new one. Without a listener it would end the process.
+  pool.on("error", () => undefined);
+
+  const rows = async (name: StatementName, values: unknown[]): Promise<unknown[][]> =>
+    (await pool.query<unknown[]>({ name, text: SQL[name], values, rowMode: "array" })).rows;
+  const first = async (name: StatementName, values: unknown[]) => (await rows(name, values))[0];
+  const run = async (name: StatementName, values: unknown[]) => void (await pool.query({ name, text: SQL[name], values }));
+  const nullableIso = (date: Date | null) => (date ? iso(date) : null);
+
+  return {
+    kind: "postgres",
+
+    async clientById(id) {
+      const values = await first("clientById", [id]);
+      return values ? decodeRow(client, values, 0, asDate) : null;
+    },
+    touchClient: (id, at) => run("touchClient", [iso(at), id]),
+
+    async refreshTokenByHash(tokenHash) {
+      const values = await first("refreshTokenByHash", [tokenHash]);
+      if (!values) return null;
+      return { ...decodeRow(refreshToken, values, 0, asDate), grant: decodeRow(grant, values, refreshToken.columns.length, asDate) };
+    },
+    async refreshTokenById(id) {
+      const values = await first("refreshTokenById", [id]);
+      return values ? decodeRow(refreshToken, values, 0, asDate) : null;
+    },
+    async rotateRefreshToken(r) {
+      const [claimed] = (await first("rotateRefreshToken", [
+        r.refreshTokenId,
+        iso(r.consumedAt),
+        iso(r.graceUntil),
+        ...encode(refreshToken, r.issued.refresh),
+        ...encode(accessToken, r.issued.access),
+        r.use.grantId,
+        iso(r.use.lastUsedAt),
+        iso(r.use.idleExpiresAt),
+        ...encode(auditEvent, r.audit),
+      ]))!;
+      return claimed === 1;
+    },
+
+    async codeByHash(codeHash) {
+      const values = await first("codeByHash", [codeHash]);
+      if (!values) return null;
+      return { ...decodeRow(authorizationCode, values, 0, asDate), grant: decodeRow(grant, values, authorizationCode.columns.length, asDate) };
+    },
+    async exchangeCode(e) {
+      const refresh = e.issued.refresh ? encode(refreshToken, e.issued.refresh) : refreshToken.columns.map(() => null);
+      const [claimed] = (await first("exchangeCode", [
+        e.codeId,
+        iso(e.consumedAt),
+        e.issued.refresh !== null,
+        ...refresh,
+        ...encode(accessToken, e.issued.access),
+        e.use.grantId,
+        iso(e.use.lastUsedAt),
+        iso(e.use.idleExpiresAt),
+        ...encode(auditEvent, e.audit),
+      ]))!;
+      return claimed === 1;
+    },
+
+    async accessTokenByHash(tokenHash) {
+      const values = await first("accessTokenByHash", [tokenHash]);
+      if (!values) return null;
+      const at = accessToken.columns.length;
+      const extra = at + grant.columns.length;
+      const [sessionId, login, subject, registrationType, grantTypes] = values.slice(extra) as [string | null, string | null, string, string, string];
+      return {
+        ...decodeRow(accessToken, values, 0, asDate),
+        grant: {
+          ...decodeRow(grant, values, at, asDate),
+          upstreamSession: sessionId === null ? null : { login, subject },
+          client: { registrationType, grantTypes },
+        },
+      };
+    },
+    recordGrantUse: (use) => run("useLiveGrant", [iso(use.lastUsedAt), iso(use.idleExpiresAt), use.grantId]),
+
+    async upstreamSessionById(id) {
+      const values = await first("upstreamSessionById", [id]);
+      return values ? decodeRow(upstreamSession, values, 0, asDate) : null;
+    },
+    async recordUpstreamCheck(id, check: UpstreamCheck) {
+      const common = [iso(check.lastCheckedAt), nullableIso(check.accessExpiresAt), iso(new Date())];
+      if (check.facts) await run("recordCheckWithFacts", [...common, check.facts.login, check.facts.email, check.facts.profile, id]);
+      else await run("recordCheck", [...common, id]);
+    },
+
+    async mcpSessionOwner(sessionHash) {
+      return ((await first("mcpSessionOwner", [sessionHash]))?.[0] as string | undefined) ?? null;
+    },
+    async claimMcpSession(session) {
+      const bound = (await first("claimMcpSession", [session.sessionHash, session.owner, iso(session.createdAt)]))?.[0] as string | undefined;
+      if (bound !== undefined) return bound;
+      const owner = (await first("mcpSessionOwner", [session.sessionHash]))?.[0] as string | undefined;
+      if (owner === undefined) throw new Error("MCP session claim found neither its own row nor another's");
+      return owner;
+    },
+    releaseMcpSession: (sessionHash) => run("releaseMcpSession", [sessionHash]),
+
+    async close() {
+      await pool.end();
+    },
+  };
+}

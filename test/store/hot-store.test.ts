@@ -1,0 +1,313 @@
+// Every statement of the hot store against freshly migrated SQLite and PostgreSQL databases, read
+// back through Prisma and compared with what Prisma itself writes: the two layers cannot drift
+// (columns, date encoding, the claims that make rotation and code exchange happen once).
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomUUID } from "node:crypto";
+import { openDatabase, type Database } from "../../src/store/db.ts";
+import type { AccessToken, AuditEvent, GrantUse, RefreshToken } from "../../src/store/hot-store.ts";
+import { databaseTargets } from "../support/database-targets.ts";
+
+const at = (iso: string) => new Date(iso);
+const T0 = at("2031-05-06T07:08:09.123Z");
+const later = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
+
+function refreshRow(grantId: string, fields: Partial<RefreshToken> = {}): RefreshToken {
+  return {
+    id: randomUUID(),
+    tokenHash: randomUUID(),
+    prefix: "mab_rt_x",
+    grantId,
+    clientId: "client-1",
+    resource: "https://rs.example/mcp",
+    scope: "mcp offline_access",
+    parentId: null,
+    successorId: null,
+    createdAt: T0,
+    expiresAt: later(3600),
+    consumedAt: null,
+    graceUntil: null,
+    firstUsedAt: null,
+    revokedAt: null,
+    ...fields,
+  };
+}
+
+function accessRow(grantId: string, refreshTokenId: string | null): AccessToken {
+  return {
+    id: randomUUID(),
+    tokenHash: randomUUID(),
+    prefix: "mab_at_x",
+    grantId,
+    clientId: "client-1",
+    resource: "https://rs.example/mcp",
+    scope: "mcp",
+    refreshTokenId,
+    createdAt: T0,
+    expiresAt: later(600),
+    revokedAt: null,
+  };
+}
+
+function auditRow(type: string, grantId: string): AuditEvent {
+  return { id: randomUUID(), at: T0, type, clientId: "client-1", grantId, subject: "github:1", ip: null, detail: '{"k":1}' };
+}
+
+describe.each(databaseTargets("hot store tests"))("the hot store on $name", (target) => {
+  let database: Database;
+  let cleanup: () => Promise<void>;
+  let grantId: string;
+  let sessionId: string;
+
+  const use = (seconds: number): GrantUse => ({ grantId, lastUsedAt: later(seconds), idleExpiresAt: later(seconds + 3600) });
+
+  beforeAll(async () => {
+    const setup = await target.setup();
+    cleanup = setup.cleanup;
+    database = await openDatabase(setup.url);
+    const { db } = database;
+    await db.client.create({
+      data: {
+        id: "client-1",
+        secretHash: "ab".repeat(32),
+        redirectUris: '["http://127.0.0.1/cb"]',
+        tokenEndpointAuthMethod: "client_secret_basic",
+        grantTypes: '["authorization_code","refresh_token"]',
+        responseTypes: '["code"]',
+        registrationType: "dynamic",
+        createdAt: T0,
+      },
+    });
+    sessionId = (
+      await db.upstreamSession.create({
+        data: {
+          id: randomUUID(),
+          provider: "github",
+          subject: "github:1",
+          login: "octo",
+          profile: "{}",
+          accessTokenEnc: "enc",
+          lastCheckedAt: T0,
+          status: "active",
+        },
+      })
+    ).id;
+    grantId = (
+      await db.grant.create({
+        data: {
+          id: randomUUID(),
+          clientId: "client-1",
+          upstreamSessionId: sessionId,
+          subject: "github:1",
+          kind: "authorization_code",
+          resource: "https://rs.example/mcp",
+          scope: "mcp offline_access",
+          lastUsedAt: T0,
+          idleExpiresAt: later(3600),
+          absoluteExpiresAt: later(86400),
+        },
+      })
+    ).id;
+  }, 60_000);
+
+  afterAll(async () => {
+    await database?.close();
+    await cleanup?.();
+  });
+
+  it("reads clients, tokens, codes and upstream sessions exactly as Prisma does", async () => {
+    const { db, hot } = database;
+    const refresh = await db.refreshToken.create({ data: refreshRow(grantId) });
+    const access = await db.accessToken.create({ data: accessRow(grantId, refresh.id) });
+    const code = await db.authorizationCode.create({
+      data: {
+        id: randomUUID(),
+        codeHash: randomUUID(),
+        grantId,
+        clientId: "client-1",
+        redirectUri: "http://127.0.0.1/cb",
+        codeChallenge: "c",
+        resource: "https://rs.example/mcp",
+        scope: "mcp",
+        expiresAt: later(60),
+      },
+    });
+
+    expect(await hot.clientById("client-1")).toEqual(await db.client.findUnique({ where: { id: "client-1" } }));
+    expect(await hot.clientById("nobody")).toBeNull();
+    expect(await hot.refreshTokenByHash(refresh.tokenHash)).toEqual(await db.refreshToken.findUnique({ where: { id: refresh.id }, include: { grant: true } }));
+    expect(await hot.refreshTokenByHash("unknown")).toBeNull();
+    expect(await hot.refreshTokenById(refresh.id)).toEqual(refresh);
+    expect(await hot.codeByHash(code.codeHash)).toEqual(await db.authorizationCode.findUnique({ where: { id: code.id }, include: { grant: true } }));
+    expect(await hot.accessTokenByHash(access.tokenHash)).toEqual(
+      await db.accessToken.findUnique({
+        where: { id: access.id },
+        include: {
+          grant: { include: { upstreamSession: { select: { login: true, subject: true } }, client: { select: { registrationType: true, grantTypes: true } } } },
+        },
+      }),
+    );
+    expect(await hot.upstreamSessionById(sessionId)).toEqual(await db.upstreamSession.findUnique({ where: { id: sessionId } }));
+  });
+
+  it("writes dates exactly as Prisma does, so Prisma's date filters find the hot store's rows", async () => {
+    const { db, hot } = database;
+    const when = at("2032-01-02T03:04:05.006Z");
+    await db.client.create({
+      data: { id: "client-2", redirectUris: "[]", tokenEndpointAuthMethod: "none", grantTypes: "[]", responseTypes: "[]", registrationType: "dynamic" },
+    });
+    await db.client.update({ where: { id: "client-2" }, data: { lastUsedAt: when } });
+    await hot.touchClient("client-1", when);
+    const raw = async (id: string) => {
+      const sql =
+        target.name === "sqlite"
+          ? `SELECT "lastUsedAt" || '' AS v FROM "Client" WHERE "id" = '${id}'`
+          : `SELECT "lastUsedAt"::text AS v FROM "Client" WHERE "id" = '${id}'`;
+      return (await db.$queryRawUnsafe<Array<{ v: string }>>(sql))[0]!.v;
+    };
+    expect(await raw("client-1")).toBe(await raw("client-2"));
+    expect((await db.client.findMany({ where: { lastUsedAt: { gte: when, lte: when } }, orderBy: { id: "asc" } })).map((c) => c.id)).toEqual([
+      "client-1",
+      "client-2",
+    ]);
+  });
+
+  it("rotates a refresh token once: the claim, the new pair, the grant's use and the audit event, or nothing", async () => {
+    const { db, hot } = database;
+    const old = await db.refreshToken.create({ data: refreshRow(grantId, { firstUsedAt: null }) });
+    const successor = refreshRow(grantId, { parentId: old.id, createdAt: later(5) });
+    const access = accessRow(grantId, successor.id);
+    const rotation = {
+      refreshTokenId: old.id,
+      consumedAt: later(5),
+      graceUntil: later(65),
+      issued: { refresh: successor, access },
+      use: use(5),
+      audit: auditRow("token.refreshed", grantId),
+    };
+    expect(await hot.rotateRefreshToken(rotation)).toBe(true);
+    expect(await db.refreshToken.findUnique({ where: { id: old.id } })).toEqual({
+      ...old,
+      consumedAt: later(5),
+      graceUntil: later(65),
+      firstUsedAt: later(5),
+      successorId: successor.id,
+    });
+    expect(await db.refreshToken.findUnique({ where: { id: successor.id } })).toEqual(successor);
+    expect(await db.accessToken.findUnique({ where: { id: access.id } })).toEqual(access);
+    expect(await db.grant.findUniqueOrThrow({ where: { id: grantId } })).toMatchObject({ lastUsedAt: later(5), idleExpiresAt: later(3605) });
+    expect(await db.auditEvent.findUnique({ where: { id: rotation.audit.id } })).toEqual(rotation.audit);
+    // Prisma's filters see the hot store's dates.
+    expect(await db.refreshToken.count({ where: { id: successor.id, expiresAt: { gt: later(3599) }, createdAt: { lte: later(5) } } })).toBe(1);
+
+    // A second rotation of the same token writes nothing.
+    const again = { ...rotation, issued: { refresh: refreshRow(grantId), access: accessRow(grantId, null) }, audit: auditRow("token.refreshed", grantId) };
+    expect(await hot.rotateRefreshToken(again)).toBe(false);
+    expect(await db.refreshToken.count({ where: { id: again.issued.refresh.id } })).toBe(0);
+    expect(await db.accessToken.count({ where: { id: again.issued.access.id } })).toBe(0);
+    expect(await db.auditEvent.count({ where: { id: again.audit.id } })).toBe(0);
+
+    // A revoked token cannot be claimed either; an earlier firstUsedAt stays.
+    const revoked = await db.refreshToken.create({ data: refreshRow(grantId, { revokedAt: T0 }) });
+    expect(await hot.rotateRefreshToken({ ...again, refreshTokenId: revoked.id })).toBe(false);
+    const used = await db.refreshToken.create({ data: refreshRow(grantId, { firstUsedAt: T0 }) });
+    const next = refreshRow(grantId);
+    expect(
+      await hot.rotateRefreshToken({
+        ...rotation,
+        refreshTokenId: used.id,
+        issued: { refresh: next, access: accessRow(grantId, next.id) },
+        audit: auditRow("x", grantId),
+      }),
+    ).toBe(true);
+    expect((await db.refreshToken.findUniqueOrThrow({ where: { id: used.id } })).firstUsedAt).toEqual(T0);
+  });
+
+  it("exchanges a code once, with or without a refresh token", async () => {
+    const { db, hot } = database;
+    const code = (id = randomUUID()) =>
+      db.authorizationCode.create({
+        data: { id, codeHash: id, grantId, clientId: "client-1", redirectUri: "x", codeChallenge: "c", resource: "r", scope: "mcp", expiresAt: later(60) },
+      });
+    const first = await code();
+    const refresh = refreshRow(grantId);
+    const exchange = {
+      codeId: first.id,
+      consumedAt: later(7),
+      issued: { refresh, access: accessRow(grantId, refresh.id) },
+      use: use(7),
+      audit: auditRow("token.issued", grantId),
+    };
+    expect(await hot.exchangeCode(exchange)).toBe(true);
+    expect((await db.authorizationCode.findUniqueOrThrow({ where: { id: first.id } })).consumedAt).toEqual(later(7));
+    expect(await db.refreshToken.findUnique({ where: { id: refresh.id } })).toEqual(refresh);
+    expect(await db.accessToken.findUnique({ where: { id: exchange.issued.access.id } })).toEqual(exchange.issued.access);
+    expect(await db.auditEvent.findUnique({ where: { id: exchange.audit.id } })).toEqual(exchange.audit);
+    expect((await db.grant.findUniqueOrThrow({ where: { id: grantId } })).lastUsedAt).toEqual(later(7));
+
+    const replay = { ...exchange, issued: { refresh: null, access: accessRow(grantId, null) }, audit: auditRow("token.issued", grantId) };
+    expect(await hot.exchangeCode(replay)).toBe(false);
+    expect(await db.accessToken.count({ where: { id: replay.issued.access.id } })).toBe(0);
+
+    const second = await code();
+    const refreshTokens = await db.refreshToken.count();
+    expect(await hot.exchangeCode({ ...replay, codeId: second.id })).toBe(true);
+    expect(await db.accessToken.findUnique({ where: { id: replay.issued.access.id } })).toEqual(replay.issued.access);
+    expect(await db.refreshToken.count()).toBe(refreshTokens);
+  });
+
+  it("moves a live grant's idle deadline, never a dead one's", async () => {
+    const { db, hot } = database;
+    await hot.recordGrantUse(use(100));
+    expect(await db.grant.findUniqueOrThrow({ where: { id: grantId } })).toMatchObject({ lastUsedAt: later(100), idleExpiresAt: later(3700) });
+    // Past its idle deadline: stays dead.
+    await hot.recordGrantUse(use(4000));
+    expect((await db.grant.findUniqueOrThrow({ where: { id: grantId } })).lastUsedAt).toEqual(later(100));
+    const revoked = await db.grant.create({
+      data: {
+        id: randomUUID(),
+        clientId: "client-1",
+        kind: "client_credentials",
+        resource: "r",
+        scope: "mcp",
+        lastUsedAt: T0,
+        idleExpiresAt: later(3600),
+        absoluteExpiresAt: later(86400),
+        revokedAt: T0,
+      },
+    });
+    await hot.recordGrantUse({ grantId: revoked.id, lastUsedAt: later(10), idleExpiresAt: later(9999) });
+    expect((await db.grant.findUniqueOrThrow({ where: { id: revoked.id } })).lastUsedAt).toEqual(T0);
+  });
+
+  it("records upstream re-checks, with and without the facts the policy read", async () => {
+    const { db, hot } = database;
+    const before = await db.upstreamSession.findUniqueOrThrow({ where: { id: sessionId } });
+    await hot.recordUpstreamCheck(sessionId, { lastCheckedAt: later(30), accessExpiresAt: later(900) });
+    const checked = await db.upstreamSession.findUniqueOrThrow({ where: { id: sessionId } });
+    expect(checked).toMatchObject({ lastCheckedAt: later(30), accessExpiresAt: later(900), login: "octo", profile: "{}" });
+    expect(checked.updatedAt.getTime()).toBeGreaterThanOrEqual(before.updatedAt.getTime());
+    await hot.recordUpstreamCheck(sessionId, { lastCheckedAt: later(60), accessExpiresAt: null, facts: { login: "octo2", email: "o@x", profile: '{"a":1}' } });
+    expect(await db.upstreamSession.findUniqueOrThrow({ where: { id: sessionId } })).toMatchObject({
+      lastCheckedAt: later(60),
+      accessExpiresAt: null,
+      login: "octo2",
+      email: "o@x",
+      profile: '{"a":1}',
+    });
+  });
+
+  it("binds MCP sessions first-claim-wins and releases them", async () => {
+    const { db, hot } = database;
+    expect(await hot.mcpSessionOwner("h1")).toBeNull();
+    const [a, b] = await Promise.all([
+      hot.claimMcpSession({ sessionHash: "h1", owner: "github:1", createdAt: T0 }),
+      hot.claimMcpSession({ sessionHash: "h1", owner: "github:2", createdAt: T0 }),
+    ]);
+    expect(a).toBe("github:1");
+    expect(b).toBe("github:1");
+    expect(await hot.mcpSessionOwner("h1")).toBe("github:1");
+    expect(await db.mcpSession.findUnique({ where: { sessionHash: "h1" } })).toEqual({ sessionHash: "h1", owner: "github:1", createdAt: T0 });
+    await hot.releaseMcpSession("h1");
+    expect(await hot.mcpSessionOwner("h1")).toBeNull();
+  });
+});
