@@ -2,64 +2,21 @@
 // stdio bridge against the SDK's own stdio client.
 // Starts an MCP server and the broker as separate processes (GitHub emulator as the upstream),
 // drives them from this process, and prints one table. A benchmark, not a test: it asserts nothing.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { runClosedLoop, runLoad, type LoadResult } from "./load.ts";
 import { startGitHubEmulator } from "../test/support/github-emulator.ts";
-import { obtainTokens, registerClient, tokenRequest } from "../test/support/oauth-flow.ts";
+import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
+import { cpuMs, root, startProcess, stop } from "./processes.ts";
+import { compareTokenGrants } from "./token-grants.ts";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
 const CONCURRENCY = 50;
-
-/** BENCH_PROFILE_DIR=/tmp/prof: the broker processes write V8 CPU profiles there (open in Chrome DevTools). */
-const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
-
-function startProcess(args: string[], env: Record<string, string>, ready: RegExp, profile = false): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  // node itself (not the tsx wrapper), so that the pid is the server's own for its CPU figures.
-  const profiling = profile && PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profiling, "--import", "tsx", ...args], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const match = ready.exec(out);
-      if (match) resolve({ child, match });
-    });
-    child.once("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}: ${out}`)));
-  });
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once("exit", () => resolve());
-    child.kill("SIGTERM");
-  });
-}
-
-/** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc). */
-function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    // utime and stime are fields 14 and 15 of stat; [1] starts at field 3.
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return NaN;
-  }
-}
-const CLOCK_TICKS = 100;
 
 async function metric(brokerUrl: string, name: string): Promise<number> {
   const text = await (await fetch(`${brokerUrl}/metrics`)).text();
@@ -141,7 +98,7 @@ async function main(): Promise<void> {
       /MCP endpoint/,
       true,
     );
-    return { child, url: `http://127.0.0.1:${port}` };
+    return { child, url: `http://127.0.0.1:${port}`, databaseUrl: `file:${path.join(dir, db)}` };
   }
 
   const rows: Array<[string, string]> = [];
@@ -190,26 +147,7 @@ async function main(): Promise<void> {
           `${((checks / through.requests) * 1000).toFixed(1)} upstream checks, ${((queries / through.requests) * 1000).toFixed(1)} database queries`,
         ]);
 
-        if (recheck === "30") {
-          // (d) refresh grants: 10 clients each rotating their own chain.
-          const chains = await Promise.all(
-            Array.from({ length: 10 }, async (_, i) => obtainTokens(broker.url, { user: `refresher${i}`, client: await registerClient(broker.url) })),
-          );
-          const perChain = 50;
-          const started = performance.now();
-          await Promise.all(
-            chains.map(async ({ client, tokens: first }) => {
-              let refresh = first.refresh_token;
-              for (let i = 0; i < perChain; i++) {
-                const res = await tokenRequest(broker.url, { grant_type: "refresh_token", refresh_token: refresh, client_id: client.client_id });
-                if (res.status !== 200) throw new Error(`refresh failed: ${JSON.stringify(res.body)}`);
-                refresh = String(res.body.refresh_token);
-              }
-            }),
-          );
-          const seconds = (performance.now() - started) / 1000;
-          rows.push(["(d) /token refresh_token grant, 10 concurrent chains", `${((chains.length * perChain) / seconds).toFixed(0)} refreshes/s`]);
-        }
+        if (recheck === "30") rows.push(...(await compareTokenGrants({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir)));
       } finally {
         await stop(broker.child);
       }

@@ -1,0 +1,220 @@
+// The token endpoint against its anchor, node-oidc-provider on SQLite with the same settings
+// (anchor-provider.ts), in the same run: rounds alternate between the two servers so that whatever
+// else loads the machine weighs on both alike. Refresh: 20 chains, each request using the previous
+// answer's refresh token, with client_id and resource as the MCP SDK sends them. Code exchange:
+// codes minted beforehand (not timed), exchanged by 20 concurrent clients. Each server's CPU time
+// per request comes from /proc, whatever else runs.
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { Pool } from "undici";
+import { openDatabase } from "../src/store/db.ts";
+import { s256Challenge } from "../src/grants/pkce.ts";
+import { hashPresentedToken } from "../src/grants/token-format.ts";
+import { obtainTokens, registerClient } from "../test/support/oauth-flow.ts";
+import { cpuMs, startProcess, stop } from "./processes.ts";
+
+const CHAINS = 20;
+const REFRESHES_PER_CHAIN = Number(process.env.BENCH_REFRESHES_PER_CHAIN ?? 25);
+const CODES_PER_ROUND = CHAINS * REFRESHES_PER_CHAIN;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+export interface TokenServer {
+  readonly name: string;
+  readonly url: string;
+  readonly pid: number | undefined;
+}
+
+interface Chain {
+  readonly clientId: string;
+  readonly resource: string;
+  refreshToken: string;
+}
+
+interface MintedCode {
+  readonly code: string;
+  readonly verifier: string;
+  readonly clientId: string;
+  readonly redirectUri: string;
+  readonly resource: string;
+}
+
+/** One side of the comparison: how to start refresh chains and mint codes on it. */
+interface Side {
+  readonly server: TokenServer;
+  chains(n: number): Promise<Chain[]>;
+  codes(n: number): Promise<MintedCode[]>;
+}
+
+interface Round {
+  readonly perSecond: number;
+  readonly cpuUsPerRequest: number;
+}
+
+async function post(pool: Pool, form: Record<string, string>): Promise<Record<string, unknown>> {
+  const res = await pool.request({
+    path: "/token",
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(form).toString(),
+  });
+  const body = (await res.body.json()) as Record<string, unknown>;
+  if (res.statusCode !== 200) throw new Error(`/token answered ${res.statusCode}: ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** Runs `work` with `workers` concurrent clients; the server's rate and CPU per request. */
+async function measure(server: TokenServer, requests: number, workers: number, work: (pool: Pool, worker: number) => Promise<void>): Promise<Round> {
+  const pool = new Pool(server.url, { connections: workers, pipelining: 1 });
+  try {
+    const cpuBefore = cpuMs(server.pid);
+    const started = performance.now();
+    await Promise.all(Array.from({ length: workers }, (_, w) => work(pool, w)));
+    const seconds = (performance.now() - started) / 1000;
+    return { perSecond: requests / seconds, cpuUsPerRequest: ((cpuMs(server.pid) - cpuBefore) / requests) * 1000 };
+  } finally {
+    await pool.close();
+  }
+}
+
+function refreshRound(side: Side, chains: Chain[]): Promise<Round> {
+  return measure(side.server, chains.length * REFRESHES_PER_CHAIN, chains.length, async (pool, w) => {
+    const chain = chains[w]!;
+    for (let i = 0; i < REFRESHES_PER_CHAIN; i++) {
+      const body = await post(pool, { grant_type: "refresh_token", refresh_token: chain.refreshToken, client_id: chain.clientId, resource: chain.resource });
+      chain.refreshToken = String(body.refresh_token);
+    }
+  });
+}
+
+function codeRound(side: Side, codes: MintedCode[]): Promise<Round> {
+  let next = 0;
+  return measure(side.server, codes.length, CHAINS, async (pool) => {
+    while (next < codes.length) {
+      const c = codes[next++]!;
+      await post(pool, {
+        grant_type: "authorization_code",
+        code: c.code,
+        code_verifier: c.verifier,
+        redirect_uri: c.redirectUri,
+        client_id: c.clientId,
+        resource: c.resource,
+      });
+    }
+  });
+}
+
+/** The broker side: chains through the real login flow; codes written to its database as its callback would. */
+async function brokerSide(server: TokenServer, databaseUrl: string, cwd: string): Promise<Side & { close(): Promise<void> }> {
+  const database = await openDatabase(databaseUrl, cwd);
+  const resource = `${server.url}/mcp`;
+  return {
+    server,
+    async chains(n) {
+      return Promise.all(
+        Array.from({ length: n }, async (_, i) => {
+          const { client, tokens } = await obtainTokens(server.url, { user: `chain${i}`, client: await registerClient(server.url) });
+          return { clientId: client.client_id, resource, refreshToken: tokens.refresh_token };
+        }),
+      );
+    },
+    async codes(n) {
+      const client = await registerClient(server.url);
+      await obtainTokens(server.url, { user: "coder", client });
+      const grant = await database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });
+      const minted = Array.from({ length: n }, () => {
+        const code = `mab_ac_${randomBytes(32).toString("base64url")}`;
+        return { code, verifier: randomBytes(32).toString("base64url"), clientId: client.client_id, redirectUri: client.redirect_uri, resource };
+      });
+      await database.db.authorizationCode.createMany({
+        data: minted.map((m) => ({
+          id: randomBytes(16).toString("hex"),
+          codeHash: hashPresentedToken(m.code),
+          grantId: grant.id,
+          clientId: m.clientId,
+          redirectUri: m.redirectUri,
+          codeChallenge: s256Challenge(m.verifier),
+          resource,
+          scope: grant.scope,
+          expiresAt: new Date(Date.now() + 10 * 60 * 1000),
+        })),
+      });
+      return minted;
+    },
+    close: () => database.close(),
+  };
+}
+
+/** The anchor side: codes minted by its own models, chains started by exchanging codes. */
+function anchorSide(server: TokenServer): Side {
+  const codes = async (n: number): Promise<MintedCode[]> => {
+    const res = await fetch(`${server.url}/bench/codes?n=${n}`, { method: "POST" });
+    const body = (await res.json()) as {
+      resource: string;
+      client: { client_id: string; redirect_uri: string };
+      codes: Array<{ code: string; verifier: string }>;
+    };
+    return body.codes.map((c) => ({ ...c, clientId: body.client.client_id, redirectUri: body.client.redirect_uri, resource: body.resource }));
+  };
+  return {
+    server,
+    codes,
+    async chains(n) {
+      const pool = new Pool(server.url, { connections: 4 });
+      try {
+        return await Promise.all(
+          (await codes(n)).map(async (c) => {
+            const body = await post(pool, {
+              grant_type: "authorization_code",
+              code: c.code,
+              code_verifier: c.verifier,
+              redirect_uri: c.redirectUri,
+              client_id: c.clientId,
+              resource: c.resource,
+            });
+            return { clientId: c.clientId, resource: c.resource, refreshToken: String(body.refresh_token) };
+          }),
+        );
+      } finally {
+        await pool.close();
+      }
+    },
+  };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Runs the comparison against a running broker (SQLite); returns the report's rows. */
+export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl: string, dir: string): Promise<Array<[string, string]>> {
+  const { child, match } = await startProcess(["bench/anchor-provider.ts", path.join(dir, "anchor.db")], {}, /ANCHOR_URL (\S+)/);
+  const ours = await brokerSide(broker, brokerDatabaseUrl, dir);
+  const sides: Side[] = [ours, anchorSide({ name: "node-oidc-provider", url: match[1]!, pid: child.pid })];
+  try {
+    const chains = await Promise.all(sides.map((s) => s.chains(CHAINS)));
+    // Warm-up (JIT, statement caches), not counted.
+    await Promise.all(sides.map((s, i) => refreshRound(s, chains[i]!)));
+    const refresh: Round[][] = [[], []];
+    const exchange: Round[][] = [[], []];
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, side] of sides.entries()) refresh[i]!.push(await refreshRound(side, chains[i]!));
+      const codes = await Promise.all(sides.map((s) => s.codes(CODES_PER_ROUND)));
+      for (const [i, side] of sides.entries()) exchange[i]!.push(await codeRound(side, codes[i]!));
+    }
+    const rows: Array<[string, string]> = [];
+    const report = (label: string, rounds: Round[][], unit: string) => {
+      const [broker, anchor] = rounds.map((r) => ({ perSecond: median(r.map((x) => x.perSecond)), cpu: median(r.map((x) => x.cpuUsPerRequest)) }));
+      rows.push([label, `broker ${broker!.perSecond.toFixed(0)}/s, node-oidc-provider ${anchor!.perSecond.toFixed(0)}/s`]);
+      rows.push([`    ratio broker / node-oidc-provider (${unit}/s)`, `${(broker!.perSecond / anchor!.perSecond).toFixed(2)}×`]);
+      rows.push([`    server CPU per ${unit}`, `broker ${broker!.cpu.toFixed(0)} µs, node-oidc-provider ${anchor!.cpu.toFixed(0)} µs`]);
+      rows.push([
+        `    rounds (broker / anchor, ${unit}/s)`,
+        rounds[0]!.map((r, i) => `${r.perSecond.toFixed(0)}/${rounds[1]![i]!.perSecond.toFixed(0)}`).join(", "),
+      ]);
+    };
+    report(`(d) refresh_token grant, ${CHAINS} chains, SQLite (median of ${ROUNDS} alternating rounds)`, refresh, "refresh");
+    report(`(f) authorization_code grant, ${CHAINS} clients, SQLite`, exchange, "exchange");
+    return rows;
+  } finally {
+    await ours.close();
+    await stop(child);
+  }
+}
