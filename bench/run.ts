@@ -13,7 +13,9 @@ import { startGitHubEmulator } from "../test/support/github-emulator.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
 import { cpuMs, root, startProcess, stop } from "./processes.ts";
-import { compareTokenGrants } from "./token-grants.ts";
+import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
+import { startPostgres } from "../test/support/global-setup.ts";
+import pg from "pg";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
 const CONCURRENCY = 50;
@@ -75,14 +77,16 @@ async function main(): Promise<void> {
   const mcpUrl = match[1]!;
   const secret = randomBytes(32).toString("base64");
 
+  /** `db`: a file name in the bench folder, or a PostgreSQL URL. */
   async function startBrokerProcess(recheck: string, db: string, extra: Record<string, string> = {}) {
+    const databaseUrl = db.startsWith("postgres") ? db : `file:${path.join(dir, db)}`;
     const port = await freePort();
     const { child } = await startProcess(
       ["src/main.ts"],
       {
         PORT: String(port),
         PUBLIC_URL: `http://127.0.0.1:${port}`,
-        DATABASE_URL: `file:${path.join(dir, db)}`,
+        DATABASE_URL: databaseUrl,
         SECRET_KEY: secret,
         UPSTREAM_PROVIDER: "github",
         ALLOW_ANY_USER: "true",
@@ -98,7 +102,7 @@ async function main(): Promise<void> {
       /MCP endpoint/,
       true,
     );
-    return { child, url: `http://127.0.0.1:${port}`, databaseUrl: `file:${path.join(dir, db)}` };
+    return { child, url: `http://127.0.0.1:${port}`, databaseUrl };
   }
 
   const rows: Array<[string, string]> = [];
@@ -151,6 +155,31 @@ async function main(): Promise<void> {
       } finally {
         await stop(broker.child);
       }
+    }
+    // (g) refresh on PostgreSQL, when its server binaries are installed: a server of our own on
+    // this machine, durable (fsync, synchronous commit) as in production.
+    const postgres = await startPostgres({ durable: true });
+    if (postgres) {
+      try {
+        const admin = new pg.Client({ connectionString: `${postgres.baseUrl}/postgres` });
+        await admin.connect();
+        await admin.query("CREATE DATABASE bench");
+        await admin.end();
+        const broker = await startBrokerProcess("30", `${postgres.baseUrl}/bench`);
+        try {
+          const round = await brokerRefreshRate({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir);
+          rows.push([
+            "(g) refresh_token grant, 20 chains, PostgreSQL (same machine)",
+            `${round.perSecond.toFixed(0)} refreshes/s, broker CPU ${round.cpuUsPerRequest.toFixed(0)} µs per refresh`,
+          ]);
+        } finally {
+          await stop(broker.child);
+        }
+      } finally {
+        postgres.stop();
+      }
+    } else {
+      rows.push(["(g) refresh_token grant on PostgreSQL", "skipped: no PostgreSQL server binaries (initdb, pg_ctl)"]);
     }
     // (e) start-up to /healthz 200: on a fresh database (the migrations run), then a restart on it
     // (nothing pending: no migration engine).

@@ -183,6 +183,20 @@ function anchorSide(server: TokenServer): Side {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
+/** The refresh rate of a running broker alone (median of the rounds after a warm-up), on any database. */
+export async function brokerRefreshRate(broker: TokenServer, databaseUrl: string, dir: string): Promise<Round> {
+  const side = await brokerSide(broker, databaseUrl, dir);
+  try {
+    const chains = await side.chains(CHAINS);
+    await refreshRound(side, chains);
+    const rounds: Round[] = [];
+    for (let round = 0; round < ROUNDS; round++) rounds.push(await refreshRound(side, chains));
+    return { perSecond: median(rounds.map((r) => r.perSecond)), cpuUsPerRequest: median(rounds.map((r) => r.cpuUsPerRequest)) };
+  } finally {
+    await side.close();
+  }
+}
+
 /** Runs the comparison against a running broker (SQLite); returns the report's rows. */
 export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl: string, dir: string): Promise<Array<[string, string]>> {
   const { child, match } = await startProcess(["bench/anchor-provider.ts", path.join(dir, "anchor.db")], {}, /ANCHOR_URL (\S+)/);

@@ -36,7 +36,11 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startPostgres(): Promise<PostgresServer | null> {
+/**
+ * `durable`: fsync and synchronous commit on, as in production (the benchmark); the tests run
+ * without them (nothing to keep after a test, and much faster).
+ */
+export async function startPostgres(options: { durable?: boolean } = {}): Promise<PostgresServer | null> {
   const bin = findPostgresBin();
   if (!bin) return null;
   const root = mkdtempSync(path.join(tmpdir(), "mab-pg-"));
@@ -64,7 +68,7 @@ export async function startPostgres(): Promise<PostgresServer | null> {
     "-l",
     path.join(root, "server.log"),
     "-o",
-    `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+    `-c listen_addresses=127.0.0.1 -p ${port} -k ${root}${options.durable ? "" : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"}`,
     "start",
   ]);
   return {
