@@ -39,11 +39,8 @@ export class RevocationFeed {
   private async pollOnce(): Promise<void> {
     const since = new Date(this.cursor.getTime() - OVERLAP_MS);
     try {
-      const [grants, tokens] = await Promise.all([
-        this.ctx.db.grant.findMany({ where: { revokedAt: { gt: since } }, select: { id: true, revokedAt: true } }),
-        this.ctx.db.accessToken.findMany({ where: { revokedAt: { gt: since }, grant: { revokedAt: null } }, select: { tokenHash: true, revokedAt: true } }),
-      ]);
-      const newest = Math.max(this.cursor.getTime(), ...grants.map((g) => g.revokedAt!.getTime()), ...tokens.map((t) => t.revokedAt!.getTime()));
+      const { grants, tokens } = await this.ctx.hot.revokedSince(since);
+      const newest = Math.max(this.cursor.getTime(), ...grants.map((g) => g.revokedAt.getTime()), ...tokens.map((t) => t.revokedAt.getTime()));
       this.cursor = new Date(newest);
       this.bus.publish({ grantIds: grants.map((g) => g.id), tokenHashes: tokens.map((t) => t.tokenHash) });
     } catch (err) {

@@ -73,6 +73,9 @@ const SQL = {
   recordCheck: `UPDATE "UpstreamSession" SET "lastCheckedAt" = $1::timestamp(3), "accessExpiresAt" = $2::timestamp(3), "updatedAt" = $3::timestamp(3) WHERE "id" = $4`,
   recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = $1::timestamp(3), "accessExpiresAt" = $2::timestamp(3), "updatedAt" = $3::timestamp(3),
     "login" = $4, "email" = $5, "profile" = $6 WHERE "id" = $7`,
+  revokedGrants: `SELECT "id", "revokedAt" FROM "Grant" WHERE "revokedAt" > $1::timestamp(3)`,
+  revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId"
+    WHERE "a"."revokedAt" > $1::timestamp(3) AND "g"."revokedAt" IS NULL`,
   mcpSessionOwner: `SELECT "owner" FROM "McpSession" WHERE "sessionHash" = $1`,
   // When another transaction inserted the row after this statement's snapshot, neither branch
   // sees it; the caller then reads it with a fresh statement.
@@ -175,6 +178,14 @@ export function createPostgresHotStore(url: string): HotStore {
       const common = [iso(check.lastCheckedAt), nullableIso(check.accessExpiresAt), iso(new Date())];
       if (check.facts) await run("recordCheckWithFacts", [...common, check.facts.login, check.facts.email, check.facts.profile, id]);
       else await run("recordCheck", [...common, id]);
+    },
+
+    async revokedSince(since) {
+      const [grants, tokens] = await Promise.all([rows("revokedGrants", [iso(since)]), rows("revokedTokens", [iso(since)])]);
+      return {
+        grants: (grants as Array<[string, Date]>).map(([id, revokedAt]) => ({ id, revokedAt })),
+        tokens: (tokens as Array<[string, Date]>).map(([tokenHash, revokedAt]) => ({ tokenHash, revokedAt })),
+      };
     },
 
     async mcpSessionOwner(sessionHash) {

@@ -43,6 +43,9 @@ const SQL = {
   upstreamSessionById: `SELECT ${columnList(upstreamSession, "u")} FROM "UpstreamSession" AS "u" WHERE "u"."id" = ?`,
   recordCheck: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ? WHERE "id" = ?`,
   recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ?, "login" = ?, "email" = ?, "profile" = ? WHERE "id" = ?`,
+  revokedGrants: `SELECT "id", "revokedAt" FROM "Grant" WHERE "revokedAt" > ?`,
+  revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId"
+    WHERE "a"."revokedAt" > ? AND "g"."revokedAt" IS NULL`,
   mcpSessionOwner: `SELECT "owner" FROM "McpSession" WHERE "sessionHash" = ?`,
   claimMcpSession: `INSERT INTO "McpSession" ("sessionHash", "owner", "createdAt") VALUES (?, ?, ?) ON CONFLICT ("sessionHash") DO NOTHING`,
   releaseMcpSession: `DELETE FROM "McpSession" WHERE "sessionHash" = ?`,
@@ -187,6 +190,16 @@ export function createSqliteHotStore(file: string): HotStore & { readonly stats:
         const common = [sqliteDate(check.lastCheckedAt), check.accessExpiresAt ? sqliteDate(check.accessExpiresAt) : null, sqliteDate(new Date())];
         if (check.facts) stmt("recordCheckWithFacts").run(...common, check.facts.login, check.facts.email, check.facts.profile, id);
         else stmt("recordCheck").run(...common, id);
+      }),
+
+    revokedSince: (since) =>
+      read(() => {
+        const at = sqliteDate(since);
+        const rows = (name: StatementName) => stmt(name).all(at) as Array<[string, string]>;
+        return {
+          grants: rows("revokedGrants").map(([id, revokedAt]) => ({ id, revokedAt: readDate(revokedAt) })),
+          tokens: rows("revokedTokens").map(([tokenHash, revokedAt]) => ({ tokenHash, revokedAt: readDate(revokedAt) })),
+        };
       }),
 
     mcpSessionOwner: (sessionHash) => read(() => (row("mcpSessionOwner", sessionHash)?.[0] as string | undefined) ?? null),

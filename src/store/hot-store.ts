@@ -59,6 +59,12 @@ export interface UpstreamCheck {
   readonly facts?: { readonly login: string; readonly email: string | null; readonly profile: string } | undefined;
 }
 
+/** What was revoked after a moment: whole grants, and single access tokens of grants still live. */
+export interface RecentRevocations {
+  readonly grants: ReadonlyArray<{ readonly id: string; readonly revokedAt: Date }>;
+  readonly tokens: ReadonlyArray<{ readonly tokenHash: string; readonly revokedAt: Date }>;
+}
+
 export interface HotStore {
   readonly kind: DatabaseKind;
   clientById(id: string): Promise<Client | null>;
@@ -80,6 +86,9 @@ export interface HotStore {
 
   upstreamSessionById(id: string): Promise<UpstreamSession | null>;
   recordUpstreamCheck(id: string, check: UpstreamCheck): Promise<void>;
+
+  /** Polled by every instance twice a second (revocation-feed.ts): cheap when nothing changed. */
+  revokedSince(since: Date): Promise<RecentRevocations>;
 
   mcpSessionOwner(sessionHash: string): Promise<string | null>;
   /** Binds the session unless it is bound already (first claim wins); returns the owner bound afterwards. */

@@ -1,7 +1,6 @@
 // Group commit for SQLite: the writes requested during one event-loop turn run in one transaction
-// (one fsync of the WAL for all of them instead of one each), each inside its own savepoint so a
-// write that fails takes back only its own changes. No caller hears back before COMMIT returned:
-// an answer sent is an answer stored.
+// (one fsync of the WAL for all of them instead of one each); a write that fails takes back only
+// its own changes. No caller hears back before COMMIT returned: an answer sent is an answer stored.
 import type Database from "libsql";
 import type { SqliteWriteGate } from "./sqlite-write-gate.ts";
 
@@ -57,29 +56,50 @@ export class GroupCommit {
     let db: Connection;
     try {
       db = this.connection();
-      db.exec("BEGIN IMMEDIATE");
     } catch (err) {
       this.#failAll(writes, err);
       return;
     }
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
+    // All together first; a write that throws (rare: a broken row, a failing disk) sends the group
+    // back to one transaction per write, so that it fails alone. Savepoints would have cost two
+    // statements per write on every group instead.
+    let values: unknown[];
     try {
+      values = this.#transaction(db, () => writes.map((write) => write.run(db)));
+    } catch (err) {
       if (writes.length === 1) {
-        // The transaction is the savepoint: a failure rolls it back below.
-        outcomes.push({ ok: true, value: writes[0]!.run(db) });
-      } else {
-        for (const write of writes) {
-          db.exec("SAVEPOINT write");
-          try {
-            outcomes.push({ ok: true, value: write.run(db) });
-          } catch (err) {
-            db.exec("ROLLBACK TO write");
-            outcomes.push({ ok: false, err });
-          }
-          db.exec("RELEASE write");
-        }
+        this.#failAll(writes, err);
+        return;
       }
+      for (const write of writes) this.#one(write);
+      return;
+    }
+    this.stats.commits++;
+    this.stats.writes += writes.length;
+    writes.forEach((write, i) => write.resolve(values[i]));
+  }
+
+  #one(write: PendingWrite): void {
+    let value: unknown;
+    try {
+      const db = this.connection();
+      value = this.#transaction(db, () => write.run(db));
+    } catch (err) {
+      this.#failAll([write], err);
+      return;
+    }
+    this.stats.commits++;
+    this.stats.writes++;
+    write.resolve(value);
+  }
+
+  /** BEGIN IMMEDIATE, `work`, COMMIT; ROLLBACK when anything throws. */
+  #transaction<T>(db: Connection, work: () => T): T {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      const value = work();
       db.exec("COMMIT");
+      return value;
     } catch (err) {
       if (db.inTransaction) {
         try {
@@ -88,19 +108,8 @@ export class GroupCommit {
           // The connection is beyond use; the next write reopens it (onError).
         }
       }
-      this.#failAll(writes, err);
-      return;
+      throw err;
     }
-    this.stats.commits++;
-    this.stats.writes += writes.length;
-    writes.forEach((write, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) write.resolve(outcome.value);
-      else {
-        this.onError(outcome.err);
-        write.reject(outcome.err);
-      }
-    });
   }
 
   #failAll(writes: readonly PendingWrite[], err: unknown): void {

@@ -296,6 +296,63 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     });
   });
 
+  it("commits writes made together independently: one that fails takes back only its own changes", async () => {
+    const { db, hot } = database;
+    const trigger =
+      target.name === "sqlite"
+        ? [`CREATE TRIGGER refuse_audit BEFORE INSERT ON "AuditEvent" WHEN NEW.type = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END`]
+        : [
+            `CREATE FUNCTION refuse_audit() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$ LANGUAGE plpgsql`,
+            `CREATE TRIGGER refuse_audit BEFORE INSERT ON "AuditEvent" FOR EACH ROW WHEN (NEW.type = 'refused') EXECUTE FUNCTION refuse_audit()`,
+          ];
+    for (const sql of trigger) await db.$executeRawUnsafe(sql);
+    const olds = await Promise.all([0, 1, 2].map(() => db.refreshToken.create({ data: refreshRow(grantId) })));
+    const rotations = olds.map((old, i) => {
+      const next = refreshRow(grantId, { parentId: old.id });
+      return {
+        refreshTokenId: old.id,
+        consumedAt: later(9),
+        graceUntil: later(69),
+        issued: { refresh: next, access: accessRow(grantId, next.id) },
+        use: use(9),
+        audit: auditRow(i === 1 ? "refused" : "token.refreshed", grantId),
+      };
+    });
+    // One event-loop turn: on SQLite, one group.
+    const outcomes = await Promise.allSettled(rotations.map((r) => hot.rotateRefreshToken(r)));
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const stored = await Promise.all(olds.map((old) => db.refreshToken.findUniqueOrThrow({ where: { id: old.id } })));
+    expect(stored.map((r) => r.successorId)).toEqual([rotations[0]!.issued.refresh.id, null, rotations[2]!.issued.refresh.id]);
+    expect(await db.refreshToken.count({ where: { id: rotations[1]!.issued.refresh.id } })).toBe(0);
+    expect(await db.accessToken.count({ where: { id: rotations[1]!.issued.access.id } })).toBe(0);
+    await db.$executeRawUnsafe(target.name === "sqlite" ? `DROP TRIGGER refuse_audit` : `DROP TRIGGER refuse_audit ON "AuditEvent"`);
+  });
+
+  it("lists revocations after a moment: grants, and single tokens of live grants", async () => {
+    const { db, hot } = database;
+    const grantData = (revokedAt: Date | null) => ({
+      id: randomUUID(),
+      clientId: "client-1",
+      kind: "authorization_code",
+      resource: "r",
+      scope: "mcp",
+      lastUsedAt: T0,
+      idleExpiresAt: later(3600),
+      absoluteExpiresAt: later(86400),
+      revokedAt,
+    });
+    const dead = await db.grant.create({ data: grantData(later(50)) });
+    const live = await db.grant.create({ data: grantData(null) });
+    const single = await db.accessToken.create({ data: { ...accessRow(live.id, null), revokedAt: later(60) } });
+    await db.accessToken.create({ data: { ...accessRow(dead.id, null), revokedAt: later(50) } });
+    expect(await hot.revokedSince(later(40))).toEqual({
+      grants: [{ id: dead.id, revokedAt: later(50) }],
+      tokens: [{ tokenHash: single.tokenHash, revokedAt: later(60) }],
+    });
+    expect(await hot.revokedSince(later(55))).toEqual({ grants: [], tokens: [{ tokenHash: single.tokenHash, revokedAt: later(60) }] });
+    expect(await hot.revokedSince(later(60))).toEqual({ grants: [], tokens: [] });
+  });
+
   it("binds MCP sessions first-claim-wins and releases them", async () => {
     const { db, hot } = database;
     expect(await hot.mcpSessionOwner("h1")).toBeNull();
