@@ -76,7 +76,7 @@ export class GroupCommit {
     }
     this.stats.commits++;
     this.stats.writes += writes.length;
-    writes.forEach((write, i) => write.resolve(values[i]));
+    for (const [i, write] of writes.entries()) write.resolve(values[i]);
   }
 
   #one(write: PendingWrite): void {
