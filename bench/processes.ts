@@ -1,5 +1,6 @@
 // The benchmark's child processes: started with node itself (not the tsx wrapper) so that the pid
-// is the server's own for its CPU figures.
+// is the server's own for its CPU figures. A .js script (the broker's dist/main.js, as `npm start`
+// runs it) runs as is; a .ts one through tsx's loader.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -17,7 +18,8 @@ export function startProcess(
   profile = false,
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   const profiling = profile && PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profiling, "--import", "tsx", ...args], {
+  const loader = args[0]?.endsWith(".ts") ? ["--import", "tsx"] : [];
+  const child = spawn(process.execPath, [...profiling, ...loader, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],

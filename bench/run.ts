@@ -14,7 +14,7 @@ import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
 import { cpuMs, root, startProcess, stop } from "./processes.ts";
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
-import { startPostgres } from "../test/support/global-setup.ts";
+import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
@@ -70,6 +70,8 @@ function toolCalls(url: string, headers: Record<string, string>, session: string
 }
 
 async function main(): Promise<void> {
+  // The broker runs as `npm start` runs it: the compiled dist/, rebuilt when src/ is newer.
+  ensureBuilt();
   const dir = mkdtempSync(path.join(tmpdir(), "mab-bench-"));
   const gh = await startGitHubEmulator({ clientId: "Iv1.bench", clientSecret: "bench-secret" });
   gh.autoApprove = "bench";
@@ -82,7 +84,7 @@ async function main(): Promise<void> {
     const databaseUrl = db.startsWith("postgres") ? db : `file:${path.join(dir, db)}`;
     const port = await freePort();
     const { child } = await startProcess(
-      ["src/main.ts"],
+      ["dist/main.js"],
       {
         PORT: String(port),
         PUBLIC_URL: `http://127.0.0.1:${port}`,

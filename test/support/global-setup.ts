@@ -101,7 +101,7 @@ function newestMtime(dir: string): number {
  * Tests that start the real process run dist/ (what `npm start` and the binary run): build it
  * when src/ changed since the last build, so a test never runs stale code.
  */
-function ensureBuilt(): void {
+export function ensureBuilt(): void {
   const builtAt = existsSync(buildStamp) ? statSync(buildStamp).mtimeMs : 0;
   if (builtAt > newestMtime(path.join(projectRoot, "src"))) return;
   process.stdout.write("\n[setup] src/ changed since the last build: npm run build\n");
