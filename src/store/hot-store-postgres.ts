@@ -88,7 +88,8 @@ const SQL = {
 type StatementName = keyof typeof SQL;
 
 export function createPostgresHotStore(url: string): HotStore {
-  const pool = new pg.Pool({ connectionString: url, types: utcTypes, max: 10 });
+  // allowExitOnIdle: idle connections never keep a process (a CLI command, a test) alive by themselves.
+  const pool = new pg.Pool({ connectionString: url, types: utcTypes, max: 10, allowExitOnIdle: true });
   // A connection the server cut while idle (restart, failover) is dropped by the pool and
   // reported here; the next query opens a new one. Without a listener it would end the process.
   pool.on("error", () => undefined);
