@@ -74,8 +74,10 @@ const SQL = {
   recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = $1::timestamp(3), "accessExpiresAt" = $2::timestamp(3), "updatedAt" = $3::timestamp(3),
     "login" = $4, "email" = $5, "profile" = $6 WHERE "id" = $7`,
   revokedGrants: `SELECT "id", "revokedAt" FROM "Grant" WHERE "revokedAt" > $1::timestamp(3)`,
-  revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId"
-    WHERE "a"."revokedAt" > $1::timestamp(3) AND "g"."revokedAt" IS NULL`,
+  // The grant as a subquery: as a join, SQLite walked every live grant's tokens (2.4 ms at 8,000
+  // tokens, growing) instead of the few recently revoked ones through the revokedAt index.
+  revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a"
+    WHERE "a"."revokedAt" > $1::timestamp(3) AND (SELECT "g"."revokedAt" FROM "Grant" AS "g" WHERE "g"."id" = "a"."grantId") IS NULL`,
   mcpSessionOwner: `SELECT "owner" FROM "McpSession" WHERE "sessionHash" = $1`,
   // When another transaction inserted the row after this statement's snapshot, neither branch
   // sees it; the caller then reads it with a fresh statement.

@@ -44,8 +44,10 @@ const SQL = {
   recordCheck: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ? WHERE "id" = ?`,
   recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ?, "login" = ?, "email" = ?, "profile" = ? WHERE "id" = ?`,
   revokedGrants: `SELECT "id", "revokedAt" FROM "Grant" WHERE "revokedAt" > ?`,
-  revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId"
-    WHERE "a"."revokedAt" > ? AND "g"."revokedAt" IS NULL`,
+  // The grant as a subquery: as a join, SQLite walked every live grant's tokens (2.4 ms at 8,000
+  // tokens, growing) instead of the few recently revoked ones through the revokedAt index.
+  revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a"
+    WHERE "a"."revokedAt" > ? AND (SELECT "g"."revokedAt" FROM "Grant" AS "g" WHERE "g"."id" = "a"."grantId") IS NULL`,
   mcpSessionOwner: `SELECT "owner" FROM "McpSession" WHERE "sessionHash" = ?`,
   claimMcpSession: `INSERT INTO "McpSession" ("sessionHash", "owner", "createdAt") VALUES (?, ?, ?) ON CONFLICT ("sessionHash") DO NOTHING`,
   releaseMcpSession: `DELETE FROM "McpSession" WHERE "sessionHash" = ?`,
