@@ -41,13 +41,27 @@ export interface Revocation {
 export class RevocationBus {
   private readonly listeners = new Set<(revocation: Revocation) => void>();
 
+  /**
+   * @param announce tells the other instances sharing the database about a revocation made here
+   * (the hot store's announceRevocation); best effort, their poll catches up when it fails.
+   */
+  constructor(private readonly announce: (revocation: Revocation) => Promise<void> = async () => undefined) {}
+
   subscribe(listener: (revocation: Revocation) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
+  /** A revocation made in this process (committed): to this process's caches and to the other instances. */
   publish(revocation: Revocation): void {
-    if (!revocation.grantIds?.length && !revocation.tokenHashes?.length) return;
+    if (!this.deliver(revocation)) return;
+    this.announce(revocation).catch(() => undefined);
+  }
+
+  /** A revocation made elsewhere (announced, or found by the poll): to this process's caches only. */
+  deliver(revocation: Revocation): boolean {
+    if (!revocation.grantIds?.length && !revocation.tokenHashes?.length) return false;
     for (const l of this.listeners) l(revocation);
+    return true;
   }
 }

@@ -69,7 +69,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     policy: new AccessPolicy(input.config.accessPolicy),
   };
   const browserIdentities = new BrowserIdentities(input.db, clock);
-  const bus = new RevocationBus();
+  const bus = new RevocationBus((revocation) => context.hot.announceRevocation(revocation));
   const lifecycle = new GrantLifecycle(context, bus);
   const sessions = new UpstreamSessions(context, lifecycle);
   const usage = new UsageRecorder(context);

@@ -1,6 +1,8 @@
 // Carries revocations made elsewhere (the operator CLI, other broker instances sharing the
-// database) to this process's caches: a background poll of recently revoked grants and access
-// tokens, published on the same RevocationBus as local revocations. Never on the request path.
+// database) to this process's caches: on PostgreSQL at once through LISTEN/NOTIFY (the hot store's
+// listenForRevocations), and everywhere by a background poll of recently revoked grants and access
+// tokens, which also covers what a notification connection missed while it was down. Both deliver
+// on the same RevocationBus as local revocations. Never on the request path.
 import type { GrantsContext, RevocationBus } from "./context.ts";
 
 /** Rows revoked up to this long before the newest one seen are read again (clock skew between instances). */
@@ -10,6 +12,7 @@ export class RevocationFeed {
   private cursor: Date;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private stopListening: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly ctx: GrantsContext,
@@ -20,13 +23,19 @@ export class RevocationFeed {
     this.cursor = new Date(Date.now() - OVERLAP_MS);
   }
 
+  /** Polls every `intervalMs`; on PostgreSQL also hears other instances' revocations at once (NOTIFY). */
   start(intervalMs: number): void {
     this.timer = setInterval(() => void this.poll(), intervalMs);
     this.timer.unref();
+    this.stopListening = this.ctx.hot.listenForRevocations(
+      (revocation) => this.bus.deliver(revocation),
+      (err) => this.ctx.logger.warn({ err: (err as Error).message }, "revocation notifications interrupted; polling meanwhile"),
+    );
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    await this.stopListening?.();
     await this.running;
   }
 
@@ -42,7 +51,7 @@ export class RevocationFeed {
       const { grants, tokens } = await this.ctx.hot.revokedSince(since);
       const newest = Math.max(this.cursor.getTime(), ...grants.map((g) => g.revokedAt.getTime()), ...tokens.map((t) => t.revokedAt.getTime()));
       this.cursor = new Date(newest);
-      this.bus.publish({ grantIds: grants.map((g) => g.id), tokenHashes: tokens.map((t) => t.tokenHash) });
+      this.bus.deliver({ grantIds: grants.map((g) => g.id), tokenHashes: tokens.map((t) => t.tokenHash) });
     } catch (err) {
       this.ctx.logger.warn({ err: (err as Error).message }, "revocation feed poll failed; retrying");
     }

@@ -4,7 +4,7 @@
 // as Prisma writes them: parameters are ISO strings (the zone is ignored by that type) and values
 // read back are parsed as UTC whatever the server's or this process's time zone.
 import pg from "pg";
-import type { HotStore, UpstreamCheck } from "./hot-store.ts";
+import type { AnnouncedRevocation, HotStore, UpstreamCheck } from "./hot-store.ts";
 import { columnList, decodeRow, rowValues, tables, type Table } from "./hot-rows.ts";
 
 const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
@@ -85,9 +85,82 @@ const SQL = {
       INSERT INTO "McpSession" ("sessionHash", "owner", "createdAt") VALUES ($1, $2, $3::timestamp(3)) ON CONFLICT ("sessionHash") DO NOTHING RETURNING "owner"
     ) SELECT "owner" FROM inserted UNION ALL SELECT "owner" FROM "McpSession" WHERE "sessionHash" = $1 LIMIT 1`,
   releaseMcpSession: `DELETE FROM "McpSession" WHERE "sessionHash" = $1`,
+  announce: `SELECT pg_notify('mab_revocations', $1)`,
 } as const;
 
 type StatementName = keyof typeof SQL;
+
+const REVOCATION_CHANNEL = "mab_revocations";
+/** Ids per notification: a payload must stay under PostgreSQL's 8,000 bytes (a grant id is 36, a hash 64). */
+const IDS_PER_NOTIFICATION = 100;
+const RELISTEN_MS = 1000;
+
+function chunks<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += IDS_PER_NOTIFICATION) out.push(items.slice(i, i + IDS_PER_NOTIFICATION));
+  return out;
+}
+
+const isStrings = (value: unknown): value is string[] => Array.isArray(value) && value.every((v) => typeof v === "string");
+
+/** A notification's payload, or null when it is not one of ours (anyone with access may NOTIFY). */
+function parseAnnouncement(payload: string | undefined): AnnouncedRevocation | null {
+  try {
+    const parsed = JSON.parse(payload ?? "") as { grantIds?: unknown; tokenHashes?: unknown };
+    const grantIds = parsed.grantIds ?? [];
+    const tokenHashes = parsed.tokenHashes ?? [];
+    return isStrings(grantIds) && isStrings(tokenHashes) ? { grantIds, tokenHashes } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * One connection of its own LISTENing (a pooled one would be handed to queries); when it drops it
+ * is opened again after a second. Announcements made meanwhile reach this instance by its poll.
+ */
+function listen(url: string, listener: (revocation: AnnouncedRevocation) => void, onError: (err: unknown) => void): () => Promise<void> {
+  let client: pg.Client | undefined;
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
+  const again = () => {
+    client = undefined;
+    if (stopped || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void connect();
+    }, RELISTEN_MS);
+    retry.unref();
+  };
+  const connect = async () => {
+    const c = new pg.Client({ connectionString: url });
+    c.on("notification", (message) => {
+      const revocation = parseAnnouncement(message.payload);
+      if (revocation) listener(revocation);
+    });
+    c.on("error", (err) => {
+      onError(err);
+      again();
+    });
+    c.on("end", again);
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${REVOCATION_CHANNEL}`);
+    } catch (err) {
+      onError(err);
+      await c.end().catch(() => undefined);
+      return;
+    }
+    if (stopped) await c.end().catch(() => undefined);
+    else client = c;
+  };
+  void connect();
+  return async () => {
+    stopped = true;
+    if (retry) clearTimeout(retry);
+    await client?.end().catch(() => undefined);
+  };
+}
 
 export function createPostgresHotStore(url: string): HotStore {
   // allowExitOnIdle: idle connections never keep a process (a CLI command, a test) alive by themselves.
@@ -190,6 +263,15 @@ export function createPostgresHotStore(url: string): HotStore {
         tokens: (tokens as Array<[string, Date]>).map(([tokenHash, revokedAt]) => ({ tokenHash, revokedAt })),
       };
     },
+
+    async announceRevocation(revocation) {
+      const messages = [
+        ...chunks(revocation.grantIds ?? []).map((grantIds) => ({ grantIds })),
+        ...chunks(revocation.tokenHashes ?? []).map((tokenHashes) => ({ tokenHashes })),
+      ];
+      for (const message of messages) await run("announce", [JSON.stringify(message)]);
+    },
+    listenForRevocations: (listener, onError) => listen(url, listener, onError),
 
     async mcpSessionOwner(sessionHash) {
       return ((await first("mcpSessionOwner", [sessionHash]))?.[0] as string | undefined) ?? null;

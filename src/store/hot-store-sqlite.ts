@@ -204,6 +204,9 @@ export function createSqliteHotStore(file: string): HotStore & { readonly stats:
         };
       }),
 
+    announceRevocation: async () => undefined,
+    listenForRevocations: () => async () => undefined,
+
     mcpSessionOwner: (sessionHash) => read(() => (row("mcpSessionOwner", sessionHash)?.[0] as string | undefined) ?? null),
     claimMcpSession: (session) =>
       writer.write(() => {

@@ -65,6 +65,12 @@ export interface RecentRevocations {
   readonly tokens: ReadonlyArray<{ readonly tokenHash: string; readonly revokedAt: Date }>;
 }
 
+/** Revoked grants and single access tokens (hashes), as announced between instances. */
+export interface AnnouncedRevocation {
+  readonly grantIds?: readonly string[];
+  readonly tokenHashes?: readonly string[];
+}
+
 export interface HotStore {
   readonly kind: DatabaseKind;
   clientById(id: string): Promise<Client | null>;
@@ -89,6 +95,14 @@ export interface HotStore {
 
   /** Polled by every instance twice a second (revocation-feed.ts): cheap when nothing changed. */
   revokedSince(since: Date): Promise<RecentRevocations>;
+
+  /**
+   * Tells every instance sharing the database at once (PostgreSQL NOTIFY). On SQLite nothing: the
+   * instances of one file poll it (revokedSince), which costs microseconds there.
+   */
+  announceRevocation(revocation: AnnouncedRevocation): Promise<void>;
+  /** Hears other instances' announcements (and this one's) until the returned function is called. */
+  listenForRevocations(listener: (revocation: AnnouncedRevocation) => void, onError: (err: unknown) => void): () => Promise<void>;
 
   mcpSessionOwner(sessionHash: string): Promise<string | null>;
   /** Binds the session unless it is bound already (first claim wins); returns the owner bound afterwards. */
