@@ -45,10 +45,15 @@ export async function stop(child: ChildProcess): Promise<void> {
 
 const CLOCK_TICKS = 100;
 
-/** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc). */
-export function cpuMs(pid: number | undefined): number {
+/**
+ * CPU time (user + system) a process has used so far, in milliseconds (Linux /proc); with
+ * `mainThread`, only its main thread's: the event loop's, without libuv's and V8's helper threads.
+ */
+export function cpuMs(pid: number | undefined, mainThread = false): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8")
+      .split(") ")[1]!
+      .split(" ");
     // utime and stime are fields 14 and 15 of stat; [1] starts at field 3.
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
   } catch {

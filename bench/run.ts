@@ -172,7 +172,7 @@ async function main(): Promise<void> {
           const round = await brokerRefreshRate({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir);
           rows.push([
             "(g) refresh_token grant, 20 chains, PostgreSQL (same machine)",
-            `${round.perSecond.toFixed(0)} refreshes/s, broker CPU ${round.cpuUsPerRequest.toFixed(0)} µs per refresh`,
+            `${round.perSecond.toFixed(0)} refreshes/s, broker CPU ${round.cpuUsPerRequest.toFixed(0)} µs per refresh (event-loop thread ${round.loopUsPerRequest.toFixed(0)} µs)`,
           ]);
         } finally {
           await stop(broker.child);
