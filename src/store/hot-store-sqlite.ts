@@ -61,7 +61,15 @@ function openedReadOnly(err: unknown): boolean {
   return typeof rawCode === "number" && (rawCode & 0xff) === 8;
 }
 
-export function createSqliteHotStore(file: string): HotStore & { readonly stats: GroupCommit["stats"] } {
+/** The per-connection settings as SQLite reports them (for tests: every connection must carry them). */
+export interface SqliteConnectionSettings {
+  readonly busyTimeout: number;
+  readonly synchronous: number;
+  readonly foreignKeys: number;
+  readonly journalMode: string;
+}
+
+export function createSqliteHotStore(file: string): HotStore & { readonly stats: GroupCommit["stats"]; connectionSettings(): SqliteConnectionSettings } {
   let connection: Connection | undefined;
   let statements = new Map<StatementName, Statement>();
 
@@ -113,6 +121,15 @@ export function createSqliteHotStore(file: string): HotStore & { readonly stats:
   return {
     kind: "sqlite",
     stats: writer.stats,
+    connectionSettings() {
+      const value = (pragma: string) => (db().prepare(`PRAGMA ${pragma}`).raw(true).get() as [number | string])[0];
+      return {
+        busyTimeout: Number(value("busy_timeout")),
+        synchronous: Number(value("synchronous")),
+        foreignKeys: Number(value("foreign_keys")),
+        journalMode: String(value("journal_mode")),
+      };
+    },
 
     clientById: (id) =>
       read(() => {

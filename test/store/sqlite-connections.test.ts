@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { openDatabase, type Database, type Db } from "../../src/store/db.ts";
 import { projectRoot } from "../support/spawn.ts";
+import { createSqliteHotStore } from "../../src/store/hot-store-sqlite.ts";
 
 type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
 
@@ -81,6 +82,15 @@ describe("SQLite connections", () => {
     const inside = await db.$transaction(async (tx) => settings(tx));
     expect(inside).toEqual(expected);
     expect(await settings(db)).toEqual(expected);
+  });
+
+  it("gives the hot store's own connection the same settings", async () => {
+    const hot = createSqliteHotStore(file);
+    try {
+      expect(hot.connectionSettings()).toEqual(expected);
+    } finally {
+      await hot.close();
+    }
   });
 
   it("waits for a write lock another process holds for 1.5 s, then commits", async () => {
