@@ -242,7 +242,7 @@ export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl:
       ]);
     };
     report(`(d) refresh_token grant, ${CHAINS} chains, SQLite (median of ${ROUNDS} alternating rounds)`, refresh, "refresh");
-    report(`(f) authorization_code grant, ${CHAINS} clients, SQLite`, exchange, "exchange");
+    report(`(h) authorization_code grant, ${CHAINS} clients, SQLite`, exchange, "exchange");
     return rows;
   } finally {
     await ours.close();
