@@ -62,12 +62,24 @@ export class GroupCommit {
     }
     // All together first; a write that throws (rare: a broken row, a failing disk) sends the group
     // back to one transaction per write, so that it fails alone. Savepoints would have cost two
-    // statements per write on every group instead.
+    // statements per write on every group instead. When BEGIN or COMMIT fails (the lock stayed
+    // taken past busy_timeout, the disk failed), every write fails at once: retrying each would
+    // wait out busy_timeout once per write.
     let values: unknown[];
+    let writeFailed = false;
     try {
-      values = this.#transaction(db, () => writes.map((write) => write.run(db)));
+      values = this.#transaction(db, () =>
+        writes.map((write) => {
+          try {
+            return write.run(db);
+          } catch (err) {
+            writeFailed = true;
+            throw err;
+          }
+        }),
+      );
     } catch (err) {
-      if (writes.length === 1) {
+      if (!writeFailed || writes.length === 1) {
         this.#failAll(writes, err);
         return;
       }
