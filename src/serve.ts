@@ -75,22 +75,6 @@ async function start(io: ServeIo): Promise<number> {
     if (code === "EADDRNOTAVAIL") fail(`HOST=${config.host} is not an address of this machine`);
     throw err;
   }
-  installProcessGuard(broker.logger);
-  // A misspelt setting is ignored, which would silently change behaviour: say so at every start.
-  for (const unknown of unknownVariables(env))
-    broker.logger.warn({ variable: unknown.name, nearest: unknown.nearest }, `${describeUnknownVariable(unknown)}; it is ignored`);
-  const json = logFormatFor(config.logFormat) === "json";
-  // For a log collector, the banner is one log line with its facts as fields.
-  broker.logger.info(
-    {
-      url: config.publicUrl,
-      port: running.port,
-      database: config.databaseKind,
-      upstream: config.upstream.provider,
-      ...(json ? { mcpEndpoint: config.resourceUrl, health: `${config.publicUrl}/healthz`, demoMode: config.demoMode } : {}),
-    },
-    json ? `mcp-auth-broker is running (listening on ${config.host}:${running.port})${config.demoMode ? " in DEMO MODE" : ""}` : "mcp-auth-broker listening",
-  );
   // Stoppable before the banner says it is running: whoever waits for the banner may signal at once.
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;
@@ -109,6 +93,22 @@ async function start(io: ServeIo): Promise<number> {
     process.on("SIGTERM", () => shutdown("SIGTERM"));
     process.on("SIGINT", () => shutdown("SIGINT"));
   });
+  installProcessGuard(broker.logger);
+  // A misspelt setting is ignored, which would silently change behaviour: say so at every start.
+  for (const unknown of unknownVariables(env))
+    broker.logger.warn({ variable: unknown.name, nearest: unknown.nearest }, `${describeUnknownVariable(unknown)}; it is ignored`);
+  const json = logFormatFor(config.logFormat) === "json";
+  // For a log collector, the banner is one log line with its facts as fields.
+  broker.logger.info(
+    {
+      url: config.publicUrl,
+      port: running.port,
+      database: config.databaseKind,
+      upstream: config.upstream.provider,
+      ...(json ? { mcpEndpoint: config.resourceUrl, health: `${config.publicUrl}/healthz`, demoMode: config.demoMode } : {}),
+    },
+    json ? `mcp-auth-broker is running (listening on ${config.host}:${running.port})${config.demoMode ? " in DEMO MODE" : ""}` : "mcp-auth-broker listening",
+  );
   if (!json) io.out(startBanner(config, running.port));
   return stopped;
 }
