@@ -95,12 +95,17 @@ describe("mcp-auth-broker CLI", () => {
       stdio: ["ignore", "pipe", "pipe"],
     });
     const finished = runToEnd(child, 30_000);
-    const banner = await waitForOutput(child, /listening on 127\.0\.0\.1:(\d+)/);
-    const port = /listening on 127\.0\.0\.1:(\d+)/.exec(banner)![1]!;
-    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
-    expect(await health.json()).toEqual({ status: "ok" });
-    child.kill("SIGTERM");
-    expect((await finished).code).toBe(0);
+    try {
+      const banner = await waitForOutput(child, /listening on 127\.0\.0\.1:(\d+)/);
+      const port = /listening on 127\.0\.0\.1:(\d+)/.exec(banner)![1]!;
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(await health.json()).toEqual({ status: "ok" });
+      child.kill("SIGTERM");
+      expect((await finished).code).toBe(0);
+    } finally {
+      // A failed expectation must not leave the server running after the suite.
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
   });
 
   it("lists its commands with --help, and exits 2 on usage errors", async () => {

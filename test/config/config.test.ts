@@ -235,7 +235,10 @@ describe("the real process", () => {
   it("warns at start about a misspelt variable, naming the one it likely means", async () => {
     const child = startServer({ cwd: tmp(), env: { PORT: "0", UPSTREAM_PROVIDR: "github", LOG_LEVEL: "warn" } });
     const finished = runToEnd(child, 30_000);
-    await waitForOutput(child, /mcp-auth-broker is running/);
+    await waitForOutput(child, /mcp-auth-broker is running/).catch((err: unknown) => {
+      child.kill("SIGKILL");
+      throw err;
+    });
     child.kill("SIGTERM");
     const { stdout, code } = await finished;
     expect(code).toBe(0);

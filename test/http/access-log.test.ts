@@ -95,7 +95,10 @@ describe("LOG_FORMAT=json", () => {
   it("writes the start-up banner as one log line with its facts", async () => {
     const child = startServer({ cwd: mkdtempSync(path.join(tmpdir(), "mab-json-")), env: { PORT: "0", LOG_FORMAT: "json" } });
     const finished = runToEnd(child, 30_000);
-    const seen = await waitForOutput(child, /"msg":"mcp-auth-broker is running/);
+    const seen = await waitForOutput(child, /"msg":"mcp-auth-broker is running/).catch((err: unknown) => {
+      child.kill("SIGKILL");
+      throw err;
+    });
     child.kill("SIGTERM");
     expect((await finished).code).toBe(0);
     const banner = seen
