@@ -169,7 +169,12 @@ export interface WritableTarget {
 export async function checkWritable(target: WritableTarget): Promise<WriteCheck> {
   if (target.kind === "postgres") {
     try {
-      return await postgresReadOnly(target.db, target.url ?? "");
+      return await postgresReadOnly(target.db, target.url ?? "").catch((err: unknown) => {
+        // A pooled connection the server closed (a restart, an administrator, a failover) fails
+        // once and leaves the pool: ask again on a fresh one before saying "unreachable".
+        if (isDatabaseUnavailable(err)) return postgresReadOnly(target.db, target.url ?? "");
+        throw err;
+      });
     } catch (err) {
       if (postgresSqlState(err) === "25006")
         return {
