@@ -113,7 +113,7 @@ export function configProblems(env: Env, cwd: string): ConfigError[] {
       return problems;
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      // Setting aside X_FILE can only make X missing: that is the same problem, said again.
+      // Setting aside a secret's _FILE variable only makes the secret missing: the same problem again.
       const echo = problems.some((p) => p.message === err.message || p.variable === `${err.variable}_FILE`);
       if (!echo) problems.push(err);
       // A variable that is missing cannot be set aside: the problems after it stay unknown.
