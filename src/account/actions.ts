@@ -47,7 +47,13 @@ export function accountActionHandler(deps: AccountDeps): Koa.Middleware {
     if (!parsed.success) throw BAD_FORM;
     const form = parsed.data;
     const sid = browserSessionId(ctx, false);
-    if (!sid || !deps.signIn.csrfValid(sid, form.csrf)) throw STALE_FORM;
+    if (!sid || !deps.signIn.csrfValid(sid, form.csrf)) {
+      ctx.state.log.warn(
+        { ip: ctx.ip, browserSession: Boolean(sid) },
+        "security: an /account form was refused: wrong CSRF token or no session (a forged or stale form)",
+      );
+      throw STALE_FORM;
+    }
     ctx.set("Cache-Control", "no-store");
     ctx.status = 303;
 

@@ -2,6 +2,7 @@
 // client registered (RFC 6749 §2.3, RFC 7591 token_endpoint_auth_method). Failures are
 // invalid_client, 401 with a Basic challenge.
 import type Koa from "koa";
+import { LRUCache } from "lru-cache";
 import { OAuthError } from "./errors.ts";
 import { CONTROL_CHARACTERS } from "./body.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
@@ -25,6 +26,27 @@ function decodeBasic(header: string): { id: string; secret: string } | null {
   }
 }
 
+/** This many failed secrets for one client within the window are worth a warning (once per window). */
+const BURST = 5;
+const BURST_WINDOW_MS = 60_000;
+/** Per client registry, so that every broker in a process (tests, library use) counts its own. */
+const failedSecrets = new WeakMap<ClientRegistry, LRUCache<string, { count: number }>>();
+
+/** Counts a wrong secret; the BURST-th within the window from the first one is logged at warn. */
+function noteFailedSecret(ctx: Koa.Context, clients: ClientRegistry, clientId: string): void {
+  let window = failedSecrets.get(clients);
+  if (!window) failedSecrets.set(clients, (window = new LRUCache({ max: 10_000, ttl: BURST_WINDOW_MS })));
+  const entry = window.get(clientId) ?? { count: 0 };
+  entry.count++;
+  // The window runs from the first failure: later ones do not extend it.
+  window.set(clientId, entry, { noUpdateTTL: entry.count > 1 });
+  if (entry.count === BURST)
+    ctx.state.log.warn(
+      { clientId, failures: BURST, windowSeconds: BURST_WINDOW_MS / 1000, ip: ctx.ip },
+      "security: repeated failed client authentication; someone may be guessing this client's secret",
+    );
+}
+
 export async function authenticateClient(ctx: Koa.Context, params: Record<string, string>, clients: ClientRegistry): Promise<RegisteredClient> {
   const header = ctx.get("authorization");
   const basic = header ? decodeBasic(header) : null;
@@ -43,7 +65,10 @@ export async function authenticateClient(ctx: Koa.Context, params: Record<string
   }
   if (method !== "none") {
     const secret = basic?.secret ?? params.client_secret ?? "";
-    if (!(await clients.verifySecret(client.id, secret))) throw invalidClient("Client authentication failed.");
+    if (!(await clients.verifySecret(client.id, secret))) {
+      noteFailedSecret(ctx, clients, client.id);
+      throw invalidClient("Client authentication failed.");
+    }
   }
   clients.touch(client.id);
   return client;

@@ -79,8 +79,13 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
     const form = await readForm(ctx, 8 * 1024);
     const sid = browserSessionId(ctx, false);
     const decision = DECISIONS.get(form.decision ?? "");
-    if (!sid || !form.transaction || !form.csrf || !decision) throw NOT_PENDING;
-    if (!(await deps.transactions.decide(form.transaction, sid, form.csrf, decision, ctx.ip))) throw NOT_PENDING;
+    if (!sid || !form.transaction || !form.csrf || !decision || !(await deps.transactions.decide(form.transaction, sid, form.csrf, decision, ctx.ip))) {
+      ctx.state.log.warn(
+        { ip: ctx.ip, browserSession: Boolean(sid), csrf: Boolean(form.csrf) },
+        "security: a consent answer was refused: not this browser's pending request, or a wrong CSRF token (a forged or replayed form, or a second tab)",
+      );
+      throw NOT_PENDING;
+    }
     const tx = await deps.transactions.get(form.transaction);
     if (!tx) throw NOT_PENDING;
     ctx.set("Cache-Control", "no-store");

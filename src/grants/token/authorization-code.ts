@@ -25,6 +25,7 @@ export function authorizationCodeGrant(t: TokenContext): GrantHandler {
   /** A code presented twice: the grant it created is revoked (OAuth 2.1 §4.1.3). */
   async function replayed(grantId: string, clientId: string): Promise<never> {
     await audit(t.db, { type: "code.replayed", clientId, grantId });
+    t.logger.warn({ clientId, grantId }, "security: an authorization code was presented twice; its grant is revoked (a stolen code, or a client that retried)");
     await t.lifecycle.revokeGrant(grantId, "code_replay");
     throw new InvalidGrant(INVALID_CODE);
   }

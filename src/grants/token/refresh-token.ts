@@ -51,6 +51,10 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
       }
     }
     await audit(t.db, { type: "refresh.reused", clientId, grantId });
+    t.logger.warn(
+      { clientId, grantId },
+      "security: a rotated refresh token was presented again after its grace; its grant is revoked (a stolen token, or a client that lost the answer)",
+    );
     await t.lifecycle.revokeGrant(grantId, "refresh_reuse");
     throw new InvalidGrant(INVALID_REFRESH);
   }
