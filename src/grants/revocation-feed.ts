@@ -4,6 +4,7 @@
 // tokens, which also covers what a notification connection missed while it was down. Both deliver
 // on the same RevocationBus as local revocations. Never on the request path.
 import type { GrantsContext, RevocationBus } from "./context.ts";
+import { firstLine } from "../store/errors.ts";
 
 /** Rows revoked up to this long before the newest one seen are read again (clock skew between instances). */
 const OVERLAP_MS = 2000;
@@ -39,6 +40,9 @@ export class RevocationFeed {
     await this.running;
   }
 
+  /** When polls started failing (an outage in progress), by the system clock. */
+  private failingSince: number | undefined;
+
   /** One poll; concurrent calls share it. */
   poll(): Promise<void> {
     this.running ??= this.pollOnce().finally(() => (this.running = undefined));
@@ -52,8 +56,15 @@ export class RevocationFeed {
       const newest = Math.max(this.cursor.getTime(), ...grants.map((g) => g.revokedAt.getTime()), ...tokens.map((t) => t.revokedAt.getTime()));
       this.cursor = new Date(newest);
       this.bus.deliver({ grantIds: grants.map((g) => g.id), tokenHashes: tokens.map((t) => t.tokenHash) });
+      if (this.failingSince !== undefined) {
+        this.ctx.logger.info({ seconds: Math.round((Date.now() - this.failingSince) / 1000) }, "the database answers the revocation feed again");
+        this.failingSince = undefined;
+      }
     } catch (err) {
-      this.ctx.logger.warn({ err: (err as Error).message }, "revocation feed poll failed; retrying");
+      // An outage is two lines, when it starts and when it ends: not one per poll.
+      if (this.failingSince !== undefined) return;
+      this.failingSince = Date.now();
+      this.ctx.logger.warn({ err: firstLine(err) }, "the revocation feed cannot read the database; polling on, and saying so when it answers again");
     }
   }
 }

@@ -8,7 +8,7 @@ import type Koa from "koa";
 import { OAuthError, PageError, statusOf, type ErrorFormat } from "./errors.ts";
 import { DomainError, SignInError } from "../grants/errors.ts";
 import { renderErrorPage } from "../views/error-page.ts";
-import { isDatabaseUnavailable } from "../store/errors.ts";
+import { firstLine, isDatabaseUnavailable } from "../store/errors.ts";
 
 const DATABASE_RETRY_AFTER_SECONDS = 5;
 
@@ -121,7 +121,7 @@ export function errorHandler(): Koa.Middleware {
       }
       if (isDatabaseUnavailable(err)) {
         // Not a bug: the database is down or unreachable. Clients retry; the operator sees why.
-        state.log.warn({ err: (err as Error).message }, "database unreachable");
+        state.log.warn({ err: firstLine(err) }, "database unreachable");
         ctx.set("Retry-After", String(DATABASE_RETRY_AFTER_SECONDS));
         send(
           ctx,

@@ -4,6 +4,7 @@
 import pg from "pg";
 import { describeNetworkFailure } from "../outbound/network-failure.ts";
 import { databaseKindOf } from "./database-kind.ts";
+import { firstLine } from "./errors.ts";
 
 const POSTGRES_CODES: Record<string, string> = {
   "28P01": "PostgreSQL refused the user name or password in DATABASE_URL; correct them",
@@ -24,17 +25,6 @@ async function tryConnect(url: string, timeoutMs: number): Promise<unknown> {
   } finally {
     await client.end().catch(() => undefined);
   }
-}
-
-/** The first non-empty line of an error's message. */
-function firstLine(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return (
-    message
-      .split("\n")
-      .map((l) => l.trim())
-      .find(Boolean) ?? "unknown error"
-  );
 }
 
 /**

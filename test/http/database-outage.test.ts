@@ -2,6 +2,7 @@
 // error format of their route (OAuth JSON, JSON-RPC, page), never a 500; the broker recovers by
 // itself when the database is back.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { Writable } from "node:stream";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
@@ -84,5 +85,44 @@ import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
     }
     const after = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
     expect(after.status).toBe(200);
+  }, 60_000);
+});
+
+(postgresAvailable ? describe : describe.skip)("the log of an outage", () => {
+  it("is one line when it starts and one when it ends, whatever the number of polls", async () => {
+    const database = await createPostgresDatabase();
+    let output = "";
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        output += chunk.toString();
+        done();
+      },
+    });
+    // The feed is polled by hand below: no timer races the test.
+    const t = await startBroker({ DATABASE_URL: database.url, LOG_LEVEL: "info" }, { logDestination: sink, revocationPollMs: 3_600_000 });
+    try {
+      const feed = t.broker.services.grants.revocationFeed;
+      await feed.poll();
+      await database.goDown();
+      for (let i = 0; i < 5; i++) await feed.poll();
+      await database.comeBack();
+      await feed.poll();
+      await feed.poll();
+      const lines = output
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { level: number; msg: string; err?: string; seconds?: number })
+        .filter((l) => /revocation feed/.test(l.msg));
+      expect(lines).toEqual([
+        expect.objectContaining({ level: 40, msg: expect.stringContaining("cannot read the database"), err: expect.any(String) }),
+        expect.objectContaining({ level: 30, msg: "the database answers the revocation feed again", seconds: expect.any(Number) }),
+      ]);
+      // One line, not Prisma's message with its source excerpts.
+      expect(lines[0]!.err).not.toContain("\n");
+    } finally {
+      await database.comeBack().catch(() => undefined);
+      await t.stop().catch(() => undefined);
+      await database.drop();
+    }
   }, 60_000);
 });
