@@ -83,6 +83,18 @@ describe("/metrics behind METRICS_TOKEN, after a scripted session", () => {
     expect((await mcp(t, "mab_at_not-a-token")).status).toBe(401);
     // Bob presents Alice's MCP session.
     expect((await mcp(t, bob.tokens.access_token, session)).status).toBe(403);
+    // Registrations past the token bucket's burst (60) from one address: 429.
+    const registrations = await Promise.all(
+      Array.from({ length: 70 }, () =>
+        fetch(`${t.url}/register`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }),
+        }).then((r) => r.status),
+      ),
+    );
+    const limited = registrations.filter((status) => status === 429).length;
+    expect(limited).toBeGreaterThan(0);
     // The MCP server goes away: 502.
     await server.close();
     expect((await mcp(t, access)).status).toBe(502);
@@ -101,6 +113,7 @@ describe("/metrics behind METRICS_TOKEN, after a scripted session", () => {
     grew('mab_http_request_duration_seconds_count{route="mcp",method="POST"}');
     moved('mab_refusals_total{reason="invalid_token"}');
     moved('mab_refusals_total{reason="session_owner"}');
+    moved('mab_refusals_total{reason="rate_limited"}', limited);
     moved('mab_proxy_failures_total{reason="unreachable"}');
     grew("mab_mcp_server_response_seconds_count");
     grew('mab_upstream_call_duration_seconds_count{call="check",result="ok"}');
