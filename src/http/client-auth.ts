@@ -35,7 +35,10 @@ const failedSecrets = new WeakMap<ClientRegistry, LRUCache<string, { count: numb
 /** Counts a wrong secret; the BURST-th within the window from the first one is logged at warn. */
 function noteFailedSecret(ctx: Koa.Context, clients: ClientRegistry, clientId: string): void {
   let window = failedSecrets.get(clients);
-  if (!window) failedSecrets.set(clients, (window = new LRUCache({ max: 10_000, ttl: BURST_WINDOW_MS })));
+  if (!window) {
+    window = new LRUCache({ max: 10_000, ttl: BURST_WINDOW_MS });
+    failedSecrets.set(clients, window);
+  }
   const entry = window.get(clientId) ?? { count: 0 };
   entry.count++;
   // The window runs from the first failure: later ones do not extend it.
