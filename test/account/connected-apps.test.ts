@@ -10,6 +10,7 @@ import { CallbackServer, connectWithOAuth, type ConnectedClient } from "../suppo
 import { authorize, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { registerOperatorClient, tamper } from "../support/oauth-client.ts";
 import { AccountVisitor, readAccountPage } from "./account-visitor.ts";
+import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
 
 let t: TestBroker;
 let callback: CallbackServer;
@@ -37,20 +38,7 @@ async function disconnect(c: ConnectedClient): Promise<void> {
 }
 
 /** The status /mcp answers an initialize request carrying this access token with. */
-async function mcpStatus(accessToken: string): Promise<number> {
-  const res = await fetch(`${t.url}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
-    }),
-  });
-  await res.body?.cancel();
-  return res.status;
-}
+const mcpStatus = (accessToken: string) => probeMcp(t.url, accessToken);
 
 const refresh = (c: ConnectedClient) =>
   tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: c.provider.savedTokens!.refresh_token!, client_id: c.provider.clientInfo!.client_id });

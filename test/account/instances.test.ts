@@ -8,22 +8,7 @@ import { obtainTokens } from "../support/oauth-flow.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { AccountVisitor } from "./account-visitor.ts";
-
-/** The status an instance's /mcp answers an initialize request carrying this token with. */
-async function mcpStatus(origin: string, accessToken: string): Promise<number> {
-  const res = await fetch(`${origin}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
-    }),
-  });
-  await res.body?.cancel();
-  return res.status;
-}
+import { mcpStatus } from "../support/mcp-probe.ts";
 
 for (const target of databaseTargets("the cross-instance revocation tests")) {
   describe(`two instances on one ${target.name} database`, () => {

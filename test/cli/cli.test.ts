@@ -8,11 +8,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
-import { cleanEnv, cliBin, projectRoot, runToEnd, waitForOutput, type Finished } from "../support/spawn.ts";
+import { cleanEnv, cliBin, projectRoot, runCliBinary, runToEnd, waitForOutput, type Finished } from "../support/spawn.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { runCli } from "../../src/cli/program.ts";
 import { postgresAvailable } from "../support/pg-database.ts";
+import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
 
 let t: TestBroker;
 let env: Record<string, string>;
@@ -36,35 +37,9 @@ async function cli(args: string[], options: { cwd?: string; env?: Record<string,
 }
 
 /** The real binary, for what only a process shows (argv, exit code, output streams). */
-function binary(args: string[]): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliBin, ...args], {
-      cwd: t.dir,
-      env: cleanEnv(env),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const binary = (args: string[]) => runCliBinary(args, { cwd: t.dir, env });
 
-const mcpStatus = async (token: string) =>
-  (
-    await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      }),
-    })
-  ).status;
+const mcpStatus = (token: string) => probeMcp(t.url, token);
 
 beforeAll(async () => {
   t = await startBroker();

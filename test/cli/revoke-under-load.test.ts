@@ -3,11 +3,9 @@
 // wait for the other's lock (busy_timeout, transactions that take the write lock at BEGIN), so
 // neither side sees SQLITE_BUSY — the CLI exits 0, every refresh of a live grant is answered 200.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
-import { cleanEnv, projectRoot, type Finished } from "../support/spawn.ts";
+import { runCliBinary, type Finished } from "../support/spawn.ts";
 
 const LOAD_CHAINS = 4;
 const REVOKED = 3;
@@ -20,19 +18,7 @@ afterAll(async () => t.stop());
 
 function cliProcess(args: string[]): Promise<Finished> {
   const env = { DATABASE_URL: t.broker.config.databaseUrl, SECRET_KEY: t.broker.config.secretKey.toString("base64"), PUBLIC_URL: t.url };
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(projectRoot, "bin/mcp-auth-broker.js"), ...args], {
-      cwd: t.dir,
-      env: cleanEnv(env),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCliBinary(args, { cwd: t.dir, env });
 }
 
 describe("the CLI revoking while the server takes refreshes (SQLite)", () => {

@@ -3,16 +3,13 @@
 // binary and the SDK starts a new authorization; a user who denies consent leaves the client with
 // access_denied.
 import { afterEach, beforeAll, beforeEach, expect, it } from "@jest/globals";
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { promisify } from "node:util";
 import type { BrowserContext } from "playwright-core";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { authorizeInBrowser, describeWithChromium, newUser, useChromium } from "../support/browser.ts";
 import { CallbackServer, connectWithOAuth, TestOAuthProvider, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { cleanEnv, projectRoot } from "../support/spawn.ts";
+import { runCliBinary } from "../support/spawn.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
 
 const whoami = async (c: ConnectedClient) => {
@@ -84,11 +81,11 @@ describeWithChromium("a session's life, with the MCP SDK client and Chromium", (
       expect((await whoami(c)).subject).toBe("demo:bob");
 
       const { config } = t.broker;
-      const cli = await promisify(execFile)(process.execPath, [path.join(projectRoot, "bin/mcp-auth-broker.js"), "grants", "revoke", "--user", "demo:bob"], {
+      const cli = await runCliBinary(["grants", "revoke", "--user", "demo:bob"], {
         cwd: t.dir,
-        env: cleanEnv({ DATABASE_URL: config.databaseUrl, SECRET_KEY: config.secretKey.toString("base64"), PUBLIC_URL: config.publicUrl }),
-        timeout: 20_000,
+        env: { DATABASE_URL: config.databaseUrl, SECRET_KEY: config.secretKey.toString("base64"), PUBLIC_URL: config.publicUrl },
       });
+      expect(cli.code).toBe(0);
       expect(cli.stdout).toMatch(/^Revoked 1 grant\(s\): /);
       // The broker picks up revocations made by other processes from its feed (polled every second).
       await t.broker.services.grants.revocationFeed.poll();

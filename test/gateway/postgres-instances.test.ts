@@ -10,23 +10,9 @@ import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import type { Revocation } from "../../src/grants/context.ts";
+import { mcpStatus } from "../support/mcp-probe.ts";
 
 const HOUR = 3_600_000;
-
-async function mcpStatus(origin: string, accessToken: string): Promise<number> {
-  const res = await fetch(`${origin}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
-    }),
-  });
-  await res.body?.cancel();
-  return res.status;
-}
 
 /** Resolves when this instance's caches are told about a revocation matching `matches`. */
 function heard(instance: TestBroker, matches: (revocation: Revocation) => boolean): Promise<void> {

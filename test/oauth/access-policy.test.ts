@@ -12,6 +12,7 @@ import { basicAuth, postForm, registerOperatorClient } from "../support/oauth-cl
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
 import { startLoggedBroker } from "../http/logged-broker.ts";
+import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
 
 /** The IdP's accounts: claims beyond the defaults (verified `<id>@demo.invalid`, no groups). */
 const accounts = new Map<string, Record<string, unknown>>([
@@ -58,21 +59,7 @@ async function startOidcBroker(
   return broker;
 }
 
-const initialize = JSON.stringify({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-});
-async function mcpStatus(broker: TestBroker, token: string): Promise<number> {
-  const res = await fetch(`${broker.origin}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: initialize,
-  });
-  await res.body?.cancel();
-  return res.status;
-}
+const mcpStatus = (broker: TestBroker, token: string) => probeMcp(broker.origin, token);
 
 /** Runs the flow as `user` up to the broker's callback, then presents it: the broker's answer. */
 async function signInAs(broker: TestBroker, client: RegisteredTestClient, user: string) {

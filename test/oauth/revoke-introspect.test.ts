@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { authorize } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
 import {
   basicAuth,
   clientAuth,
@@ -55,19 +56,7 @@ const revoke = (form: Record<string, string>, headers: Record<string, string> = 
 const introspect = (form: Record<string, string>, headers: Record<string, string> = {}) => postForm(`${t.url}/introspect`, form, headers);
 
 /** Status of an MCP initialize call with this access token. */
-async function mcpStatus(accessToken: string): Promise<number> {
-  const res = await send(`${t.url}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-    }),
-  });
-  return res.status;
-}
+const mcpStatus = (accessToken: string) => probeMcp(t.url, accessToken);
 
 function expectOk(res: HttpResult): void {
   expect(res.status).toBe(200);

@@ -54,6 +54,11 @@ export function startServer(options: { cwd: string; env: Record<string, string> 
   });
 }
 
+/** The operator CLI binary as a process, run to its end: for what only a process shows (exit code, streams). */
+export function runCliBinary(args: readonly string[], options: { cwd: string; env: Record<string, string> }): Promise<Finished> {
+  return runToEnd(spawn(process.execPath, [cliBin, ...args], { cwd: options.cwd, env: cleanEnv(options.env), stdio: ["ignore", "pipe", "pipe"] }));
+}
+
 export function runToEnd(child: ChildProcess, timeoutMs = 20_000): Promise<Finished> {
   return new Promise((resolve, reject) => {
     let stdout = "";
