@@ -9,6 +9,7 @@ import { authorizeUrl, openConsent } from "../support/oauth-client.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
 import { DOCUMENT_HOST, startDocumentServer, TRUSTED_HOST, type DocumentServer } from "../support/document-server.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { mcpStatus } from "../support/mcp-probe.ts";
 
 const REDIRECT = "http://127.0.0.1:7777/callback";
 
@@ -106,21 +107,7 @@ describe("Client ID Metadata Documents through the broker", () => {
       resource: `${broker.url}/mcp`,
     });
     expect(token.status).toBe(200);
-    const mcp = await fetch(`${broker.url}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${token.body.access_token as string}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      }),
-    });
-    expect(mcp.status).toBe(200);
+    expect(await mcpStatus(broker.url, token.body.access_token as string)).toBe(200);
     const refreshed = await tokenRequest(broker.url, { grant_type: "refresh_token", refresh_token: token.body.refresh_token as string, client_id: clientId });
     expect(refreshed.status).toBe(200);
 

@@ -12,6 +12,7 @@ import { openDatabase } from "../../src/store/db.ts";
 import { startBrokerProcess, type BrokerProcess } from "../support/broker-process.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 import { obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
+import { mcpStatus } from "../support/mcp-probe.ts";
 
 const CHAINS = 6;
 /** Refreshes answered (over all chains) before the kill. */
@@ -79,22 +80,7 @@ describe.each(databaseTargets("durability tests"))("kill -9 under refresh load (
         // The chain goes on from whatever the store holds.
         const second = await tokenRequest(base, { grant_type: "refresh_token", refresh_token: String(first.body.refresh_token), client_id: chain.clientId });
         expect(second).toMatchObject({ status: 200 });
-        const mcp = await fetch(`${base}/mcp`, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${String(second.body.access_token)}`,
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream",
-          },
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "initialize",
-            params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-          }),
-        });
-        expect(mcp.status).toBe(200);
-        await mcp.text();
+        expect(await mcpStatus(base, String(second.body.access_token))).toBe(200);
       }
     } finally {
       await broker.kill();
