@@ -38,6 +38,18 @@ interface MintedCode {
   readonly resource: string;
 }
 
+/** The token request that exchanges a minted code, as the MCP SDK sends it. */
+function exchangeForm(c: MintedCode): Record<string, string> {
+  return {
+    grant_type: "authorization_code",
+    code: c.code,
+    code_verifier: c.verifier,
+    redirect_uri: c.redirectUri,
+    client_id: c.clientId,
+    resource: c.resource,
+  };
+}
+
 /** One side of the comparison: how to start refresh chains and mint codes on it. */
 interface Side {
   readonly server: TokenServer;
@@ -99,14 +111,7 @@ function codeRound(side: Side, codes: MintedCode[]): Promise<Round> {
   return measure(side.server, codes.length, CHAINS, async (pool) => {
     while (next < codes.length) {
       const c = codes[next++]!;
-      await post(pool, {
-        grant_type: "authorization_code",
-        code: c.code,
-        code_verifier: c.verifier,
-        redirect_uri: c.redirectUri,
-        client_id: c.clientId,
-        resource: c.resource,
-      });
+      await post(pool, exchangeForm(c));
     }
   });
 }
@@ -171,14 +176,7 @@ function anchorSide(server: TokenServer): Side {
       try {
         return await Promise.all(
           (await codes(n)).map(async (c) => {
-            const body = await post(pool, {
-              grant_type: "authorization_code",
-              code: c.code,
-              code_verifier: c.verifier,
-              redirect_uri: c.redirectUri,
-              client_id: c.clientId,
-              resource: c.resource,
-            });
+            const body = await post(pool, exchangeForm(c));
             return { clientId: c.clientId, resource: c.resource, refreshToken: String(body.refresh_token) };
           }),
         );

@@ -10,6 +10,7 @@ import { Writable } from "node:stream";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
+import { mcpPost } from "../support/mcp-probe.ts";
 
 interface LogLine {
   readonly msg: string;
@@ -31,17 +32,7 @@ describe("the /mcp access line", () => {
   });
   afterAll(async () => t.stop());
 
-  const post = (token: string, body: unknown, session?: string) =>
-    fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" } : {}),
-      },
-      body: JSON.stringify(body),
-    });
+  const post = (token: string, body: unknown, session?: string) => mcpPost(t.url, token, body, session);
 
   it("says who called what, how it went and how big it was, at info", async () => {
     const { tokens, client } = await obtainTokens(t.url, { user: "ann" });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
+import { INITIALIZE_MESSAGE, mcpPost } from "../support/mcp-probe.ts";
 
 const TOKEN = "metrics-scraper-token-0123456789";
 
@@ -17,24 +18,8 @@ function sample(text: string, series: string): number {
   return 0;
 }
 
-const initialize = JSON.stringify({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "metrics-test", version: "1" } },
-});
-
 function mcp(t: TestBroker, token: string, session?: string): Promise<Response> {
-  return fetch(`${t.url}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" } : {}),
-    },
-    body: session ? JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }) : initialize,
-  });
+  return mcpPost(t.url, token, session ? { jsonrpc: "2.0", id: 2, method: "tools/list" } : INITIALIZE_MESSAGE, session);
 }
 
 describe("/metrics behind METRICS_TOKEN, after a scripted session", () => {

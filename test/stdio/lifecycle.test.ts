@@ -7,7 +7,20 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer } from "../support/mcp-oauth-client.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
-import { alive, bearerFor, connectAs, disconnect, fixtureEnv, MCP_HEADERS, nextMessage, openSession, sseMessages, until, whoami } from "./stdio-support.ts";
+import {
+  alive,
+  bearerFor,
+  connectAs,
+  disconnect,
+  fixtureEnv,
+  initializeRequest,
+  MCP_HEADERS,
+  nextMessage,
+  openSession,
+  sseMessages,
+  until,
+  whoami,
+} from "./stdio-support.ts";
 
 describe("stdio children over their life", () => {
   let t: TestBroker;
@@ -45,17 +58,7 @@ describe("stdio children over their life", () => {
     opened.push({ auth, session });
     return session;
   };
-  const initialize = (auth: Record<string, string>) =>
-    fetch(mcp, {
-      method: "POST",
-      headers: { ...MCP_HEADERS, ...auth },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
-      }),
-    });
+  const initialize = (auth: Record<string, string>) => initializeRequest(mcp, auth);
   const pidOf = (session: string) => t.broker.stdioSessions!.find(session)!.child.pid;
 
   it("refuses a session over the per-user and the global limit with 503 and Retry-After", async () => {

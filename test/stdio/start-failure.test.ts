@@ -2,7 +2,7 @@
 // 500 or a hanging request), the operator a log line naming the cause and what to check.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startLoggedBroker, type LoggedBroker } from "../http/logged-broker.ts";
-import { bearerFor, MCP_HEADERS } from "./stdio-support.ts";
+import { bearerFor, initializeRequest } from "./stdio-support.ts";
 
 describe("a stdio server that cannot start", () => {
   let t: LoggedBroker;
@@ -15,16 +15,7 @@ describe("a stdio server that cannot start", () => {
 
   it("answers 502 and logs what to check", async () => {
     const auth = await bearerFor(t.url, "olga");
-    const res = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: { ...MCP_HEADERS, ...auth },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
-      }),
-    });
+    const res = await initializeRequest(`${t.url}/mcp`, auth);
     expect(res.status).toBe(502);
     expect(await res.json()).toMatchObject({ jsonrpc: "2.0", error: { message: "The MCP server could not be started." } });
     const line = await t.logged((l) => /could not be started/.test(l.msg));

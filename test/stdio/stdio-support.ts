@@ -59,9 +59,9 @@ export async function bearerFor(brokerUrl: string, user: string): Promise<Record
 
 export const MCP_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" } as const;
 
-/** initialize + initialized over raw HTTP; returns the session id. */
-export async function openSession(mcpUrl: string, auth: Record<string, string>, protocolVersion = "2025-06-18"): Promise<string> {
-  const res = await fetch(mcpUrl, {
+/** A raw MCP initialize (no session id yet): the broker's answer, unread. */
+export function initializeRequest(mcpUrl: string, auth: Record<string, string>, protocolVersion = "2025-06-18"): Promise<Response> {
+  return fetch(mcpUrl, {
     method: "POST",
     headers: { ...MCP_HEADERS, ...auth },
     body: JSON.stringify({
@@ -71,6 +71,11 @@ export async function openSession(mcpUrl: string, auth: Record<string, string>, 
       params: { protocolVersion, capabilities: { sampling: {} }, clientInfo: { name: "raw", version: "1" } },
     }),
   });
+}
+
+/** initialize + initialized over raw HTTP; returns the session id. */
+export async function openSession(mcpUrl: string, auth: Record<string, string>, protocolVersion = "2025-06-18"): Promise<string> {
+  const res = await initializeRequest(mcpUrl, auth, protocolVersion);
   await res.text();
   const id = res.headers.get("mcp-session-id");
   if (res.status !== 200 || !id) throw new Error(`initialize answered ${res.status}`);

@@ -1,19 +1,29 @@
-// The one-request probe many tests use to ask "does /mcp accept this token?": an MCP initialize,
-// answered with its status (the body, often a stream, is not read).
-const INITIALIZE = JSON.stringify({
+// Raw requests to the broker's /mcp with a bearer token, for tests that look at the HTTP answer
+// itself; and the one-request probe "does /mcp accept this token?".
+export const INITIALIZE_MESSAGE = {
   jsonrpc: "2.0",
   id: 1,
   method: "initialize",
   params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
-});
+} as const;
+
+/** POSTs one JSON-RPC message to `origin`/mcp; within `session` (with its protocol version) when given. */
+export function mcpPost(origin: string, accessToken: string, message: unknown, session?: string): Promise<Response> {
+  return fetch(`${origin}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${accessToken}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" } : {}),
+    },
+    body: JSON.stringify(message),
+  });
+}
 
 /** The status the broker at `origin` answers an MCP initialize carrying `accessToken` with. */
 export async function mcpStatus(origin: string, accessToken: string): Promise<number> {
-  const res = await fetch(`${origin}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: INITIALIZE,
-  });
+  const res = await mcpPost(origin, accessToken, INITIALIZE_MESSAGE);
   await res.body?.cancel();
   return res.status;
 }
