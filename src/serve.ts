@@ -5,9 +5,9 @@ import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.
 import type { Env } from "./config-values.ts";
 import { describeUnknownVariable, unknownVariables } from "./config-sources.ts";
 import { logFormatFor } from "./logger.ts";
-import { createBroker, type Broker } from "./broker.ts";
+import type { Broker } from "./broker.ts";
 import type { RunningServer } from "./http/server.ts";
-import { MigrationError } from "./store/migrate.ts";
+import { MigrationError } from "./store/migration-error.ts";
 import { installProcessGuard } from "./process-guard.ts";
 
 /** Where the server reads its configuration and prints its banner and start-up errors. */
@@ -56,6 +56,9 @@ async function start(io: ServeIo): Promise<number> {
   }
   let broker: Broker;
   try {
+    // Loaded only once the configuration holds: a mistake in it is reported in a fraction of the
+    // time the whole broker (Prisma, the SDK, every router) takes to load.
+    const { createBroker } = await import("./broker.ts");
     broker = await createBroker(config, { cwd: io.cwd });
   } catch (err) {
     if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
