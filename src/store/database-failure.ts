@@ -15,7 +15,7 @@ const POSTGRES_CODES: Record<string, string> = {
 };
 
 /** A connection attempt to PostgreSQL at `url`: the error it fails with, or undefined. */
-async function tryConnect(url: string, timeoutMs: number): Promise<unknown> {
+export async function tryConnect(url: string, timeoutMs: number): Promise<unknown> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
   try {
     await client.connect();

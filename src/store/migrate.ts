@@ -6,6 +6,8 @@ import path from "node:path";
 import { projectRoot } from "../project-root.ts";
 import { MigrationError } from "./migration-error.ts";
 import { openDatabase, prepareSqliteFolder, sqliteFilePath, type Database } from "./db.ts";
+import { databaseKindOf } from "./database-kind.ts";
+import { firstLine } from "./errors.ts";
 import { DatabaseNotWritableError, sqliteFileProblem } from "./writability.ts";
 
 export { projectRoot };
@@ -70,7 +72,14 @@ async function nothingPending(databaseUrl: string, cwd: string): Promise<boolean
   try {
     database = await openDatabase(databaseUrl, cwd);
     return (await pendingMigrations(database)).length === 0;
-  } catch {
+  } catch (err) {
+    // A PostgreSQL server that cannot be reached fails the engine too, after seconds of start-up:
+    // say so now. Any other failure is left to the engine, whose error is the clearer one.
+    if (databaseKindOf(databaseUrl) === "postgres") {
+      const { tryConnect } = await import("./database-failure.ts");
+      const unreachable = await tryConnect(databaseUrl, 5000);
+      if (unreachable !== undefined) throw new MigrationError(`database migration failed: ${firstLine(err)}`);
+    }
     return false;
   } finally {
     await database?.close();
