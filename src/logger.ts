@@ -33,15 +33,46 @@ export function prettyDestination(colorize = Boolean(process.stdout.isTTY)): pin
   return pretty({ colorize, sync: true, translateTime: "SYS:yyyy-mm-dd HH:MM:ss.l", ignore: "pid,hostname,service" });
 }
 
+const SENSITIVE = new Set(SENSITIVE_KEYS);
+const CENSORED = "[redacted]";
+
+/**
+ * `value` with every sensitive key's value replaced, on the object itself and two levels below it
+ * (`headers.authorization`, `req.headers.cookie`), compared without case. Copies only what it
+ * changes: the caller's objects are never modified, and a line with nothing to hide costs a scan.
+ *
+ * Not pino's `redact` option: its wildcard paths cost ~120 µs per line (measured with pino 10,
+ * about ten times the line itself), and every /mcp request writes one.
+ */
+export function censorSensitive<T>(value: T, depth = 2): T {
+  if (value === null || typeof value !== "object") return value;
+  const source = value as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const key of Object.keys(source)) {
+    const original = source[key];
+    const shown = SENSITIVE.has(key.toLowerCase()) ? CENSORED : depth > 0 ? censorSensitive(original, depth - 1) : original;
+    if (shown === original) continue;
+    copy ??= (Array.isArray(source) ? [...source] : { ...source }) as Record<string, unknown>;
+    copy[key] = shown;
+  }
+  return (copy ?? value) as T;
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
       level,
       base: { service: "mcp-auth-broker" },
-      redact: {
-        paths: [...SENSITIVE_KEYS.map((k) => `*["${k}"]`), ...SENSITIVE_KEYS.map((k) => `*.*["${k}"]`), ...SENSITIVE_KEYS.map((k) => `["${k}"]`)],
-        censor: "[redacted]",
+      // Child bindings are not censored: the broker's are request ids, commands and pids.
+      formatters: {
+        // An Error under `err` is left to its serializer below, which keeps its type, message and stack.
+        log: (object) => {
+          if (!("err" in object)) return censorSensitive(object);
+          const { err, ...rest } = object;
+          return { ...censorSensitive(rest), err };
+        },
       },
+      serializers: { err: (err: unknown) => censorSensitive(pino.stdSerializers.err(err as Error), 1) },
     },
     destination,
   );

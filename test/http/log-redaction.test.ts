@@ -4,7 +4,7 @@
 // stream; only a short list of harmless parameters keeps its value.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
-import { redactUrl } from "../../src/logger.ts";
+import { createLogger, redactUrl } from "../../src/logger.ts";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 
 describe("redactUrl", () => {
@@ -33,6 +33,49 @@ describe("redactUrl", () => {
     ["/authorize?SCOPE=x&Client_Id=y", "/authorize?SCOPE=[redacted]&Client_Id=[redacted]"],
   ])("%s → %s", (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
+  });
+});
+
+describe("the logger hides sensitive fields", () => {
+  function logged(write: (log: ReturnType<typeof createLogger>) => void): Array<Record<string, unknown>> {
+    const lines: string[] = [];
+    write(createLogger("info", { write: (line: string) => void lines.push(line) }));
+    return lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+
+  it("on the logged object and two levels below it, in arrays too, whatever the case of the name", () => {
+    const object = {
+      authorization: "A0",
+      headers: { Authorization: "A1", cookie: "C1", accept: "*/*" },
+      req: { headers: { "set-cookie": "C2" } },
+      list: [{ refresh_token: "R1" }],
+      deeper: { a: { b: { code: "kept: three levels down, as before" } } },
+    };
+    const [line] = logged((log) => log.info(object, "x"));
+    expect(line).toMatchObject({
+      authorization: "[redacted]",
+      headers: { Authorization: "[redacted]", cookie: "[redacted]", accept: "*/*" },
+      req: { headers: { "set-cookie": "[redacted]" } },
+      list: [{ refresh_token: "[redacted]" }],
+      deeper: { a: { b: { code: "kept: three levels down, as before" } } },
+    });
+    // The caller's object is left as it was.
+    expect(object.headers.Authorization).toBe("A1");
+    expect(object.list[0]!.refresh_token).toBe("R1");
+  });
+
+  it("in an error's own fields, keeping its type, message and stack", () => {
+    const err = Object.assign(new TypeError("boom"), { token: "T1", response: { client_secret: "S1" } });
+    const [asField, asObject] = logged((log) => {
+      log.error({ err, password: "P1" }, "failed");
+      log.error(err, "failed");
+    });
+    for (const line of [asField, asObject]) {
+      expect(line!.err).toMatchObject({ type: "TypeError", message: "boom", token: "[redacted]", response: { client_secret: "[redacted]" } });
+      expect((line!.err as { stack: string }).stack).toContain("TypeError: boom");
+    }
+    expect(asField!.password).toBe("[redacted]");
+    expect(err.token).toBe("T1");
   });
 });
 
