@@ -190,6 +190,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         tokens: grants.tokens,
         upstreamLogin: grants.upstreamLogin,
         browserIdentities: grants.browserIdentities,
+        registrationLimit: grants.registrationLimit,
       }),
       frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
       callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName, accountSignInCallback(account)),

@@ -105,6 +105,20 @@ export class UpstreamUnavailable extends DomainError {
 }
 
 /**
+ * The database could not be asked something the answer must not be guessed at (a rate limit's
+ * count): refuse for now, the client should retry.
+ */
+export class StorageUnavailable extends DomainError {
+  readonly code = "temporarily_unavailable";
+  override readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds = 5) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
  * A step of the browser sign-in (consent, the upstream login and its callback) failed in a way only
  * the person in front of the browser can act on: it is shown to them as a page with a title, what
  * happened (the description) and what to do (the hint), and never sent to the client application.

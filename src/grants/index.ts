@@ -25,6 +25,8 @@ import { AccountSignIn } from "./account-sign-in.ts";
 import { ConnectedApps } from "./connected-apps.ts";
 import { MetadataDocuments } from "./metadata-documents.ts";
 import { createGuardedFetcher, type JsonFetcher } from "../outbound/guarded-fetch.ts";
+import { createRateBuckets } from "../store/rate-buckets.ts";
+import { RateLimiter, REGISTRATION_RATE_LIMIT } from "./rate-limit.ts";
 
 export interface Grants {
   readonly context: GrantsContext;
@@ -43,6 +45,8 @@ export interface Grants {
   /** The connected-apps page: its upstream sign-in and CSRF tokens, and the user's grants. */
   readonly accountSignIn: AccountSignIn;
   readonly connectedApps: ConnectedApps;
+  /** Dynamic registrations per client address, counted in the database (shared by every instance). */
+  readonly registrationLimit: RateLimiter;
   sweep(options?: SweepOptions): Promise<SweepResult>;
 }
 
@@ -100,6 +104,12 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     accountSignIn: new AccountSignIn(context, browserIdentities, purposeKey(input.config.secretKey, "account-csrf/v1")),
     connectedApps: new ConnectedApps(context, lifecycle),
     revocationFeed: new RevocationFeed(context, bus),
+    registrationLimit: new RateLimiter(createRateBuckets(input.db), REGISTRATION_RATE_LIMIT, {
+      purpose: "register",
+      hashKey: purposeKey(input.config.secretKey, "rate-limit-keys/v1"),
+      clock,
+      logger: input.logger,
+    }),
     // A session binding outlives no grant: the longest a grant lives bounds it.
     sweep: (options) =>
       sweep(input.db, lifecycle, {

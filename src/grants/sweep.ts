@@ -23,6 +23,8 @@ export interface SweepResult {
   readonly auditEvents: number;
   /** Self-registered clients that never completed a grant, a day after registering. */
   readonly unusedClients: number;
+  /** Rate limit buckets full again: a full bucket needs no row (store/rate-buckets.ts). */
+  readonly rateLimitBuckets: number;
 }
 
 export interface SweepOptions {
@@ -88,6 +90,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
         where: { registrationType: "dynamic", createdAt: { lt: unusedClientsBefore }, lastUsedAt: null, grants: { none: {} } },
       })
     ).count;
+    const rateLimitBuckets = (await tx.rateLimitBucket.deleteMany({ where: { fullAt: { lte: now.getTime() } } })).count;
     return {
       transactions,
       codes,
@@ -101,6 +104,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
       mcpSessions,
       auditEvents,
       unusedClients,
+      rateLimitBuckets,
     };
   });
   await audit(db, { type: "sweep.completed", detail: { ...result, timedOut } });

@@ -9,7 +9,7 @@ import type { Consents } from "../grants/consents.ts";
 import type { BrowserIdentities } from "../grants/browser-identities.ts";
 import { cors } from "../http/cors.ts";
 import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
-import { rateLimit } from "../http/rate-limit.ts";
+import { rateLimit, type RequestCounter } from "../http/rate-limit.ts";
 import { authorizationServerMetadata, protectedResourceMetadata, serveJson } from "./metadata.ts";
 import { registerHandler } from "./register.ts";
 import { authorizeHandler } from "./authorize.ts";
@@ -28,14 +28,9 @@ export interface AuthorizationServerDeps {
   readonly upstreamLogin: UpstreamLoginStarter;
   /** Who signed in upstream in each browser: the consent page names them and offers "Not you?". */
   readonly browserIdentities: BrowserIdentities;
+  /** Counts registrations per client address (grants/rate-limit.ts: REGISTRATION_RATE_LIMIT). */
+  readonly registrationLimit: RequestCounter;
 }
-
-/**
- * Dynamic registrations per client IP: 60 a minute sustained, up to 60 at once. claude.ai registers
- * twice per connection attempt from shared egress addresses (anthropics/claude-ai-mcp#966): 30
- * people connecting in the same minute from one such address still get through.
- */
-export const REGISTRATION_RATE_LIMIT = { limit: 60, windowMs: 60_000, burst: 60 } as const;
 
 export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
   const { config, clients, transactions, consents } = deps;
@@ -76,7 +71,7 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   router.options(asPaths, metadataCors).get(asPaths, metadataCors, asMetadata);
   router.options(prPaths, metadataCors).get(prPaths, metadataCors, prMetadata);
 
-  const registerLimit = rateLimit({ ...REGISTRATION_RATE_LIMIT, what: "registrations" });
+  const registerLimit = rateLimit(deps.registrationLimit, "registrations");
   router
     .options(at("/register"), postCors)
     .post(at("/register"), postCors, registerLimit, registerHandler(clients, config.dynamicRegistration, registrationPolicyOf(config.clients)));

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { displayPrefix, sha256Hex } from "../../src/store/secrets.ts";
 import { ClientRegistry } from "../../src/grants/clients.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
-import { REGISTRATION_RATE_LIMIT } from "../../src/oauth/router.ts";
+import { REGISTRATION_RATE_LIMIT } from "../../src/grants/rate-limit.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorizeUrl, basicAuth, countRows, freshIp, postForm, postJson, send, tamper } from "../support/oauth-client.ts";
 
