@@ -37,10 +37,6 @@ export class OAuthError extends Error {
     this.status = options.status ?? statusOf(code);
     this.headers = options.headers ?? {};
   }
-
-  toJSON(): { error: OAuthErrorCode; error_description: string } {
-    return { error: this.code, error_description: this.description };
-  }
 }
 
 /** An error shown to a person in the browser: what went wrong and what to do. */
