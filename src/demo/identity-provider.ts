@@ -3,7 +3,7 @@
 // tests also run it standalone as "some OIDC issuer" (introspection, revocation, refresh tokens).
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { generateKeyPair, exportJWK } from "jose";
+import { generateKeyPair, exportJWK, type JWK } from "jose";
 import Provider, { type Adapter, type AdapterPayload, type Configuration } from "oidc-provider";
 import { html } from "../views/html.ts";
 import { page } from "../views/layout.ts";
@@ -128,10 +128,24 @@ async function readUsername(req: http.IncomingMessage): Promise<string> {
   return (new URLSearchParams(body).get("username") ?? "").trim().toLowerCase();
 }
 
+// One signing key per process, made on first use: an RSA key takes 100-400 ms to generate, and a
+// process that starts several demo providers (the test suite starts hundreds) need not pay each
+// time. Nothing outside the process ever held it.
+let signingKey: Promise<JWK> | undefined;
+
+function demoSigningKey(): Promise<JWK> {
+  signingKey ??= generateKeyPair("RS256", { extractable: true }).then(async ({ privateKey }) => ({
+    ...(await exportJWK(privateKey)),
+    kid: "demo-1",
+    use: "sig",
+    alg: "RS256",
+  }));
+  return signingKey;
+}
+
 export async function createDemoIdentityProvider(options: DemoIdentityProviderOptions): Promise<DemoIdentityProvider> {
   const mountPath = new URL(options.issuer).pathname.replace(/\/+$/, "");
-  const { privateKey } = await generateKeyPair("RS256", { extractable: true });
-  const jwk = { ...(await exportJWK(privateKey)), kid: "demo-1", use: "sig", alg: "RS256" };
+  const jwk = { ...(await demoSigningKey()) };
   const store = new Map<string, Map<string, { payload: AdapterPayload; expiresAt: number | null }>>();
   const configuration: Configuration = {
     adapter: (name: string) => new MemoryAdapter(name, store),
