@@ -2,7 +2,7 @@
 // The owner of a session never changes once bound, so each instance keeps what it has seen in
 // memory: after a session's first request on an instance, its requests there touch the database
 // no more. That caching is the gateway's policy, built on the store's first-claim-wins rule.
-import { LRUCache } from "lru-cache";
+import { boundedCache } from "../grants/bounded-cache.ts";
 import type { McpSessionStore } from "../store/mcp-sessions.ts";
 import { SingleFlight } from "../grants/single-flight.ts";
 import type { McpSessionBinding } from "./session-binding.ts";
@@ -16,7 +16,7 @@ export interface DatabaseSessionBindingOptions {
 export function cachedSessionBinding(store: McpSessionStore, options: DatabaseSessionBindingOptions = {}): McpSessionBinding {
   // Keyed by the session id itself (it is in this process's memory anyway): only the database
   // sees hashes, and a request answered from memory hashes nothing.
-  const owners = new LRUCache<string, string>({ max: options.maxCached ?? 100_000 });
+  const owners = boundedCache<string, string>(options.maxCached ?? 100_000);
   const lookups = new SingleFlight<string | undefined>();
 
   const load = (sessionId: string) =>

@@ -2,7 +2,7 @@
 // leaks to another user cannot be used to read or drive someone else's session. The broker uses
 // the database-backed binding (database-session-binding.ts), shared by all its instances; the
 // in-memory one here serves a proxy used on its own (library use, tests).
-import { LRUCache } from "lru-cache";
+import { boundedCache } from "../grants/bounded-cache.ts";
 import type { CallerIdentity } from "./identity.ts";
 
 export interface McpSessionBinding {
@@ -37,8 +37,7 @@ export interface MemorySessionBindingOptions {
  * that is its owner.
  */
 export function createMemorySessionBinding(options: MemorySessionBindingOptions = {}): McpSessionBinding {
-  const owners = new LRUCache<string, string>({
-    max: options.maxSessions ?? 100_000,
+  const owners = boundedCache<string, string>(options.maxSessions ?? 100_000, {
     ttl: options.idleTtlMs ?? 24 * 60 * 60 * 1000,
     updateAgeOnGet: true,
     ...(options.clock ? { perf: options.clock, ttlResolution: 0 } : {}),

@@ -2,7 +2,8 @@
 // token's hash answers repeated requests without the database or the upstream IdP, for no longer
 // than the token, the grant's deadlines and the upstream re-check window allow. Revocations in
 // this process evict at once (RevocationBus).
-import { LRUCache } from "lru-cache";
+import type { LRUCache } from "lru-cache";
+import { boundedCache } from "./bounded-cache.ts";
 import type { GrantsContext, RevocationBus } from "./context.ts";
 import { grantDeathReason } from "./lifecycle.ts";
 import type { UpstreamSessions } from "./upstream-sessions.ts";
@@ -56,8 +57,7 @@ export class AccessValidator {
     bus: RevocationBus,
     maxEntries = 50_000,
   ) {
-    this.cache = new LRUCache<string, CacheEntry>({
-      max: maxEntries,
+    this.cache = boundedCache<string, CacheEntry>(maxEntries, {
       dispose: (entry, key) => this.byGrant.get(entry.access.grantId)?.delete(key),
     });
     bus.subscribe((revocation) => {
