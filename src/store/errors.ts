@@ -2,6 +2,15 @@
 // network cut, or unable to write: read-only, locked, disk full or failing) as opposed to a bug:
 // callers answer 503 and retry later instead of a 500.
 
+/**
+ * The store's own writer cannot take writes: the SQLite writer thread stopped before answering
+ * (the write may or may not have committed: the client retries, as after any lost answer), or
+ * the store was closed.
+ */
+export class StoreWriterUnavailable extends Error {
+  override readonly name = "StoreWriterUnavailable";
+}
+
 /** Driver adapter error kinds (Prisma 6 adapters) that say "not reachable now". The libsql adapter reports SQLITE_BUSY as SocketTimeout. */
 const UNAVAILABLE_KINDS = new Set(["DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections", "TlsConnectionError"]);
 /** Prisma's own codes for the same: can't reach, timeout, operations timeout, connection closed, pool timeout. */
@@ -97,6 +106,7 @@ export function postgresSqlState(err: unknown): string | undefined {
 }
 
 export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof StoreWriterUnavailable) return true;
   if (sqliteCannotWriteCode(err)) return true;
   const sqlState = postgresSqlState(err);
   if (sqlState && POSTGRES_UNAVAILABLE.test(sqlState)) return true;

@@ -8,23 +8,11 @@
 // below belong to one connection and must be set on each.
 import type { Client, Config, InStatement, ResultSet, Transaction, TransactionMode } from "@libsql/client";
 import { PrismaLibSQL } from "@prisma/adapter-libsql";
+import { openedReadOnly } from "./sqlite-hot-sql.ts";
+import { SQLITE_CONNECTION_PRAGMAS } from "./sqlite-pragmas.ts";
 import { sqliteWriteGate, type SqliteWriteGate } from "./sqlite-write-gate.ts";
 
-/** How long a statement waits for another process's lock before failing with SQLITE_BUSY. */
-export const SQLITE_BUSY_TIMEOUT_MS = 5000;
-
-/**
- * Per-connection settings, busy_timeout first so the others already wait. synchronous=FULL: a
- * committed grant or revocation survives a power cut (WAL + NORMAL could lose the last commits);
- * it costs one fsync per commit (~0.2–0.3 ms here). foreign_keys: the schema relies on cascades.
- * Two calls: `busy_timeout = n` answers a row, which executeMultiple refuses; the other two go
- * through executeMultiple because the client's execute path costs ~0.2 ms for `foreign_keys = ON`
- * (measured) against a few µs there.
- */
-export const SQLITE_CONNECTION_PRAGMAS = {
-  withRow: `PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`,
-  rowless: "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
-};
+export { SQLITE_BUSY_TIMEOUT_MS, SQLITE_CONNECTION_PRAGMAS } from "./sqlite-pragmas.ts";
 
 /**
  * Forwards to the libsql client and runs the pragmas before the first statement on each new
@@ -138,12 +126,6 @@ function gated(tx: Transaction, release: () => void): Transaction {
       return tx.closed;
     },
   };
-}
-
-/** SQLITE_READONLY and its extended codes, as libsql reports them. */
-function openedReadOnly(err: unknown): boolean {
-  const rawCode = (err as { rawCode?: unknown } | null)?.rawCode;
-  return typeof rawCode === "number" && (rawCode & 0xff) === 8;
 }
 
 /** PrismaLibSQL whose client applies SQLITE_CONNECTION_PRAGMAS to every connection. */

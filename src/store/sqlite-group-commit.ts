@@ -1,131 +1,84 @@
-// Group commit for SQLite: the writes requested during one event-loop turn run in one transaction
-// (one fsync of the WAL for all of them instead of one each); a write that fails takes back only
-// its own changes. No caller hears back before COMMIT returned: an answer sent is an answer stored.
-import type Database from "libsql";
-import type { SqliteWriteGate } from "./sqlite-write-gate.ts";
+// Group commit for SQLite, on the writer thread: the writes that reached it together (those of one
+// event-loop turn, and those queued while the previous group committed) run in one transaction:
+// one fsync of the WAL for all of them instead of one each. A write that fails takes back only its
+// own changes. Each outcome is known only after COMMIT returned: an answer sent is an answer stored.
+import { runHotWrite, type HotWriteRequest } from "./sqlite-hot-writes.ts";
+import type { HotConnection } from "./sqlite-hot-sql.ts";
 
-type Connection = Database.Database;
-
-interface PendingWrite {
-  readonly run: (db: Connection) => unknown;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (err: unknown) => void;
+/** A failed write's error as it crosses back to the event-loop thread (structured clone keeps no own properties of an Error). */
+export interface WriteError {
+  readonly name: string;
+  readonly message: string;
+  readonly code?: unknown;
+  readonly rawCode?: unknown;
 }
 
-export class GroupCommit {
-  #queue: PendingWrite[] = [];
-  #scheduled = false;
-  /** Transactions committed and writes in them, for the benchmark and tests. */
-  readonly stats = { commits: 0, writes: 0 };
+export type WriteOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: WriteError };
 
-  constructor(
-    private readonly connection: () => Connection,
-    private readonly gate: SqliteWriteGate,
-    /** Called with a failed write's error (to drop a connection SQLite opened read-only, say). */
-    private readonly onError: (err: unknown) => void = () => undefined,
-  ) {}
+function describe(err: unknown): WriteError {
+  const e = err as { name?: unknown; message?: unknown; code?: unknown; rawCode?: unknown } | null;
+  return {
+    name: typeof e?.name === "string" ? e.name : "Error",
+    message: typeof e?.message === "string" ? e.message : String(err),
+    code: e?.code,
+    rawCode: e?.rawCode,
+  };
+}
 
-  /** Runs `run` inside the next group transaction; resolves with its result once that transaction committed. */
-  write<T>(run: (db: Connection) => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
-      if (this.#scheduled) return;
-      this.#scheduled = true;
-      // After this turn's I/O callbacks: every request read in this turn has queued its write.
-      setImmediate(() => {
-        this.#scheduled = false;
-        this.gate.runWhenFree(() => this.#commitQueued());
-      });
-    });
-  }
-
-  /** Commits what is queued now (when the gate is free) and resolves after. */
-  drain(): Promise<void> {
-    return new Promise((resolve) =>
-      this.gate.runWhenFree(() => {
-        this.#commitQueued();
-        resolve();
+/** Commits `writes` (together when they all succeed) and returns each one's outcome, in order. */
+export function commitGroup(connection: HotConnection, writes: readonly HotWriteRequest[]): WriteOutcome[] {
+  const failAll = (err: unknown): WriteOutcome[] => {
+    connection.dropIfReadOnly(err);
+    const error = describe(err);
+    return writes.map(() => ({ ok: false, error }));
+  };
+  // All together first; a write that throws (rare: a broken row, a failing disk) sends the group
+  // back to one transaction per write, so that it fails alone. Savepoints would have cost two
+  // statements per write on every group instead. When BEGIN or COMMIT fails (the lock stayed
+  // taken past busy_timeout, the disk failed), every write fails at once: retrying each would
+  // wait out busy_timeout once per write.
+  let writeFailed = false;
+  try {
+    const values = transaction(connection, () =>
+      writes.map((write) => {
+        try {
+          return runHotWrite(connection, write);
+        } catch (err) {
+          writeFailed = true;
+          throw err;
+        }
       }),
     );
+    return values.map((value) => ({ ok: true, value }));
+  } catch (err) {
+    if (!writeFailed || writes.length === 1) return failAll(err);
   }
-
-  #commitQueued(): void {
-    const writes = this.#queue;
-    if (writes.length === 0) return;
-    this.#queue = [];
-    let db: Connection;
+  return writes.map((write) => {
     try {
-      db = this.connection();
+      return { ok: true, value: transaction(connection, () => runHotWrite(connection, write)) };
     } catch (err) {
-      this.#failAll(writes, err);
-      return;
+      connection.dropIfReadOnly(err);
+      return { ok: false, error: describe(err) };
     }
-    // All together first; a write that throws (rare: a broken row, a failing disk) sends the group
-    // back to one transaction per write, so that it fails alone. Savepoints would have cost two
-    // statements per write on every group instead. When BEGIN or COMMIT fails (the lock stayed
-    // taken past busy_timeout, the disk failed), every write fails at once: retrying each would
-    // wait out busy_timeout once per write.
-    let values: unknown[];
-    let writeFailed = false;
-    try {
-      values = this.#transaction(db, () =>
-        writes.map((write) => {
-          try {
-            return write.run(db);
-          } catch (err) {
-            writeFailed = true;
-            throw err;
-          }
-        }),
-      );
-    } catch (err) {
-      if (!writeFailed || writes.length === 1) {
-        this.#failAll(writes, err);
-        return;
+  });
+}
+
+/** BEGIN IMMEDIATE, `work`, COMMIT; ROLLBACK when anything throws. */
+function transaction<T>(connection: HotConnection, work: () => T): T {
+  const db = connection.db();
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const value = work();
+    db.exec("COMMIT");
+    return value;
+  } catch (err) {
+    if (db.inTransaction) {
+      try {
+        db.exec("ROLLBACK");
+      } catch {
+        // The connection is beyond use; the next write reopens it (dropIfReadOnly) or fails clearly.
       }
-      for (const write of writes) this.#one(write);
-      return;
     }
-    this.stats.commits++;
-    this.stats.writes += writes.length;
-    for (const [i, write] of writes.entries()) write.resolve(values[i]);
-  }
-
-  #one(write: PendingWrite): void {
-    let value: unknown;
-    try {
-      const db = this.connection();
-      value = this.#transaction(db, () => write.run(db));
-    } catch (err) {
-      this.#failAll([write], err);
-      return;
-    }
-    this.stats.commits++;
-    this.stats.writes++;
-    write.resolve(value);
-  }
-
-  /** BEGIN IMMEDIATE, `work`, COMMIT; ROLLBACK when anything throws. */
-  #transaction<T>(db: Connection, work: () => T): T {
-    db.exec("BEGIN IMMEDIATE");
-    try {
-      const value = work();
-      db.exec("COMMIT");
-      return value;
-    } catch (err) {
-      if (db.inTransaction) {
-        try {
-          db.exec("ROLLBACK");
-        } catch {
-          // The connection is beyond use; the next write reopens it (onError).
-        }
-      }
-      throw err;
-    }
-  }
-
-  #failAll(writes: readonly PendingWrite[], err: unknown): void {
-    this.onError(err);
-    for (const write of writes) write.reject(err);
+    throw err;
   }
 }

@@ -1,12 +1,15 @@
-// One writer at a time per SQLite file within this process, across the event loop.
+// One writer at a time per SQLite file within this process, across the event loop and the hot
+// store's writer thread.
 //
-// Why: the hot store writes synchronously (BEGIN IMMEDIATE … COMMIT within one call), while a Prisma
-// interactive transaction holds the file's write lock across several event-loop turns. Had the hot
-// store started its transaction meanwhile, SQLite's busy handler would have waited synchronously —
-// blocking the very event loop the Prisma transaction needs to finish — and failed after
-// busy_timeout. So Prisma transactions hold this gate from BEGIN to COMMIT/ROLLBACK, and the hot
-// store's writer runs only when the gate is free. Other processes (the CLI) are SQLite's business:
-// busy_timeout makes each side wait for the other.
+// Why: a Prisma interactive transaction holds the file's write lock across several event-loop
+// turns, and the hot store's writer thread holds it while it commits a group. Had either started
+// while the other held the lock, SQLite's busy handler would have waited synchronously: on the
+// event-loop thread (Prisma's connections are synchronous underneath) that blocks every request,
+// and a busy handler notices a released lock only at its next poll (up to 100 ms later). So Prisma
+// transactions hold this gate from BEGIN to COMMIT/ROLLBACK, and the writer holds it from sending a
+// group to the thread until the answer. Other processes (the CLI) are SQLite's business:
+// busy_timeout makes each side wait for the other (on the writer thread, without blocking the
+// event loop).
 
 export class SqliteWriteGate {
   #held = false;
@@ -31,21 +34,6 @@ export class SqliteWriteGate {
       };
       if (this.#held) this.#waiting.push(grant);
       else grant();
-    });
-  }
-
-  /** Runs `work` synchronously now if the gate is free, else as soon as it is (holding it meanwhile). */
-  runWhenFree(work: () => void): void {
-    if (!this.#held) {
-      work();
-      return;
-    }
-    void this.acquire().then((release) => {
-      try {
-        work();
-      } finally {
-        release();
-      }
     });
   }
 }

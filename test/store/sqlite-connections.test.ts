@@ -2,12 +2,11 @@
 // @libsql/client opens after each interactive transaction; so a write lock held for a moment by
 // another process (the CLI) makes a write wait instead of failing.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { openDatabase, type Database, type Db } from "../../src/store/db.ts";
-import { projectRoot } from "../support/spawn.ts";
+import { holdWriteLock } from "../support/sqlite-lock.ts";
 import { createSqliteHotStore } from "../../src/store/hot-store-sqlite.ts";
 
 type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
@@ -27,32 +26,6 @@ async function settings(db: Db | Tx) {
 
 // synchronous 2 = FULL.
 const expected = { busyTimeout: 5000, synchronous: 2, foreignKeys: 1, journalMode: "wal" };
-
-/**
- * Another process takes the write lock (BEGIN IMMEDIATE) and releases it after `holdMs` with its
- * own timer: in this process libsql waits for a lock synchronously, so a timer here could not fire.
- * Resolves once the lock is held.
- */
-function holdWriteLock(file: string, holdMs: number): Promise<{ released: Promise<void> }> {
-  const script = `
-    const Database = require("libsql");
-    const db = new Database(process.argv[1]);
-    db.exec("BEGIN IMMEDIATE");
-    process.stdout.write("locked\\n");
-    setTimeout(() => { db.exec("COMMIT"); db.close(); process.stdout.write("released\\n"); }, Number(process.argv[2]));
-  `;
-  const child = spawn(process.execPath, ["-e", script, file, String(holdMs)], { cwd: projectRoot, stdio: ["ignore", "pipe", "inherit"] });
-  const released = new Promise<void>((resolve, reject) =>
-    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`lock holder exited with ${code}`)))),
-  );
-  return new Promise((resolve, reject) => {
-    child.stdout.on("data", (d: Buffer) => {
-      if (d.toString().includes("locked")) resolve({ released });
-    });
-    child.on("error", reject);
-    released.catch(reject);
-  });
-}
 
 describe("SQLite connections", () => {
   let dir: string;
@@ -84,10 +57,10 @@ describe("SQLite connections", () => {
     expect(await settings(db)).toEqual(expected);
   });
 
-  it("gives the hot store's own connection the same settings", async () => {
+  it("gives the hot store's own connections (reads here, writes on its writer thread) the same settings", async () => {
     const hot = createSqliteHotStore(file);
     try {
-      expect(hot.connectionSettings()).toEqual(expected);
+      expect(await hot.connectionSettings()).toEqual({ reader: expected, writer: expected });
     } finally {
       await hot.close();
     }

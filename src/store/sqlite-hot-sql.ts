@@ -1,0 +1,126 @@
+// The hot store's SQL on SQLite and the connection it runs on, shared by the event-loop thread
+// (reads) and the writer thread (sqlite-writer-thread.ts): statements prepared once per
+// connection, dates encoded as Prisma's libsql adapter writes them (ISO 8601 with "+00:00"), so
+// comparisons in SQL and Prisma's reads agree on rows from either side.
+import Database from "libsql";
+import { columnList, rowValues, tables, type Table } from "./hot-rows.ts";
+import { SQLITE_CONNECTION_PRAGMAS } from "./sqlite-pragmas.ts";
+
+/** Prisma's encoding of a DateTime on SQLite (checked against Prisma's own rows in test/store/hot-store.test.ts). */
+export function sqliteDate(date: Date): string {
+  return `${date.toISOString().slice(0, -1)}+00:00`;
+}
+
+export const readDate = (value: unknown): Date => new Date(value as string);
+export const encode = <Row>(t: Table<Row>, row: Row) => rowValues(t, row, sqliteDate);
+const insert = <Row>(t: Table<Row>) => `INSERT INTO "${t.name}" (${t.columns.map((c) => `"${c}"`).join(", ")}) VALUES (${t.columns.map(() => "?").join(", ")})`;
+
+const { client, grant, upstreamSession, authorizationCode, accessToken, refreshToken, auditEvent } = tables;
+
+export const SQL = {
+  clientById: `SELECT ${columnList(client, "c")} FROM "Client" AS "c" WHERE "c"."id" = ?`,
+  touchClient: `UPDATE "Client" SET "lastUsedAt" = ? WHERE "id" = ?`,
+  refreshTokenByHash: `SELECT ${columnList(refreshToken, "r")}, ${columnList(grant, "g")} FROM "RefreshToken" AS "r" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId" WHERE "r"."tokenHash" = ?`,
+  refreshTokenById: `SELECT ${columnList(refreshToken, "r")} FROM "RefreshToken" AS "r" WHERE "r"."id" = ?`,
+  claimRefreshToken: `UPDATE "RefreshToken" SET "consumedAt" = ?, "graceUntil" = ?, "firstUsedAt" = COALESCE("firstUsedAt", ?), "successorId" = ? WHERE "id" = ? AND "consumedAt" IS NULL AND "revokedAt" IS NULL`,
+  codeByHash: `SELECT ${columnList(authorizationCode, "a")}, ${columnList(grant, "g")} FROM "AuthorizationCode" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" WHERE "a"."codeHash" = ?`,
+  claimCode: `UPDATE "AuthorizationCode" SET "consumedAt" = ? WHERE "id" = ? AND "consumedAt" IS NULL`,
+  useGrant: `UPDATE "Grant" SET "lastUsedAt" = ?, "idleExpiresAt" = ? WHERE "id" = ?`,
+  useLiveGrant: `UPDATE "Grant" SET "lastUsedAt" = ?, "idleExpiresAt" = ? WHERE "id" = ? AND "revokedAt" IS NULL AND "idleExpiresAt" > ?`,
+  insertRefreshToken: insert(refreshToken),
+  insertAccessToken: insert(accessToken),
+  insertAuditEvent: insert(auditEvent),
+  accessTokenByHash: `SELECT ${columnList(accessToken, "a")}, ${columnList(grant, "g")}, "u"."id", "u"."login", "u"."subject", "c"."registrationType", "c"."grantTypes"
+    FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "g"."clientId"
+    LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId" WHERE "a"."tokenHash" = ?`,
+  upstreamSessionById: `SELECT ${columnList(upstreamSession, "u")} FROM "UpstreamSession" AS "u" WHERE "u"."id" = ?`,
+  recordCheck: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ? WHERE "id" = ?`,
+  recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ?, "login" = ?, "email" = ?, "profile" = ? WHERE "id" = ?`,
+  revokedGrants: `SELECT "id", "revokedAt" FROM "Grant" WHERE "revokedAt" > ?`,
+  // The grant as a subquery: as a join, SQLite walked every live grant's tokens (2.4 ms at 8,000
+  // tokens, growing) instead of the few recently revoked ones through the revokedAt index.
+  revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a"
+    WHERE "a"."revokedAt" > ? AND (SELECT "g"."revokedAt" FROM "Grant" AS "g" WHERE "g"."id" = "a"."grantId") IS NULL`,
+  mcpSessionOwner: `SELECT "owner" FROM "McpSession" WHERE "sessionHash" = ?`,
+  claimMcpSession: `INSERT INTO "McpSession" ("sessionHash", "owner", "createdAt") VALUES (?, ?, ?) ON CONFLICT ("sessionHash") DO NOTHING`,
+  releaseMcpSession: `DELETE FROM "McpSession" WHERE "sessionHash" = ?`,
+} as const;
+
+export type StatementName = keyof typeof SQL;
+
+/** SQLITE_READONLY and its extended codes, as libsql reports them: the connection was opened read-only and stays so. */
+export function openedReadOnly(err: unknown): boolean {
+  const rawCode = (err as { rawCode?: unknown } | null)?.rawCode;
+  return typeof rawCode === "number" && (rawCode & 0xff) === 8;
+}
+
+/**
+ * One libsql connection to the file with the hot store's settings, opened on first use (the file
+ * may not be migrated yet when the store is made), and its statements, prepared once each.
+ */
+export class HotConnection {
+  #connection: Database.Database | undefined;
+  #statements = new Map<StatementName, Database.Statement>();
+
+  constructor(private readonly file: string) {}
+
+  db(): Database.Database {
+    if (this.#connection) return this.#connection;
+    const opened = new Database(this.file);
+    try {
+      opened.prepare(SQLITE_CONNECTION_PRAGMAS.withRow).get();
+      opened.exec(SQLITE_CONNECTION_PRAGMAS.rowless);
+      opened.prepare("PRAGMA journal_mode = WAL").get();
+    } catch (err) {
+      opened.close();
+      throw err;
+    }
+    this.#connection = opened;
+    return opened;
+  }
+
+  /** A statement prepared once per connection, in raw mode (rows as arrays in column order). */
+  stmt(name: StatementName): Database.Statement {
+    let prepared = this.#statements.get(name);
+    if (!prepared) {
+      prepared = this.db().prepare(SQL[name]);
+      if (prepared.reader) prepared.raw(true);
+      this.#statements.set(name, prepared);
+    }
+    return prepared;
+  }
+
+  /** The first row of a statement, as an array in column order. */
+  row(name: StatementName, ...params: unknown[]): unknown[] | undefined {
+    return this.stmt(name).get(...params) as unknown[] | undefined;
+  }
+
+  /** After a read-only open, a fresh connection may write again (the file's permissions were fixed). */
+  dropIfReadOnly(err: unknown): void {
+    if (openedReadOnly(err)) this.close();
+  }
+
+  close(): void {
+    this.#connection?.close();
+    this.#connection = undefined;
+    this.#statements = new Map();
+  }
+}
+
+/** The per-connection settings as SQLite reports them (for tests: every connection must carry them). */
+export interface SqliteConnectionSettings {
+  readonly busyTimeout: number;
+  readonly synchronous: number;
+  readonly foreignKeys: number;
+  readonly journalMode: string;
+}
+
+export function readSettings(db: Database.Database): SqliteConnectionSettings {
+  const value = (pragma: string) => (db.prepare(`PRAGMA ${pragma}`).raw(true).get() as [number | string])[0];
+  return {
+    busyTimeout: Number(value("busy_timeout")),
+    synchronous: Number(value("synchronous")),
+    foreignKeys: Number(value("foreign_keys")),
+    journalMode: String(value("journal_mode")),
+  };
+}

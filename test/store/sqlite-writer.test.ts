@@ -1,0 +1,115 @@
+// The SQLite hot store's writer thread: while it waits for a lock the event loop keeps serving; it
+// takes turns with Prisma's transactions of the same process; a crash of it loses no acknowledged
+// write, fails the writes in flight as "unavailable" (503, retry) and the next write starts anew;
+// closing commits what is queued and leaves nothing running.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import Database from "libsql";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { openDatabase, type Database as BrokerDatabase } from "../../src/store/db.ts";
+import { createSqliteHotStore } from "../../src/store/hot-store-sqlite.ts";
+import { isDatabaseUnavailable, StoreWriterUnavailable } from "../../src/store/errors.ts";
+import { copyMigratedSqlite } from "../support/template-db.ts";
+import { holdWriteLock } from "../support/sqlite-lock.ts";
+
+const T0 = new Date("2031-05-06T07:08:09.123Z");
+const session = (sessionHash: string) => ({ sessionHash, owner: "github:1", createdAt: T0 });
+
+describe("the SQLite writer thread", () => {
+  let dir: string;
+  let file: string;
+  let database: BrokerDatabase;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "mab-writer-"));
+    file = path.join(dir, "broker.db");
+    await copyMigratedSqlite(file);
+    database = await openDatabase(`file:${file}`);
+  });
+
+  afterAll(async () => {
+    await database?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const owners = async (prefix: string) =>
+    (await database.db.mcpSession.findMany({ where: { sessionHash: { startsWith: prefix } }, orderBy: { sessionHash: "asc" } })).map((s) => s.sessionHash);
+
+  it("waits for another process's lock off the event loop, then commits", async () => {
+    const { released } = await holdWriteLock(file, 1500);
+    let timerFired = false;
+    const timer = setTimeout(() => {
+      timerFired = true;
+    }, 50);
+    const owner = await database.hot.claimMcpSession(session("lock-1"));
+    clearTimeout(timer);
+    await released;
+    expect(owner).toBe("github:1");
+    // The timer fell due while the writer thread waited for the lock: the event loop was free
+    // (with the writer on this thread, the claim resolved first, in the turn that unblocked it).
+    expect(timerFired).toBe(true);
+    expect(await database.hot.mcpSessionOwner("lock-1")).toBe("github:1");
+  });
+
+  it("takes turns with Prisma's transactions of this process: every write lands, none fails busy", async () => {
+    const { db, hot } = database;
+    const work = Array.from({ length: 20 }, (_, i) =>
+      i % 2 === 0
+        ? db.$transaction(async (tx) => {
+            await tx.mcpSession.create({ data: session(`turns-p${String(i).padStart(2, "0")}`) });
+            // Held across event-loop turns, as a cold path's transaction is.
+            await new Promise((resolve) => setImmediate(resolve));
+            await tx.mcpSession.count();
+          })
+        : hot.claimMcpSession(session(`turns-h${String(i).padStart(2, "0")}`)),
+    );
+    await Promise.all(work);
+    expect(await owners("turns-")).toHaveLength(20);
+  });
+
+  it("after a crash: acknowledged writes stay, writes in flight fail as unavailable, the next write starts a new thread", async () => {
+    const hot = createSqliteHotStore(file);
+    try {
+      await Promise.all(["crash-a1", "crash-a2", "crash-a3"].map((h) => hot.claimMcpSession(session(h))));
+      expect(hot.stats.threadsStarted).toBe(1);
+
+      // The writer thread will wait for this lock while the thread is ended under it.
+      const lock = new Database(file);
+      lock.exec("BEGIN IMMEDIATE");
+      const inFlight = ["crash-f1", "crash-f2", "crash-f3"].map((h) => hot.claimMcpSession(session(h)));
+      const outcomes = Promise.allSettled(inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      const crashed = hot.crashWriterForTest();
+      lock.exec("ROLLBACK");
+      lock.close();
+      await crashed;
+
+      for (const outcome of await outcomes) {
+        expect(outcome.status).toBe("rejected");
+        const reason = (outcome as PromiseRejectedResult).reason;
+        expect(reason).toBeInstanceOf(StoreWriterUnavailable);
+        expect(isDatabaseUnavailable(reason)).toBe(true);
+      }
+      expect(await owners("crash-a")).toEqual(["crash-a1", "crash-a2", "crash-a3"]);
+      // The group in flight committed whole or not at all.
+      expect([0, 3]).toContain((await owners("crash-f")).length);
+
+      // The crashed thread's connection is gone with it: the new thread gets the lock at once.
+      expect(await hot.claimMcpSession(session("crash-n1"))).toBe("github:1");
+      expect(hot.stats.threadsStarted).toBe(2);
+      expect(await owners("crash-n")).toEqual(["crash-n1"]);
+    } finally {
+      await hot.close();
+    }
+  });
+
+  it("commits what is queued when closed, then refuses writes as unavailable", async () => {
+    const hot = createSqliteHotStore(file);
+    const queued = ["close-1", "close-2"].map((h) => hot.claimMcpSession(session(h)));
+    await hot.close();
+    expect(await Promise.all(queued)).toEqual(["github:1", "github:1"]);
+    expect(await owners("close-")).toEqual(["close-1", "close-2"]);
+    await expect(hot.claimMcpSession(session("close-3"))).rejects.toBeInstanceOf(StoreWriterUnavailable);
+  });
+});
