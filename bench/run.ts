@@ -99,9 +99,11 @@ async function main(): Promise<void> {
         MCP_SERVER_URL: mcpUrl,
         UPSTREAM_RECHECK_SECONDS: recheck,
         LOG_LEVEL: "warn",
+        // The text banner, whatever the log level (as JSON it is an info line, below warn).
+        LOG_FORMAT: "pretty",
         ...extra,
       },
-      /MCP endpoint/,
+      /mcp-auth-broker is running/,
       true,
     );
     return { child, url: `http://127.0.0.1:${port}`, databaseUrl };
