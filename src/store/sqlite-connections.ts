@@ -38,19 +38,36 @@ class ConfiguredConnections implements Client {
     this.#fresh = false;
   }
 
-  async execute(stmt: InStatement): Promise<ResultSet> {
-    await this.#configure();
+  /**
+   * Statements outside a transaction also wait for the write gate: otherwise one that writes
+   * while the hot store's writer thread commits would wait for its lock in SQLite's busy handler,
+   * blocking the event loop. (Reads wait too: the driver cannot tell them apart; a cold path's read
+   * waits at most one group commit.)
+   */
+  async #gated<T>(work: () => Promise<T>): Promise<T> {
+    const release = await this.gate.acquire();
     try {
-      return await this.inner.execute(stmt);
-    } catch (err) {
-      if (!openedReadOnly(err)) throw err;
-      // SQLite opens a connection read-only when the file cannot be written at that moment, and
-      // it stays so. The file may be writable again (permissions fixed): retry once on a new
-      // connection. Safe: a statement refused as read-only changed nothing.
-      await this.#replaceConnection();
-      await this.#configure();
-      return this.inner.execute(stmt);
+      return await work();
+    } finally {
+      release();
     }
+  }
+
+  execute(stmt: InStatement): Promise<ResultSet> {
+    return this.#gated(async () => {
+      await this.#configure();
+      try {
+        return await this.inner.execute(stmt);
+      } catch (err) {
+        if (!openedReadOnly(err)) throw err;
+        // SQLite opens a connection read-only when the file cannot be written at that moment, and
+        // it stays so. The file may be writable again (permissions fixed): retry once on a new
+        // connection. Safe: a statement refused as read-only changed nothing.
+        await this.#replaceConnection();
+        await this.#configure();
+        return this.inner.execute(stmt);
+      }
+    });
   }
 
   /** The client keeps no handle to drop its connection; handing it to a transaction does. */
@@ -60,9 +77,11 @@ class ConfiguredConnections implements Client {
     tx.close();
   }
 
-  async batch(stmts: Array<InStatement>, mode?: TransactionMode): Promise<Array<ResultSet>> {
-    await this.#configure();
-    return this.inner.batch(stmts, mode);
+  batch(stmts: Array<InStatement>, mode?: TransactionMode): Promise<Array<ResultSet>> {
+    return this.#gated(async () => {
+      await this.#configure();
+      return this.inner.batch(stmts, mode);
+    });
   }
 
   /**
@@ -85,9 +104,11 @@ class ConfiguredConnections implements Client {
     }
   }
 
-  async executeMultiple(sql: string): Promise<void> {
-    await this.#configure();
-    return this.inner.executeMultiple(sql);
+  executeMultiple(sql: string): Promise<void> {
+    return this.#gated(async () => {
+      await this.#configure();
+      return this.inner.executeMultiple(sql);
+    });
   }
 
   sync(): Promise<void> {

@@ -160,7 +160,14 @@ export class SqliteWriter {
       this.#awaited.set(id, { resolve, reject });
       // Kept alive only while an answer is awaited: an idle writer never holds the process open.
       if (this.#awaited.size === 1) thread.ref();
-      thread.postMessage({ ...body, id } as WriterRequest);
+      try {
+        thread.postMessage({ ...body, id } as WriterRequest);
+      } catch (err) {
+        // An argument structured clone cannot copy: this request fails alone.
+        this.#awaited.delete(id);
+        if (this.#awaited.size === 0) thread.unref();
+        reject(err);
+      }
     });
   }
 

@@ -36,20 +36,28 @@ describe("the SQLite writer thread", () => {
   const owners = async (prefix: string) =>
     (await database.db.mcpSession.findMany({ where: { sessionHash: { startsWith: prefix } }, orderBy: { sessionHash: "asc" } })).map((s) => s.sessionHash);
 
-  it("waits for another process's lock off the event loop, then commits", async () => {
+  it("waits for another process's lock off the event loop, and Prisma's writes wait their turn without blocking it", async () => {
+    const { db, hot } = database;
     const { released } = await holdWriteLock(file, 1500);
     let timerFired = false;
     const timer = setTimeout(() => {
       timerFired = true;
     }, 50);
-    const owner = await database.hot.claimMcpSession(session("lock-1"));
+    const hotClaim = hot.claimMcpSession(session("lock-1")).then((owner) => ({ owner, timerFired }));
+    // The group is on its way to the writer thread, which holds the gate while it waits.
+    await new Promise((resolve) => setImmediate(resolve));
+    const prismaWrite = db.mcpSession.create({ data: session("lock-2") }).then(() => timerFired);
+    const claimed = await hotClaim;
+    const timerFiredBeforePrisma = await prismaWrite;
     clearTimeout(timer);
     await released;
-    expect(owner).toBe("github:1");
-    // The timer fell due while the writer thread waited for the lock: the event loop was free
-    // (with the writer on this thread, the claim resolved first, in the turn that unblocked it).
-    expect(timerFired).toBe(true);
-    expect(await database.hot.mcpSessionOwner("lock-1")).toBe("github:1");
+    expect(claimed.owner).toBe("github:1");
+    // The timer fell due while both waited for the lock: the event loop was free. (Had either
+    // waited in SQLite's busy handler on this thread, it would have resolved first, in the turn
+    // that unblocked it.)
+    expect(claimed.timerFired).toBe(true);
+    expect(timerFiredBeforePrisma).toBe(true);
+    expect(await owners("lock-")).toEqual(["lock-1", "lock-2"]);
   });
 
   it("takes turns with Prisma's transactions of this process: every write lands, none fails busy", async () => {
