@@ -2,8 +2,11 @@
 // only a process shows: that it survives a fault, or what a kill -9 leaves behind.
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
 import { freePort } from "./start-broker.ts";
 import { startServer, waitForOutput } from "./spawn.ts";
+import { copyMigratedSqlite } from "./template-db.ts";
 
 export interface BrokerProcess {
   readonly child: ChildProcess;
@@ -16,12 +19,40 @@ export interface BrokerProcess {
   kill(): Promise<void>;
 }
 
+/**
+ * The process's database: DATABASE_URL, or broker.db in its folder. A SQLite file not there yet
+ * starts as a copy of the migrated template, so the process finds nothing to migrate and starts
+ * without the migration engine (over a second; the tests that are about migrating start their
+ * own processes).
+ */
+async function databaseFor(cwd: string, env: Record<string, string>): Promise<string> {
+  const url = env.DATABASE_URL ?? `file:${path.join(cwd, "broker.db")}`;
+  const file = /^file:(.+)$/i.exec(url)?.[1];
+  if (file !== undefined) {
+    const absolute = path.resolve(cwd, file);
+    if (!existsSync(absolute)) {
+      mkdirSync(path.dirname(absolute), { recursive: true });
+      await copyMigratedSqlite(absolute);
+    }
+  }
+  return url;
+}
+
 export async function startBrokerProcess(cwd: string, env: Record<string, string>, attempt = 1): Promise<BrokerProcess> {
+  const databaseUrl = await databaseFor(cwd, env);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = startServer({
     cwd,
-    env: { PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: url, SECRET_KEY: randomBytes(32).toString("base64"), LOG_LEVEL: "warn", ...env },
+    env: {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: url,
+      SECRET_KEY: randomBytes(32).toString("base64"),
+      LOG_LEVEL: "warn",
+      ...env,
+      DATABASE_URL: databaseUrl,
+    },
   });
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
