@@ -5,6 +5,7 @@ import path from "node:path";
 import { ConfigError, loadConfig, decodeSecretKey } from "../../src/config.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
+import { preparedDatabaseUrl } from "../support/broker-process.ts";
 import { KNOWN_VARIABLES, unknownVariables } from "../../src/config-sources.ts";
 
 const KEY = Buffer.alloc(32, 7).toString("base64");
@@ -233,7 +234,8 @@ describe("the real process", () => {
   });
 
   it("warns at start about a misspelt variable, naming the one it likely means", async () => {
-    const child = startServer({ cwd: tmp(), env: { PORT: "0", UPSTREAM_PROVIDR: "github", LOG_LEVEL: "warn" } });
+    const cwd = tmp();
+    const child = startServer({ cwd, env: { PORT: "0", UPSTREAM_PROVIDR: "github", LOG_LEVEL: "warn", DATABASE_URL: await preparedDatabaseUrl(cwd) } });
     const finished = runToEnd(child, 30_000);
     await waitForOutput(child, /mcp-auth-broker is running/).catch((err: unknown) => {
       child.kill("SIGKILL");

@@ -11,6 +11,7 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { mcpPost } from "../support/mcp-probe.ts";
+import { preparedDatabaseUrl } from "../support/broker-process.ts";
 
 interface LogLine {
   readonly msg: string;
@@ -84,7 +85,8 @@ describe("the /mcp access line", () => {
 
 describe("LOG_FORMAT=json", () => {
   it("writes the start-up banner as one log line with its facts", async () => {
-    const child = startServer({ cwd: mkdtempSync(path.join(tmpdir(), "mab-json-")), env: { PORT: "0", LOG_FORMAT: "json" } });
+    const cwd = mkdtempSync(path.join(tmpdir(), "mab-json-"));
+    const child = startServer({ cwd, env: { PORT: "0", LOG_FORMAT: "json", DATABASE_URL: await preparedDatabaseUrl(cwd) } });
     const finished = runToEnd(child, 30_000);
     const seen = await waitForOutput(child, /"msg":"mcp-auth-broker is running/).catch((err: unknown) => {
       child.kill("SIGKILL");

@@ -25,7 +25,7 @@ export interface BrokerProcess {
  * without the migration engine (over a second; the tests that are about migrating start their
  * own processes).
  */
-async function databaseFor(cwd: string, env: Record<string, string>): Promise<string> {
+export async function preparedDatabaseUrl(cwd: string, env: Record<string, string> = {}): Promise<string> {
   const url = env.DATABASE_URL ?? `file:${path.join(cwd, "broker.db")}`;
   const file = /^file:(.+)$/i.exec(url)?.[1];
   if (file !== undefined) {
@@ -39,7 +39,7 @@ async function databaseFor(cwd: string, env: Record<string, string>): Promise<st
 }
 
 export async function startBrokerProcess(cwd: string, env: Record<string, string>, attempt = 1): Promise<BrokerProcess> {
-  const databaseUrl = await databaseFor(cwd, env);
+  const databaseUrl = await preparedDatabaseUrl(cwd, env);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = startServer({
