@@ -60,3 +60,13 @@ export function cpuMs(pid: number | undefined, mainThread = false): number {
     return NaN;
   }
 }
+
+/** The bearer token the bench's brokers require for /metrics on their main listener (METRICS_TOKEN). */
+export const METRICS_TOKEN = "bench-metrics-token";
+
+/** A broker's /metrics text (Prometheus exposition). */
+export async function metricsText(brokerUrl: string): Promise<string> {
+  const res = await fetch(`${brokerUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
+  return res.text();
+}

@@ -8,65 +8,20 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { runClosedLoop, runLoad, type LoadResult } from "./load.ts";
+import { runClosedLoop, type LoadResult } from "./load.ts";
+import { CONCURRENCY, mcpSession, REQUESTS, toolCalls } from "./mcp-calls.ts";
 import { startGitHubEmulator } from "../test/support/github-emulator.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
-import { cpuMs, root, startProcess, stop } from "./processes.ts";
+import { cpuMs, METRICS_TOKEN, metricsText, root, startProcess, stop } from "./processes.ts";
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
+import { recheckRows } from "./recheck.ts";
 import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
-const CONCURRENCY = 50;
-
 async function metric(brokerUrl: string, name: string): Promise<number> {
-  const text = await (await fetch(`${brokerUrl}/metrics`)).text();
+  const text = await metricsText(brokerUrl);
   return Number(new RegExp(`^${name} (\\d+)`, "m").exec(text)?.[1] ?? NaN);
-}
-
-/** Opens an MCP session (initialize + initialized) and returns its id. */
-async function mcpSession(url: string, headers: Record<string, string>): Promise<string> {
-  const base = { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers };
-  const res = await fetch(url, {
-    method: "POST",
-    headers: base,
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
-    }),
-  });
-  const id = res.headers.get("mcp-session-id");
-  await res.text();
-  if (!id) throw new Error(`no MCP session from ${url}: ${res.status}`);
-  const note = await fetch(url, {
-    method: "POST",
-    headers: { ...base, "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" },
-    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
-  });
-  await note.text();
-  return id;
-}
-
-/** One client sending back to back: latency without queueing behind other clients on busy cores. */
-const SEQUENTIAL_REQUESTS = 1000;
-
-function toolCalls(url: string, headers: Record<string, string>, session: string, concurrency = CONCURRENCY) {
-  return runLoad({
-    url,
-    concurrency,
-    requests: concurrency === 1 ? SEQUENTIAL_REQUESTS : REQUESTS,
-    headers: () => ({
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-session-id": session,
-      "mcp-protocol-version": "2025-06-18",
-      ...headers,
-    }),
-    body: (w, i) => JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: `w${w}` } } }),
-  });
 }
 
 async function main(): Promise<void> {
@@ -101,6 +56,7 @@ async function main(): Promise<void> {
         LOG_LEVEL: "warn",
         // The text banner, whatever the log level (as JSON it is an info line, below warn).
         LOG_FORMAT: "pretty",
+        METRICS_TOKEN,
         ...extra,
       },
       /mcp-auth-broker is running/,
@@ -113,6 +69,11 @@ async function main(): Promise<void> {
   const fmt = (r: LoadResult) =>
     `${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms${r.errors ? `, ${r.errors} errors` : ""}`;
   try {
+    // BENCH_ONLY=recheck: the re-check rows alone (while working on that path).
+    if (process.env.BENCH_ONLY === "recheck") {
+      rows.push(...(await recheckRows(startBrokerProcess)));
+      return report(rows);
+    }
     // Direct to the MCP server: the baseline.
     const directSession = await mcpSession(mcpUrl, {});
     await toolCalls(mcpUrl, {}, directSession); // warm-up
@@ -160,6 +121,7 @@ async function main(): Promise<void> {
         await stop(broker.child);
       }
     }
+    rows.push(...(await recheckRows(startBrokerProcess)));
     // (g) refresh on PostgreSQL, when its server binaries are installed: a server of our own on
     // this machine, durable (fsync, synchronous commit) as in production.
     const postgres = await startPostgres({ durable: true });
@@ -239,6 +201,10 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 
+  report(rows);
+}
+
+function report(rows: Array<[string, string]>): void {
   const width = Math.max(...rows.map(([k]) => k.length));
   process.stdout.write(`\nmcp-auth-broker benchmark: ${REQUESTS} tools/call requests per run, ${CONCURRENCY} concurrent clients, ${process.version}\n\n`);
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);

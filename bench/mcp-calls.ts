@@ -1,0 +1,50 @@
+// The MCP traffic every /mcp row of the bench sends: a session opened as a client opens one, then
+// tools/call requests within it from any number of concurrent clients.
+import { runLoad } from "./load.ts";
+
+export const CONCURRENCY = 50;
+export const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
+/** One client sending back to back: latency without queueing behind other clients on busy cores. */
+export const SEQUENTIAL_REQUESTS = 1000;
+
+/** Opens an MCP session (initialize + initialized) and returns its id. */
+export async function mcpSession(url: string, headers: Record<string, string>): Promise<string> {
+  const base = { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers };
+  const res = await fetch(url, {
+    method: "POST",
+    headers: base,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
+    }),
+  });
+  const id = res.headers.get("mcp-session-id");
+  await res.text();
+  if (!id) throw new Error(`no MCP session from ${url}: ${res.status}`);
+  const note = await fetch(url, {
+    method: "POST",
+    headers: { ...base, "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+  });
+  await note.text();
+  return id;
+}
+
+/** tools/call echo requests: REQUESTS of them at `concurrency` clients, or `requests` when given. */
+export function toolCalls(url: string, headers: Record<string, string>, session: string, concurrency = CONCURRENCY, requests?: number) {
+  return runLoad({
+    url,
+    concurrency,
+    requests: requests ?? (concurrency === 1 ? SEQUENTIAL_REQUESTS : REQUESTS),
+    headers: () => ({
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": session,
+      "mcp-protocol-version": "2025-06-18",
+      ...headers,
+    }),
+    body: (w, i) => JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: `w${w}` } } }),
+  });
+}
