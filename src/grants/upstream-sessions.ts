@@ -6,9 +6,9 @@ import type { GrantLifecycle } from "./lifecycle.ts";
 import { CredentialRejected, UpstreamUnavailable } from "./errors.ts";
 import { audit } from "./audit.ts";
 import { SingleFlight } from "./single-flight.ts";
-import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
+import { UpstreamError, type TokensForIdentity, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
 import type { Tx } from "../store/db.ts";
-import type { UpstreamCheck } from "../store/hot-store.ts";
+import type { UpstreamCheck, UpstreamSession } from "../store/hot-store.ts";
 import { dateOf } from "./clock.ts";
 
 export interface CheckedSession {
@@ -91,26 +91,30 @@ export class UpstreamSessions {
     const view = { id: row.id, subject: row.subject, login: row.login };
     if (window > 0 && now - row.lastCheckedAt.getTime() < window) return { ...view, lastCheckedAt: row.lastCheckedAt };
 
-    const tokens = await this.decryptTokens(row);
+    // Only the access token is decrypted: a check needs nothing else (whether a refresh token
+    // is held is read from its column); a refresh or a revocation decrypts the rest.
+    const checked = { accessToken: await this.ctx.secrets.decrypt(row.accessTokenEnc), scope: row.scope ?? undefined };
     let status: "active" | "invalid" | "expired";
     let reason = "";
-    let accessExpiresAt = tokens.accessExpiresAt;
-    if (tokens.accessExpiresAt && tokens.accessExpiresAt.getTime() <= now) status = "expired";
+    let accessExpiresAt = row.accessExpiresAt ?? undefined;
+    if (accessExpiresAt && accessExpiresAt.getTime() <= now) status = "expired";
     else {
       this.stats.checks++;
-      const result = await this.callUpstream("check", () => this.ctx.provider.check(tokens));
+      const result = await this.callUpstream("check", () =>
+        this.ctx.provider.check({ accessToken: checked.accessToken, accessExpiresAt, refreshable: row.refreshTokenEnc !== null }),
+      );
       status = result.status;
       if (result.status === "invalid") reason = result.reason;
       if (result.status === "active" && result.accessExpiresAt) accessExpiresAt = result.accessExpiresAt;
     }
 
-    if (status === "expired") return this.refresh(sessionId, row, tokens, view);
+    if (status === "expired") return this.refresh(sessionId, row, await this.decryptTokens(row), view);
     if (status === "invalid") {
       await audit(this.ctx.db, { type: "upstream.invalid", subject: row.subject, detail: { upstreamSession: sessionId, reason } });
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_invalid");
       throw new CredentialRejected("the upstream identity provider no longer accepts this login; authorize again");
     }
-    const facts = await this.admitAgain(sessionId, row, tokens);
+    const facts = await this.admitAgain(sessionId, row, checked, () => this.decryptTokens(row));
     const checkedAt = dateOf(this.ctx.clock);
     await this.ctx.hot.recordUpstreamCheck(sessionId, { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null, facts });
     return { ...view, login: facts?.login ?? view.login, lastCheckedAt: checkedAt };
@@ -120,8 +124,14 @@ export class UpstreamSessions {
    * Reads the facts the access policy needs again (org and team membership, groups, verified
    * e-mails) and applies the policy as configured now: a user who left the org, or whom a changed
    * policy no longer admits, loses every grant on this session here. Returns what to store.
+   * `allTokens` gives every token of the session, for revoking them upstream.
    */
-  private async admitAgain(sessionId: string, row: { subject: string; profile: string }, tokens: UpstreamTokens): Promise<UpstreamCheck["facts"]> {
+  private async admitAgain(
+    sessionId: string,
+    row: { subject: string; profile: string },
+    tokens: TokensForIdentity,
+    allTokens: () => Promise<UpstreamTokens>,
+  ): Promise<UpstreamCheck["facts"]> {
     if (!this.ctx.policy.readsFacts) return undefined;
     let identity: UpstreamIdentity;
     try {
@@ -146,7 +156,7 @@ export class UpstreamSessions {
         detail: { upstreamSession: sessionId, reason: "policy_denied", login: identity.login },
       });
       // Nothing may stand on this upstream token any more: give it back (best effort).
-      await this.ctx.provider.revoke(tokens).catch((err: unknown) => {
+      await (async () => this.ctx.provider.revoke(await allTokens()))().catch((err: unknown) => {
         this.ctx.logger.warn(
           { err: err instanceof Error ? err.message : String(err) },
           "could not revoke the upstream token of a user the policy no longer admits",
@@ -182,7 +192,7 @@ export class UpstreamSessions {
     // The rotated upstream refresh token is stored before anything else can fail: losing it would
     // orphan the session.
     await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: await this.encryptTokens(renewed) });
-    const facts = await this.admitAgain(sessionId, row, renewed);
+    const facts = await this.admitAgain(sessionId, row, renewed, async () => renewed);
     const checkedAt = dateOf(this.ctx.clock);
     await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: { lastCheckedAt: checkedAt, ...facts } });
     await audit(this.ctx.db, { type: "upstream.refreshed", subject: view.subject, detail: { upstreamSession: sessionId } });
@@ -217,13 +227,9 @@ export class UpstreamSessions {
     };
   }
 
-  private async decryptTokens(row: {
-    accessTokenEnc: string;
-    refreshTokenEnc: string | null;
-    idTokenEnc: string | null;
-    scope: string | null;
-    accessExpiresAt: Date | null;
-  }): Promise<UpstreamTokens> {
+  private async decryptTokens(
+    row: Pick<UpstreamSession, "accessTokenEnc" | "refreshTokenEnc" | "idTokenEnc" | "scope" | "accessExpiresAt">,
+  ): Promise<UpstreamTokens> {
     return {
       accessToken: await this.ctx.secrets.decrypt(row.accessTokenEnc),
       refreshToken: (await this.ctx.secrets.decryptOptional(row.refreshTokenEnc)) ?? undefined,

@@ -17,6 +17,25 @@ export interface UpstreamTokens {
   readonly scope?: string | undefined;
 }
 
+/**
+ * What a check of a stored session needs: the access token, and only whether a refresh token is
+ * held (an inactive access token then means "renew", not "dead"). The refresh token itself stays
+ * encrypted until a refresh uses it.
+ */
+export interface TokensToCheck {
+  readonly accessToken: string;
+  readonly accessExpiresAt?: Date | undefined;
+  readonly refreshable: boolean;
+}
+
+/** What reading the identity again needs: the access token, its scopes (GitHub), validated ID token claims when fresh (OIDC). */
+export type TokensForIdentity = Pick<UpstreamTokens, "accessToken" | "scope" | "idTokenClaims">;
+
+/** The check's view of a full set of tokens. */
+export function toCheck(tokens: UpstreamTokens): TokensToCheck {
+  return { accessToken: tokens.accessToken, accessExpiresAt: tokens.accessExpiresAt, refreshable: Boolean(tokens.refreshToken) };
+}
+
 /** Who logged in upstream. */
 export interface UpstreamIdentity {
   /** Stable id with provider prefix: `github:12345`, `google:1098…`, `oidc:<sub>`, `demo:<sub>`. */
@@ -104,9 +123,9 @@ export interface UpstreamProvider {
   /** Exchanges the callback's code; validates state (and ID token/nonce for OIDC). */
   exchangeCode(input: UpstreamCallbackInput, redirectUri: string): Promise<UpstreamTokens>;
   /** Reads the user's identity with fresh tokens. */
-  fetchIdentity(tokens: UpstreamTokens): Promise<UpstreamIdentity>;
+  fetchIdentity(tokens: TokensForIdentity): Promise<UpstreamIdentity>;
   /** Is this upstream session still good? */
-  check(tokens: UpstreamTokens): Promise<UpstreamCheck>;
+  check(tokens: TokensToCheck): Promise<UpstreamCheck>;
   /** True when `refresh` can be attempted for these tokens. */
   canRefresh(tokens: UpstreamTokens): boolean;
   /** Uses the upstream refresh token; returns the new tokens (refresh token may rotate). */

@@ -1,7 +1,7 @@
 // GitHubProvider against the GitHub emulator (GitHub's real endpoints, GHES layout).
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { GitHubProvider } from "../../src/upstream/github.ts";
-import type { UpstreamError } from "../../src/upstream/provider.ts";
+import { toCheck, type UpstreamError } from "../../src/upstream/provider.ts";
 import { s256Challenge } from "../../src/crypto/pkce.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 
@@ -72,7 +72,7 @@ describe("GitHubProvider", () => {
     // The policy facts: the verified address from /user/emails; no org rule, so no membership read.
     expect(identity.verifiedEmails).toEqual(["octocat@users.noreply.example"]);
     expect(identity.memberships).toEqual([]);
-    expect(await p.check(tokens)).toEqual({ status: "active" });
+    expect(await p.check(toCheck(tokens))).toEqual({ status: "active" });
   });
 
   it("refuses a state mismatch and a wrong verifier", async () => {
@@ -96,7 +96,7 @@ describe("GitHubProvider", () => {
     const { request, callbackUrl } = await login(p, "hubot");
     const tokens = await p.exchangeCode({ callbackUrl, expectedState: request.state, codeVerifier: request.codeVerifier }, REDIRECT);
     gh.revokeUser("hubot");
-    expect(await p.check(tokens)).toMatchObject({ status: "invalid" });
+    expect(await p.check(toCheck(tokens))).toMatchObject({ status: "invalid" });
     const second = await login(p, "monalisa");
     const t2 = await p.exchangeCode(
       { callbackUrl: second.callbackUrl, expectedState: second.request.state, codeVerifier: second.request.codeVerifier },
@@ -105,7 +105,7 @@ describe("GitHubProvider", () => {
     const before = gh.count("DELETE /api/v3/applications/:id/token");
     await p.revoke(t2);
     expect(gh.count("DELETE /api/v3/applications/:id/token")).toBe(before + 1);
-    expect(await p.check(t2)).toMatchObject({ status: "invalid" });
+    expect(await p.check(toCheck(t2))).toMatchObject({ status: "invalid" });
   });
 
   it("refreshes expiring user tokens (GitHub Apps) with rotation", async () => {
@@ -121,7 +121,7 @@ describe("GitHubProvider", () => {
       expect(fresh.accessToken).not.toBe(tokens.accessToken);
       expect(fresh.refreshToken).not.toBe(tokens.refreshToken);
       await expect(p.refresh(tokens)).rejects.toMatchObject({ kind: "invalid_grant" });
-      expect(await p.check({ ...fresh, accessExpiresAt: new Date(Date.now() - 1) })).toEqual({ status: "expired" });
+      expect(await p.check(toCheck({ ...fresh, accessExpiresAt: new Date(Date.now() - 1) }))).toEqual({ status: "expired" });
     } finally {
       gh.expiringTokensSeconds = undefined;
     }
@@ -143,10 +143,10 @@ describe("GitHubProvider", () => {
     gh.outage = "hang";
     try {
       const started = Date.now();
-      await expect(p.check({ accessToken: "gho_x" })).rejects.toMatchObject({ kind: "unavailable" });
+      await expect(p.check({ accessToken: "gho_x", refreshable: false })).rejects.toMatchObject({ kind: "unavailable" });
       expect(Date.now() - started).toBeLessThan(2000);
       gh.outage = "503";
-      await expect(p.check({ accessToken: "gho_x" })).rejects.toMatchObject({ kind: "unavailable" });
+      await expect(p.check({ accessToken: "gho_x", refreshable: false })).rejects.toMatchObject({ kind: "unavailable" });
     } finally {
       gh.outage = null;
     }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { OidcProvider } from "../../src/upstream/oidc.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
-import { UpstreamError, type UpstreamProvider } from "../../src/upstream/provider.ts";
+import { toCheck, UpstreamError, type UpstreamProvider } from "../../src/upstream/provider.ts";
 import { loginWithoutBrowser } from "../support/oidc-login.ts";
 
 const REDIRECT = "http://127.0.0.1:9/oauth/callback";
@@ -61,7 +61,7 @@ describe("OidcProvider", () => {
     expect(tokens.refreshToken).toBeDefined();
     const identity = await p.fetchIdentity(tokens);
     expect(identity).toMatchObject({ subject: "oidc:alice", login: "alice", email: "alice@demo.invalid" });
-    expect(await p.check(tokens)).toMatchObject({ status: "active" });
+    expect(await p.check(toCheck(tokens))).toMatchObject({ status: "active" });
   });
 
   it("takes identity only from the ID token claims it validated, never from a token string it was handed", async () => {
@@ -115,12 +115,12 @@ describe("OidcProvider", () => {
     const { tokens } = await signIn(p, "dave");
     const fresh = await p.refresh(tokens);
     expect(fresh.accessToken).not.toBe(tokens.accessToken);
-    expect(await p.check(fresh)).toMatchObject({ status: "active" });
+    expect(await p.check(toCheck(fresh))).toMatchObject({ status: "active" });
     await p.revoke(fresh);
-    expect(await p.check({ ...fresh, refreshToken: undefined })).toMatchObject({ status: "invalid" });
+    expect(await p.check(toCheck({ ...fresh, refreshToken: undefined }))).toMatchObject({ status: "invalid" });
     const other = await signIn(p, "erin");
     await idp.revokeSubject("erin");
-    expect(await p.check({ ...other.tokens, refreshToken: undefined })).toMatchObject({ status: "invalid" });
+    expect(await p.check(toCheck({ ...other.tokens, refreshToken: undefined }))).toMatchObject({ status: "invalid" });
     await expect(p.refresh(other.tokens)).rejects.toMatchObject({ kind: "invalid_grant" });
   });
 
@@ -129,7 +129,7 @@ describe("OidcProvider", () => {
     const { tokens } = await signIn(p, "frank");
     idp.setOutage(true);
     try {
-      await expect(p.check(tokens)).rejects.toMatchObject({ kind: "unavailable" });
+      await expect(p.check(toCheck(tokens))).rejects.toMatchObject({ kind: "unavailable" });
     } finally {
       idp.setOutage(false);
     }
