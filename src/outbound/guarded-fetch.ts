@@ -1,12 +1,10 @@
 // The outbound GET for documents whose URL an outsider chose (Client ID Metadata Documents): https
 // only, no redirects followed, a deadline, a size cap, JSON only, and no connection to an address
-// the policy refuses. The check runs inside the connection's own DNS lookup, so the socket goes to
-// exactly the address that was checked (no second lookup an attacker's DNS could answer
-// differently); an IP literal in the URL is checked before anything is sent.
-import dns from "node:dns";
-import { isIP, type LookupFunction } from "node:net";
+// the policy refuses (guarded-lookup.ts).
+import type { LookupFunction } from "node:net";
 import { Agent, request } from "undici";
-import { checkAddress } from "./address-policy.ts";
+import { OutboundFetchError } from "./fetch-error.ts";
+import { guardedLookup, refuseAddressLiteral, systemLookup } from "./guarded-lookup.ts";
 
 export interface GuardedFetchOptions {
   /** CIMD_ALLOW_PRIVATE_NETWORKS: private and loopback addresses too (cloud metadata never). */
@@ -24,17 +22,7 @@ export interface GuardedFetchOptions {
   readonly ca?: string | readonly string[];
 }
 
-/** Why a document could not be fetched, in words safe to show to the person at the browser. */
-export class OutboundFetchError extends Error {
-  constructor(
-    readonly kind: "refused-address" | "not-https" | "redirect" | "status" | "too-large" | "not-json" | "timeout" | "network",
-    message: string,
-    readonly status?: number,
-  ) {
-    super(message);
-    this.name = "OutboundFetchError";
-  }
-}
+export { OutboundFetchError };
 
 export interface FetchedJson {
   readonly status: number;
@@ -64,30 +52,6 @@ export const DEFAULT_MAX_BYTES = 32 * 1024;
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i;
 
-/** A lookup that refuses the whole answer when any address in it is refused. */
-function guardedLookup(base: LookupFunction, allowPrivateNetworks: boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    base(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, "", 0);
-      const list = (Array.isArray(addresses) ? addresses : [{ address: addresses as unknown as string, family: 4 }]) as dns.LookupAddress[];
-      if (list.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), "", 0);
-      for (const { address } of list) {
-        const verdict = checkAddress(address, allowPrivateNetworks);
-        if (!verdict.allowed) {
-          return callback(
-            new OutboundFetchError("refused-address", `${hostname} resolves to ${address}, ${verdict.reason}: it is not fetched`) as NodeJS.ErrnoException,
-            "",
-            0,
-          );
-        }
-      }
-      if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
-      const first = list.find((a) => !options.family || a.family === options.family) ?? list[0]!;
-      callback(null, first.address, first.family);
-    });
-  };
-}
-
 /** Drops a body nobody will read (undici's body emits "error" when destroyed: swallowed here). */
 function discard(body: { on(event: "error", listener: () => void): unknown; destroy(): unknown }): void {
   body.on("error", () => undefined);
@@ -103,7 +67,7 @@ function causeChain(err: unknown): unknown[] {
 export function createGuardedFetcher(options: GuardedFetchOptions): JsonFetcher {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
-  const lookup = guardedLookup(options.lookup ?? (dns.lookup as unknown as LookupFunction), options.allowPrivateNetworks);
+  const lookup = guardedLookup(options.lookup ?? systemLookup, options.allowPrivateNetworks);
   const agent = new Agent({
     connect: { lookup, timeout: timeoutMs, ...(options.ca ? { ca: [...[options.ca].flat()] } : {}) },
     keepAliveTimeout: 10_000,
@@ -113,12 +77,7 @@ export function createGuardedFetcher(options: GuardedFetchOptions): JsonFetcher 
   async function getJson(url: string): Promise<FetchedJson> {
     const target = new URL(url);
     if (target.protocol !== "https:") throw new OutboundFetchError("not-https", "only https URLs are fetched");
-    const literal = target.hostname.replace(/^\[|\]$/g, "");
-    // net.connect does no lookup for an IP literal: check it here.
-    if (isIP(literal)) {
-      const verdict = checkAddress(literal, options.allowPrivateNetworks);
-      if (!verdict.allowed) throw new OutboundFetchError("refused-address", `${literal} is ${verdict.reason}: it is not fetched`);
-    }
+    refuseAddressLiteral(target, options.allowPrivateNetworks);
     const signal = AbortSignal.timeout(timeoutMs);
     let res: Awaited<ReturnType<typeof request>>;
     try {

@@ -2,6 +2,7 @@
 // timeouts, HTTP statuses) into an UpstreamError whose kind decides what the broker does.
 import { UpstreamError } from "./provider.ts";
 import { describeNetworkFailure } from "../outbound/network-failure.ts";
+import { OutboundFetchError } from "../outbound/fetch-error.ts";
 
 interface ErrorShape {
   name?: string;
@@ -23,7 +24,18 @@ const NETWORK_CODES = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
   "UND_ERR_SOCKET",
   "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
 ]);
+
+/** The address policy's refusal somewhere in the cause chain (an IdP at a cloud metadata address). */
+function refusedAddress(err: unknown): OutboundFetchError | undefined {
+  let e = err as ErrorShape | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (e instanceof OutboundFetchError && e.kind === "refused-address") return e;
+    e = e.cause as ErrorShape | undefined;
+  }
+  return undefined;
+}
 
 export function isNetworkFailure(err: unknown): boolean {
   let e = err as ErrorShape | undefined;
@@ -67,6 +79,8 @@ const HINTS: Partial<Record<UpstreamError["kind"], string>> = {
 /** `setting`: where the identity provider's address is configured, for the fix of a network failure. */
 export function classifyFailure(err: unknown, what: string, setting = "UPSTREAM_ISSUER"): UpstreamError {
   if (err instanceof UpstreamError) return err;
+  const refused = refusedAddress(err);
+  if (refused) return new UpstreamError("misconfigured", `${what}: ${refused.message}; check ${setting}`, { cause: err });
   if (isNetworkFailure(err)) {
     const why = describeNetworkFailure(err, "the identity provider", setting) ?? HINTS.unavailable;
     return new UpstreamError("unavailable", `${what}: ${why}`, { cause: err });

@@ -14,11 +14,14 @@ import {
   type UpstreamCheck,
   type UpstreamIdentity,
   type UpstreamProvider,
+  type TokensForIdentity,
+  type TokensToCheck,
   type UpstreamTokens,
 } from "./provider.ts";
 import { classifyFailure, kindOf } from "./errors.ts";
 import { s256Challenge } from "../crypto/pkce.ts";
 import type { GitHubOrgRule } from "../access-policy-config.ts";
+import { createPooledFetch, type PooledFetch, type PooledFetchInit } from "../outbound/pooled-fetch.ts";
 
 export interface GitHubProviderOptions {
   readonly clientId: string;
@@ -37,6 +40,8 @@ export interface GitHubProviderOptions {
    * a pino logger fits. Only the rule, the login, the status and GitHub's message are passed.
    */
   readonly log?: { warn(fields: Record<string, unknown>, message: string): void };
+  /** The HTTP client (default: one of its own, a connection pool per origin). */
+  readonly fetch?: PooledFetch;
 }
 
 const TokenResponse = z.union([
@@ -89,13 +94,17 @@ export class GitHubProvider implements UpstreamProvider {
   readonly kind = "github";
   readonly displayName: string;
 
+  private readonly http: PooledFetch;
+
   constructor(private readonly options: GitHubProviderOptions) {
     this.displayName = options.displayName ?? "GitHub";
+    // GitHub is the operator's choice (GHES often on an internal network): private addresses allowed.
+    this.http = options.fetch ?? createPooledFetch({ allowPrivateNetworks: true, timeoutMs: options.timeoutMs });
   }
 
-  private async request(url: string, init: RequestInit, what: string): Promise<Response> {
+  private async request(url: string, init: PooledFetchInit, what: string): Promise<Response> {
     try {
-      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(this.options.timeoutMs), redirect: "manual" });
+      const res = await this.http(url, { ...init, signal: AbortSignal.timeout(this.options.timeoutMs), redirect: "manual" });
       if (res.status >= 500) throw new UpstreamError("unavailable", `${what}: GitHub answered ${res.status}`);
       return res;
     } catch (err) {
@@ -168,7 +177,7 @@ export class GitHubProvider implements UpstreamProvider {
     return this.tokenRequest({ code, redirect_uri: redirectUri, code_verifier: input.codeVerifier }, "exchanging the GitHub code");
   }
 
-  async fetchIdentity(tokens: UpstreamTokens): Promise<UpstreamIdentity> {
+  async fetchIdentity(tokens: TokensForIdentity): Promise<UpstreamIdentity> {
     const res = await this.request(
       `${this.options.apiUrl}/user`,
       { headers: this.apiHeaders({ Authorization: `Bearer ${tokens.accessToken}` }) },
@@ -200,7 +209,7 @@ export class GitHubProvider implements UpstreamProvider {
    * GitHub App user tokens (no scopes; the app's "Email addresses" permission decides). A token
    * that may not read them gets 404/403: no addresses, not an error.
    */
-  private async fetchEmails(tokens: UpstreamTokens): Promise<z.infer<typeof Emails>> {
+  private async fetchEmails(tokens: TokensForIdentity): Promise<z.infer<typeof Emails>> {
     const scopes = (tokens.scope ?? "").split(/[ ,]+/).filter(Boolean);
     if (scopes.length && !scopes.includes("user:email") && !scopes.includes("user")) return [];
     const what = "reading the GitHub e-mails";
@@ -217,7 +226,7 @@ export class GitHubProvider implements UpstreamProvider {
   }
 
   /** The ALLOWED_GITHUB_ORGS entries (as written: `acme`, `acme/platform`) the user is an active member of. */
-  private async fetchMemberships(tokens: UpstreamTokens, login: string): Promise<string[]> {
+  private async fetchMemberships(tokens: TokensForIdentity, login: string): Promise<string[]> {
     const rules = this.options.orgRules ?? [];
     const answers = await Promise.all(rules.map((rule) => this.fetchMembership(tokens, rule, login)));
     return rules.filter((_, i) => answers[i] === "member").map((rule) => (rule.team ? `${rule.org}/${rule.team}` : rule.org));
@@ -235,7 +244,7 @@ export class GitHubProvider implements UpstreamProvider {
    *   authorized for this token, an OAuth app access restriction): not a member, noted in the log.
    *   403/429 from a rate limit, 5xx, network: unavailable (retry; never decide "not a member").
    */
-  private async fetchMembership(tokens: UpstreamTokens, rule: GitHubOrgRule, login: string): Promise<MembershipAnswer> {
+  private async fetchMembership(tokens: TokensForIdentity, rule: GitHubOrgRule, login: string): Promise<MembershipAnswer> {
     const label = rule.team ? `${rule.org}/${rule.team}` : rule.org;
     const what = `reading the GitHub membership in ${label}`;
     const org = encodeURIComponent(rule.org);
@@ -271,7 +280,7 @@ export class GitHubProvider implements UpstreamProvider {
     throw new UpstreamError("protocol", `${what}: unexpected status ${res.status}`);
   }
 
-  async check(tokens: UpstreamTokens): Promise<UpstreamCheck> {
+  async check(tokens: TokensToCheck): Promise<UpstreamCheck> {
     if (tokens.accessExpiresAt && tokens.accessExpiresAt.getTime() <= Date.now()) return { status: "expired" };
     const res = await this.request(
       `${this.options.apiUrl}/applications/${encodeURIComponent(this.options.clientId)}/token`,

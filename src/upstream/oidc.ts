@@ -12,9 +12,12 @@ import {
   type UpstreamCheck,
   type UpstreamIdentity,
   type UpstreamProvider,
+  type TokensForIdentity,
+  type TokensToCheck,
   type UpstreamTokens,
 } from "./provider.ts";
 import { classifyFailure } from "./errors.ts";
+import { createPooledFetch, type PooledFetch } from "../outbound/pooled-fetch.ts";
 
 export interface OidcProviderOptions {
   /** Subject prefix and provider name: `oidc`, `google`, `demo`. */
@@ -32,6 +35,8 @@ export interface OidcProviderOptions {
   readonly offline?: boolean;
   /** The claim that carries the user's groups (UPSTREAM_GROUPS_CLAIM). */
   readonly groupsClaim?: string;
+  /** The HTTP client (default: one of its own, a connection pool per origin). */
+  readonly fetch?: PooledFetch;
 }
 
 /** Some IdPs send booleans as strings ("true"); anything else is not a yes. */
@@ -61,10 +66,13 @@ export class OidcProvider implements UpstreamProvider {
   readonly kind: string;
   readonly displayName: string;
   private configuration: Promise<client.Configuration> | undefined;
+  private readonly http: PooledFetch;
 
   constructor(private readonly options: OidcProviderOptions) {
     this.kind = options.kind;
     this.displayName = options.displayName;
+    // The issuer is the operator's choice (often on an internal network): private addresses allowed.
+    this.http = options.fetch ?? createPooledFetch({ allowPrivateNetworks: true, timeoutMs: options.timeoutMs });
   }
 
   /** Discovery happens once, lazily; a failure is retried on the next use. */
@@ -75,6 +83,7 @@ export class OidcProvider implements UpstreamProvider {
       this.configuration = client
         .discovery(issuer, this.options.clientId, this.options.clientSecret, client.ClientSecretBasic(this.options.clientSecret), {
           timeout: Math.ceil(this.options.timeoutMs / 1000),
+          [client.customFetch]: this.http,
           // Plain http only for a loopback issuer (the demo IdP, tests); never for real hosts.
           ...(insecure ? { execute: [client.allowInsecureRequests] } : {}),
         })
@@ -163,7 +172,7 @@ export class OidcProvider implements UpstreamProvider {
     }
   }
 
-  async fetchIdentity(tokens: UpstreamTokens): Promise<UpstreamIdentity> {
+  async fetchIdentity(tokens: TokensForIdentity): Promise<UpstreamIdentity> {
     const config = await this.config();
     const claims = tokens.idTokenClaims ?? {};
     const sub = typeof claims.sub === "string" ? claims.sub : undefined;
@@ -196,14 +205,14 @@ export class OidcProvider implements UpstreamProvider {
     };
   }
 
-  async check(tokens: UpstreamTokens): Promise<UpstreamCheck> {
+  async check(tokens: TokensToCheck): Promise<UpstreamCheck> {
     const config = await this.config();
     if (tokens.accessExpiresAt && tokens.accessExpiresAt.getTime() <= Date.now()) return { status: "expired" };
     if (config.serverMetadata().introspection_endpoint) {
       try {
         const result = await client.tokenIntrospection(config, tokens.accessToken);
         if (!result.active)
-          return tokens.refreshToken ? { status: "expired" } : { status: "invalid", reason: "the identity provider reports the token inactive" };
+          return tokens.refreshable ? { status: "expired" } : { status: "invalid", reason: "the identity provider reports the token inactive" };
         return { status: "active", accessExpiresAt: typeof result.exp === "number" ? new Date(result.exp * 1000) : undefined };
       } catch (err) {
         throw classifyFailure(err, `token introspection at ${this.options.issuer} failed`);
@@ -215,7 +224,7 @@ export class OidcProvider implements UpstreamProvider {
     } catch (err) {
       const failure = classifyFailure(err, `userinfo at ${this.options.issuer} failed`);
       if (failure.kind === "invalid_grant" || failure.kind === "denied") {
-        return tokens.refreshToken ? { status: "expired" } : { status: "invalid", reason: "the identity provider refused the token" };
+        return tokens.refreshable ? { status: "expired" } : { status: "invalid", reason: "the identity provider refused the token" };
       }
       throw failure;
     }
