@@ -102,11 +102,11 @@ export function createPooledFetch(options: PooledFetchOptions): PooledFetch {
 
   const pooledFetch = async (url: string | URL, init: PooledFetchInit = {}): Promise<Response> => {
     const target = typeof url === "string" ? new URL(url) : url;
-    refuseAddressLiteral(target, options.allowPrivateNetworks);
     const headers = headerRecord(init.headers);
     const body = requestBody(init.body, headers);
     let answer: Dispatcher.ResponseData;
     try {
+      refuseAddressLiteral(target, options.allowPrivateNetworks);
       answer = await agent.request({
         origin: target.origin,
         path: target.pathname + target.search,

@@ -28,7 +28,7 @@ const NETWORK_CODES = new Set([
 ]);
 
 /** The address policy's refusal somewhere in the cause chain (an IdP at a cloud metadata address). */
-function refusedAddress(err: unknown): OutboundFetchError | undefined {
+export function refusedAddress(err: unknown): OutboundFetchError | undefined {
   let e = err as ErrorShape | undefined;
   for (let depth = 0; e && depth < 4; depth++) {
     if (e instanceof OutboundFetchError && e.kind === "refused-address") return e;

@@ -16,7 +16,7 @@ import {
   type TokensToCheck,
   type UpstreamTokens,
 } from "./provider.ts";
-import { classifyFailure } from "./errors.ts";
+import { classifyFailure, refusedAddress } from "./errors.ts";
 import { createPooledFetch, type PooledFetch } from "../outbound/pooled-fetch.ts";
 
 export interface OidcProviderOptions {
@@ -66,6 +66,8 @@ export class OidcProvider implements UpstreamProvider {
   readonly kind: string;
   readonly displayName: string;
   private configuration: Promise<client.Configuration> | undefined;
+  /** The issuer's metadata as discovered (openid-client's serverMetadata() clones it on every call). */
+  private metadata: client.ServerMetadata | undefined;
   private readonly http: PooledFetch;
 
   constructor(private readonly options: OidcProviderOptions) {
@@ -91,12 +93,17 @@ export class OidcProvider implements UpstreamProvider {
           this.configuration = undefined;
           throw new UpstreamError(
             "unavailable",
-            `cannot reach the OIDC issuer ${this.options.issuer} (discovery failed: ${(err as Error).message}); check UPSTREAM_ISSUER`,
+            `cannot reach the OIDC issuer ${this.options.issuer} (discovery failed: ${refusedAddress(err)?.message ?? (err as Error).message}); check UPSTREAM_ISSUER`,
             { cause: err },
           );
         });
     }
     return this.configuration;
+  }
+
+  private serverMetadata(config: client.Configuration): client.ServerMetadata {
+    this.metadata ??= config.serverMetadata();
+    return this.metadata;
   }
 
   async prepare(): Promise<void> {
@@ -121,7 +128,7 @@ export class OidcProvider implements UpstreamProvider {
 
   private async scopes(config: client.Configuration): Promise<string> {
     const scopes = new Set(this.options.scopes.split(" ").filter(Boolean));
-    const supported = config.serverMetadata().scopes_supported;
+    const supported = this.serverMetadata(config).scopes_supported;
     if (this.options.offline && supported?.includes("offline_access")) scopes.add("offline_access");
     return [...scopes].join(" ");
   }
@@ -208,7 +215,7 @@ export class OidcProvider implements UpstreamProvider {
   async check(tokens: TokensToCheck): Promise<UpstreamCheck> {
     const config = await this.config();
     if (tokens.accessExpiresAt && tokens.accessExpiresAt.getTime() <= Date.now()) return { status: "expired" };
-    if (config.serverMetadata().introspection_endpoint) {
+    if (this.serverMetadata(config).introspection_endpoint) {
       try {
         const result = await client.tokenIntrospection(config, tokens.accessToken);
         if (!result.active)
@@ -247,7 +254,7 @@ export class OidcProvider implements UpstreamProvider {
 
   async revoke(tokens: UpstreamTokens): Promise<void> {
     const config = await this.config();
-    if (!config.serverMetadata().revocation_endpoint) return;
+    if (!this.serverMetadata(config).revocation_endpoint) return;
     try {
       if (tokens.refreshToken) await client.tokenRevocation(config, tokens.refreshToken, { token_type_hint: "refresh_token" });
       await client.tokenRevocation(config, tokens.accessToken, { token_type_hint: "access_token" });
