@@ -32,6 +32,22 @@ function storedGroups(profile: string): string[] | undefined {
   }
 }
 
+/**
+ * How stale the stored time of the last good check may get when nothing else changed. Only with
+ * UPSTREAM_RECHECK_SECONDS=0 (a check on every use) do checks come faster: the stored time decides
+ * nothing then, and writing it on every request cost more CPU than the check itself (a COMMIT each).
+ */
+const CHECK_RECORD_INTERVAL_MS = 1000;
+
+/** Whether the stored row already says what this check found, as of less than CHECK_RECORD_INTERVAL_MS ago. */
+function recordedRecently(row: UpstreamSession, check: UpstreamCheck): boolean {
+  const age = check.lastCheckedAt.getTime() - row.lastCheckedAt.getTime();
+  if (age < 0 || age >= CHECK_RECORD_INTERVAL_MS) return false;
+  if ((check.accessExpiresAt?.getTime() ?? null) !== (row.accessExpiresAt?.getTime() ?? null)) return false;
+  const facts = check.facts;
+  return !facts || (facts.login === row.login && facts.email === row.email && facts.profile === row.profile);
+}
+
 /** Told of every call to the identity provider for a session, and of policy refusals (metrics). */
 export interface UpstreamObserver {
   upstreamCall(call: "check" | "identity" | "refresh", result: "ok" | "rejected" | "unavailable", seconds: number): void;
@@ -116,7 +132,8 @@ export class UpstreamSessions {
     }
     const facts = await this.admitAgain(sessionId, row, checked, () => this.decryptTokens(row));
     const checkedAt = dateOf(this.ctx.clock);
-    await this.ctx.hot.recordUpstreamCheck(sessionId, { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null, facts });
+    const record = { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null, facts };
+    if (!recordedRecently(row, record)) await this.ctx.hot.recordUpstreamCheck(sessionId, record);
     return { ...view, login: facts?.login ?? view.login, lastCheckedAt: checkedAt };
   }
 

@@ -131,6 +131,32 @@ describe("GitHub upstream", () => {
     expect(refresh.body.error).toBe("invalid_grant");
   });
 
+  it("with a check on every use: every request asks GitHub, the check's time is stored at most once a second", async () => {
+    const everyUseClock = new ManualClock();
+    const everyUse = await startBroker(githubEnv(gh, { UPSTREAM_RECHECK_SECONDS: "0" }), { clock: everyUseClock });
+    try {
+      const { tokens, client } = await obtainTokens(everyUse.url, { user: "every-use" });
+      const grant = await everyUse.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });
+      const stored = () => everyUse.broker.database.db.upstreamSession.findUniqueOrThrow({ where: { id: grant.upstreamSessionId! } });
+      const signedIn = await stored();
+      const checksBefore = gh.count("POST /api/v3/applications/:id/token");
+      for (let i = 0; i < 3; i++) expect((await mcp(everyUse, tokens.access_token)).status).toBe(200);
+      expect(gh.count("POST /api/v3/applications/:id/token")).toBe(checksBefore + 3);
+      // Nothing new to store within the second of the last stored check: the row is as it was.
+      expect(await stored()).toEqual(signedIn);
+      everyUseClock.advance(1000);
+      expect((await mcp(everyUse, tokens.access_token)).status).toBe(200);
+      expect((await stored()).lastCheckedAt).toEqual(new Date(everyUseClock.now()));
+      // A revocation is seen by the very next request, whenever the row was last written.
+      gh.revokeUser("every-use");
+      const refused = await mcp(everyUse, tokens.access_token);
+      expect(refused.status).toBe(401);
+      expect((await everyUse.broker.database.db.grant.findUniqueOrThrow({ where: { id: grant.id } })).revokedReason).toBe("upstream_invalid");
+    } finally {
+      await everyUse.stop();
+    }
+  });
+
   it("refreshes an expired GitHub token transparently", async () => {
     gh.expiringTokensSeconds = 3600;
     const { tokens } = await obtainTokens(t.url, { user: "monalisa" });
