@@ -9,6 +9,7 @@ import path from "node:path";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { cleanEnv, cliBin, projectRoot, runCliBinary, runToEnd, waitForOutput, type Finished } from "../support/spawn.ts";
+import { preparedDatabaseUrl } from "../support/broker-process.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { runCli } from "../../src/cli/program.ts";
@@ -64,9 +65,10 @@ describe("mcp-auth-broker CLI", () => {
 
   it("the binary's serve starts the server (what npm start runs) and exits 0 on SIGTERM", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "mab-serve-"));
+    // A migrated copy: migrating is the migrate command's test, below.
     const child = spawn(process.execPath, [cliBin, "serve"], {
       cwd: dir,
-      env: cleanEnv({ PORT: "0", LOG_LEVEL: "warn", LOG_FORMAT: "pretty" }),
+      env: cleanEnv({ PORT: "0", LOG_LEVEL: "warn", LOG_FORMAT: "pretty", DATABASE_URL: await preparedDatabaseUrl(dir) }),
       stdio: ["ignore", "pipe", "pipe"],
     });
     const finished = runToEnd(child, 30_000);
