@@ -70,3 +70,14 @@ export async function metricsText(brokerUrl: string): Promise<string> {
   if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
   return res.text();
 }
+
+/**
+ * The whole machine's CPU time so far, busy and idle, in milliseconds over all cores (Linux
+ * /proc/stat): what every process, the database server's included, used.
+ */
+export function machineCpuMs(): { busy: number; idle: number } {
+  const ticks = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const idle = ticks[3]! + ticks[4]!;
+  const total = ticks.reduce((a, b) => a + b, 0);
+  return { busy: ((total - idle) * 1000) / CLOCK_TICKS, idle: (idle * 1000) / CLOCK_TICKS };
+}

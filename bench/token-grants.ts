@@ -11,7 +11,7 @@ import { openDatabase } from "../src/store/db.ts";
 import { s256Challenge } from "../src/grants/pkce.ts";
 import { hashPresentedToken } from "../src/grants/token-format.ts";
 import { obtainTokens, registerClient } from "../test/support/oauth-flow.ts";
-import { cpuMs, startProcess, stop } from "./processes.ts";
+import { cpuMs, machineCpuMs, startProcess, stop } from "./processes.ts";
 
 const CHAINS = 20;
 const REFRESHES_PER_CHAIN = Number(process.env.BENCH_REFRESHES_PER_CHAIN ?? 25);
@@ -63,6 +63,12 @@ interface Round {
   readonly cpuUsPerRequest: number;
   /** The main thread's (the event loop's) CPU time per request. */
   readonly loopUsPerRequest: number;
+  /** Every process's CPU time per request (the database server's, this load generator's...). */
+  readonly machineUsPerRequest: number;
+  /** This process's (the load generator's) CPU time per request. */
+  readonly clientUsPerRequest: number;
+  /** The share of the machine's CPU time left idle during the round. */
+  readonly idleShare: number;
 }
 
 async function post(pool: Pool, form: Record<string, string>): Promise<Record<string, unknown>> {
@@ -83,13 +89,22 @@ async function measure(server: TokenServer, requests: number, workers: number, w
   try {
     const cpuBefore = cpuMs(server.pid);
     const loopBefore = cpuMs(server.pid, true);
+    const machineBefore = machineCpuMs();
+    const clientBefore = process.cpuUsage();
     const started = performance.now();
     await Promise.all(Array.from({ length: workers }, (_, w) => work(pool, w)));
     const seconds = (performance.now() - started) / 1000;
+    const machine = machineCpuMs();
+    const client = process.cpuUsage(clientBefore);
+    const busy = machine.busy - machineBefore.busy;
+    const idle = machine.idle - machineBefore.idle;
     return {
       perSecond: requests / seconds,
       cpuUsPerRequest: ((cpuMs(server.pid) - cpuBefore) / requests) * 1000,
       loopUsPerRequest: ((cpuMs(server.pid, true) - loopBefore) / requests) * 1000,
+      machineUsPerRequest: (busy / requests) * 1000,
+      clientUsPerRequest: (client.user + client.system) / requests,
+      idleShare: idle / (busy + idle),
     };
   } finally {
     await pool.close();
@@ -201,6 +216,9 @@ export async function brokerRefreshRate(broker: TokenServer, databaseUrl: string
       perSecond: median(rounds.map((r) => r.perSecond)),
       cpuUsPerRequest: median(rounds.map((r) => r.cpuUsPerRequest)),
       loopUsPerRequest: median(rounds.map((r) => r.loopUsPerRequest)),
+      machineUsPerRequest: median(rounds.map((r) => r.machineUsPerRequest)),
+      clientUsPerRequest: median(rounds.map((r) => r.clientUsPerRequest)),
+      idleShare: median(rounds.map((r) => r.idleShare)),
     };
   } finally {
     await side.close();
