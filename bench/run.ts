@@ -125,6 +125,9 @@ async function main(): Promise<void> {
     const directAlone = await toolCalls(mcpUrl, {}, directSession, 1);
     rows.push(["(a) direct to MCP server", fmt(direct)]);
     rows.push(["    MCP server CPU per request", `${mcpCpuPerRequest.toFixed(0)} µs`]);
+    // The floor: a bare Koa + undici proxy (bench/bare-proxy.ts) in front of the same server.
+    const bareCpuPerRequest = await bareProxyCpu(mcpUrl);
+    rows.push(["(a) bare Koa + undici proxy (the floor), CPU per request", `${bareCpuPerRequest.toFixed(0)} µs`]);
 
     for (const recheck of ["30", "0"]) {
       const broker = await startBrokerProcess(recheck, `broker-${recheck}.db`);
@@ -144,7 +147,10 @@ async function main(): Promise<void> {
         rows.push([label, fmt(through)]);
         rows.push([`    ratio to direct (req/s)`, (through.rps / direct.rps).toFixed(2)]);
         // Independent of what else shares the cores: the broker's own cost, next to the MCP server's.
-        rows.push([`    broker CPU per request`, `${brokerCpuPerRequest.toFixed(0)} µs`]);
+        rows.push([
+          `    broker CPU per request`,
+          `${brokerCpuPerRequest.toFixed(0)} µs (${(brokerCpuPerRequest / bareCpuPerRequest).toFixed(2)}× the bare proxy; its own work ${(brokerCpuPerRequest - bareCpuPerRequest).toFixed(0)} µs)`,
+        ]);
         rows.push([`    added latency p50 / p99`, `${(through.p50Ms - direct.p50Ms).toFixed(2)} ms / ${(through.p99Ms - direct.p99Ms).toFixed(2)} ms`]);
         if (recheck === "30") {
           const alone = await toolCalls(`${broker.url}/mcp`, auth, session, 1);
@@ -220,6 +226,21 @@ async function main(): Promise<void> {
   }
 
   report(rows);
+}
+
+/** CPU per tools/call of a bare Koa + undici proxy in front of `mcpUrl`, its own process, warmed up. */
+async function bareProxyCpu(mcpUrl: string): Promise<number> {
+  const { child, match } = await startProcess(["bench/bare-proxy.ts", mcpUrl], {}, /BARE_PROXY_URL (\S+)/);
+  try {
+    const url = match[1]!;
+    const session = await mcpSession(url, {});
+    await toolCalls(url, {}, session); // warm-up
+    const before = cpuMs(child.pid);
+    const run = await toolCalls(url, {}, session);
+    return ((cpuMs(child.pid) - before) / run.requests) * 1000;
+  } finally {
+    await stop(child);
+  }
 }
 
 function report(rows: Array<[string, string]>): void {
