@@ -1,6 +1,7 @@
 // The MCP traffic every /mcp row of the bench sends: a session opened as a client opens one, then
 // tools/call requests within it from any number of concurrent clients.
 import { runLoad } from "./load.ts";
+import { INITIALIZE_MESSAGE } from "../test/support/mcp-probe.ts";
 
 export const CONCURRENCY = 50;
 export const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
@@ -13,12 +14,7 @@ export async function mcpSession(url: string, headers: Record<string, string>): 
   const res = await fetch(url, {
     method: "POST",
     headers: base,
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
-    }),
+    body: JSON.stringify(INITIALIZE_MESSAGE),
   });
   const id = res.headers.get("mcp-session-id");
   await res.text();
