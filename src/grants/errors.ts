@@ -93,8 +93,8 @@ export class CredentialRejected extends DomainError {
   }
 }
 
-/** The upstream IdP could not be asked in time: fail closed, the client should retry. */
-export class UpstreamUnavailable extends DomainError {
+/** Something the answer depends on could not be asked in time: fail closed, the client should retry. */
+abstract class TemporarilyUnavailable extends DomainError {
   readonly code = "temporarily_unavailable";
   override readonly retryAfterSeconds: number;
 
@@ -103,20 +103,15 @@ export class UpstreamUnavailable extends DomainError {
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+
+/** The upstream IdP could not be asked in time. */
+export class UpstreamUnavailable extends TemporarilyUnavailable {}
 
 /**
  * The database could not be asked something the answer must not be guessed at (a rate limit's
- * count): refuse for now, the client should retry.
+ * count).
  */
-export class StorageUnavailable extends DomainError {
-  readonly code = "temporarily_unavailable";
-  override readonly retryAfterSeconds: number;
-
-  constructor(message: string, retryAfterSeconds = 5) {
-    super(message);
-    this.retryAfterSeconds = retryAfterSeconds;
-  }
-}
+export class StorageUnavailable extends TemporarilyUnavailable {}
 
 /**
  * A step of the browser sign-in (consent, the upstream login and its callback) failed in a way only
