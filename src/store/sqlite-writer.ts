@@ -17,12 +17,15 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import { StoreWriterUnavailable } from "./errors.ts";
+import { sqliteCannotWriteCode, StoreWriterUnavailable } from "./errors.ts";
 import type { SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
 import type { HotWriteArgs, HotWriteName, HotWriteRequest, HotWriteResult } from "./sqlite-hot-writes.ts";
-import type { WriteError } from "./sqlite-group-commit.ts";
+import type { WriteError, WriteOutcome } from "./sqlite-group-commit.ts";
 import type { WriterReply, WriterRequest, WriterThreadData } from "./sqlite-writer-protocol.ts";
 import type { SqliteWriteGate } from "./sqlite-write-gate.ts";
+
+/** The lock waits after which what queued behind would only wait again. */
+const LOCK_WAITS = new Set(["SQLITE_BUSY", "SQLITE_LOCKED"]);
 
 interface PendingWrite {
   readonly request: HotWriteRequest;
@@ -167,11 +170,28 @@ export class SqliteWriter {
         if (outcome.ok) write.resolve(outcome.value);
         else write.reject(rebuild(outcome.error));
       }
+      this.#failWaitersOfLock(reply.outcomes);
     } catch (err) {
       for (const write of group) write.reject(err);
     } finally {
       release();
     }
+  }
+
+  /**
+   * When a group failed because another process held the lock past busy_timeout, the writes that
+   * queued meanwhile fail with it (503, retry) instead of each waiting out busy_timeout in turn:
+   * under a lock held for a minute (a backup) the tenth request would otherwise wait 50 s. Each
+   * write waits at most about one busy_timeout.
+   */
+  #failWaitersOfLock(outcomes: readonly WriteOutcome[]): void {
+    const first = outcomes[0];
+    if (!first || first.ok || !outcomes.every((o) => !o.ok)) return;
+    const error = rebuild(first.error);
+    if (!LOCK_WAITS.has(sqliteCannotWriteCode(error) ?? "")) return;
+    const waiting = this.#queue;
+    this.#queue = [];
+    for (const write of waiting) write.reject(error);
   }
 
   #request(body: RequestBody): Promise<WriterReply> {

@@ -52,11 +52,13 @@ async function underFault(broker: BrokerProcess, token: string, session: string,
     // The MCP endpoint's error format, as its router sets it in production.
     expect(await res.json()).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/database/) }, id: null });
   };
-  await answered(await mcp(broker, token));
   const plain = await mcp(broker, token, { session, body: { jsonrpc: "2.0", id: 2, method: "tools/list" } });
   expect(plain.status).toBe(200);
   expect(await plain.text()).toContain("whoami");
-  await answered(await mcp(broker, token, { method: "DELETE", session }));
+  // At once, as two clients send them: both need the database and wait for it together.
+  const [claim, release] = await Promise.all([mcp(broker, token), mcp(broker, token, { method: "DELETE", session })]);
+  await answered(claim);
+  await answered(release);
   const health = await fetch(`${broker.url}/healthz`);
   expect(health.status).toBe(200);
   expect(broker.child.exitCode).toBeNull();
@@ -122,14 +124,20 @@ describe("database faults at /mcp, real broker process", () => {
 
   it.concurrent("SQLite write-locked by another process", async () => {
     // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s).
+    let waited = 0;
     await sqliteFault("locked", (file) => {
       const other = new Database(file);
       other.exec("BEGIN IMMEDIATE");
+      const since = performance.now();
       return () => {
+        waited = performance.now() - since;
         other.exec("ROLLBACK");
         other.close();
       };
     });
+    // The second write queued while the first waited out the lock, and failed with it instead of
+    // waiting another busy_timeout in turn (the writer's rule; 10 s and more before it).
+    expect(waited).toBeLessThan(9_000);
   }, 60_000);
 
   // chattr +i (root): genuinely read-only even for root. Not the -shm file: SQLite maps it, and a
