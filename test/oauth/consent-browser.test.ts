@@ -2,8 +2,10 @@
 // answering one request, the browser binding and framing (the CSRF rule and Back-then-submit are
 // in e2e/consent-page, reached through the real SDK client). Issue 12 (4, 6): the page with a
 // signed-in user and "Not you?", and the front page. Screenshots are kept under
-// test-output/screenshots/. Nothing leaves 127.0.0.1: the client's redirect URI, its logo host
-// (which must never be asked) and a foreign framing site are answered by request interception.
+// test-output/screenshots/. Nothing leaves 127.0.0.1: the client's redirect URI is a server on an
+// ephemeral port, its logo host (which must never be asked) is answered by request interception.
+// (Interception cannot stand in for the redirect URI: Playwright does not see the request that
+// follows a redirect, so Chromium met a refused connection there and reloaded a second later.)
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,7 +14,17 @@ import { launchChromium, screenshot } from "../support/browser.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorizeUrl, registerTestClient, send, type TestClient } from "../support/oauth-client.ts";
 
-const REDIRECT = "http://127.0.0.1:7777/callback";
+/** The client's redirect URI: served by `callbackServer`, whose requests go to the current test's list. */
+let REDIRECT: string;
+let callbacks: URL[] = [];
+const callbackServer = createServer((req, res) => {
+  const url = new URL(req.url ?? "/", REDIRECT);
+  // Only the redirect URI counts: Chromium also asks for /favicon.ico.
+  if (url.pathname !== "/callback") return void res.writeHead(404).end();
+  callbacks.push(url);
+  res.setHeader("content-type", "text/html");
+  res.end("<h1>client callback</h1>");
+});
 const LOGO =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 48 48"><rect width="48" height="48" rx="10" fill="#6d4aff"/><text x="24" y="32" font-size="24" text-anchor="middle" fill="#fff" font-family="sans-serif">A</text></svg>';
 
@@ -21,6 +33,8 @@ let browser: Browser;
 let client: TestClient;
 let idpPrefix: string;
 beforeAll(async () => {
+  await new Promise<void>((resolve) => callbackServer.listen(0, "127.0.0.1", resolve));
+  REDIRECT = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/callback`;
   [t, browser] = await Promise.all([startBroker({ TRUST_PROXY: "true" }), launchChromium()]);
   client = await registerTestClient(t.url, {
     client_name: "Acme Assistant",
@@ -36,11 +50,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await t?.stop();
+  callbackServer.close();
 });
 
 /**
- * A fresh browser profile (own cookies) where the client's redirect URI is served locally, and
- * every request to the client's logo host is answered and recorded.
+ * A fresh browser profile (own cookies) where every request to the client's logo host is answered
+ * and recorded; `callbacks` receives the redirect URI's requests from now on.
  */
 async function newBrowserContext(options: { mobile?: boolean } = {}): Promise<{ context: BrowserContext; callbacks: URL[]; logoRequests: string[] }> {
   const context = await browser.newContext(
@@ -48,11 +63,7 @@ async function newBrowserContext(options: { mobile?: boolean } = {}): Promise<{ 
       ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true }
       : { viewport: { width: 1000, height: 900 } },
   );
-  const callbacks: URL[] = [];
-  await context.route(`${REDIRECT}**`, async (route) => {
-    callbacks.push(new URL(route.request().url()));
-    await route.fulfill({ status: 200, contentType: "text/html", body: "<h1>client callback</h1>" });
-  });
+  callbacks = [];
   const logoRequests: string[] = [];
   await context.route("https://acme.example.com/**", (route) => {
     logoRequests.push(route.request().url());
@@ -77,7 +88,7 @@ describe("consent page in Chromium", () => {
     const { context, logoRequests } = await newBrowserContext();
     const page = await openConsentPage(context);
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(`Acme Assistant wants to connect to ${new URL(t.url).host}`);
-    await expect(page.locator("#redirect-host").textContent()).resolves.toBe("127.0.0.1:7777");
+    await expect(page.locator("#redirect-host").textContent()).resolves.toBe(new URL(REDIRECT).host);
     await expect(page.locator("#provider-name").textContent()).resolves.toBe("Demo identity provider");
     await expect(page.locator("#unverified").isVisible()).resolves.toBe(true);
     await expect(page.getByText(client.client_id).isVisible()).resolves.toBe(true);
@@ -201,18 +212,8 @@ describe("consent page in Chromium", () => {
 
 describe("who is signed in, and the front page, in Chromium", () => {
   it("names the service, the signed-in user and the duration; Not you? signs in another account; / renders (screenshots, desktop and phone)", async () => {
-    // A real callback server: the demo IdP ends alice's session with a script-submitted form, and
-    // Playwright does not intercept the redirects that follow it.
-    const callbacks: URL[] = [];
-    const server = createServer((req, res) => {
-      callbacks.push(new URL(req.url ?? "/", "http://127.0.0.1"));
-      res.setHeader("content-type", "text/html");
-      res.end("<h1>client callback</h1>");
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const redirect = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`;
-    const app = await registerTestClient(t.url, { client_name: "Acme Assistant", logo_uri: "https://acme.example.com/logo.svg", redirect_uris: [redirect] });
-    const { context, logoRequests } = await newBrowserContext();
+    const app = await registerTestClient(t.url, { client_name: "Acme Assistant", logo_uri: "https://acme.example.com/logo.svg", redirect_uris: [REDIRECT] });
+    const { context, callbacks, logoRequests } = await newBrowserContext();
     const open = async (state: string, scope: string) => {
       const p = await context.newPage();
       expect((await p.goto(authorizeUrl(t.url, app, { state, scope }).href))?.status()).toBe(200);
@@ -222,7 +223,7 @@ describe("who is signed in, and the front page, in Chromium", () => {
       await p.waitForURL((url) => url.href.startsWith(idpPrefix));
       await p.getByLabel("User name").fill(user);
       await p.getByRole("button", { name: "Sign in" }).click();
-      await p.waitForURL((url) => url.href.startsWith(redirect));
+      await p.waitForURL((url) => url.href.startsWith(REDIRECT));
     };
     const host = new URL(t.url).host;
     try {
@@ -268,7 +269,6 @@ describe("who is signed in, and the front page, in Chromium", () => {
       await screenshot(front, "front-page-mobile");
     } finally {
       await context.close();
-      server.close();
     }
   });
   it("a refused account: the page names it, and its button returns to the client with access_denied (screenshot)", async () => {
