@@ -13,7 +13,8 @@ for (const db of ["sqlite", "postgres"]) {
   const result = spawnSync(process.execPath, [prisma, "generate", "--schema", `prisma/${db}/schema.prisma`], {
     cwd: root,
     stdio: "inherit",
-    env: { ...process.env, DATABASE_URL: urls[db], PRISMA_HIDE_UPDATE_MESSAGE: "1" },
+    // CHECKPOINT_DISABLE: no report to checkpoint.prisma.io from an install.
+    env: { ...process.env, DATABASE_URL: urls[db], PRISMA_HIDE_UPDATE_MESSAGE: "1", CHECKPOINT_DISABLE: "1" },
   });
   if (result.status !== 0) {
     console.error(`prisma generate failed for prisma/${db}/schema.prisma`);

@@ -127,10 +127,25 @@ describe("mcp-auth-broker CLI", () => {
     expect((await cli(["clients", "show", id])).stdout).toContain("cimd (apps.example.test) at");
   });
 
-  it("migrate applies pending migrations to a new database, then reports it up to date", async () => {
+  it("migrate applies pending migrations to a new database, then reports it up to date, and tells Prisma's checkpoint server nothing", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "mab-cli-"));
     const fresh = { ...env, DATABASE_URL: `file:${path.join(dir, "new.db")}` };
-    const first = await cli(["migrate", "--json"], { cwd: dir, env: fresh });
+    // Prisma's CLI, unless told not to, starts its checkpoint client (a report to
+    // checkpoint.prisma.io), which first writes ~/.cache/checkpoint-nodejs/signature.
+    const home = path.join(dir, "home");
+    const saved = { HOME: process.env.HOME, XDG_CACHE_HOME: process.env.XDG_CACHE_HOME };
+    process.env.HOME = home;
+    delete process.env.XDG_CACHE_HOME;
+    let first: Finished;
+    try {
+      first = await cli(["migrate", "--json"], { cwd: dir, env: fresh });
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+    expect(existsSync(path.join(home, ".cache", "checkpoint-nodejs"))).toBe(false);
     expect(first.code).toBe(0);
     expect((JSON.parse(first.stdout) as { applied: string[] }).applied).toEqual(
       expect.arrayContaining(["20261122140000_init", "20261122160000_revocation_feed"]),
