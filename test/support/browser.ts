@@ -1,5 +1,9 @@
-// Headless Chromium for browser tests: Debian's /usr/bin/chromium driven by playwright-core (no
-// browser download; never `npx playwright install`). One browser per test file, one context per
+// Headless Chromium for browser tests: Debian's Chromium driven by playwright-core (no browser
+// download; never `npx playwright install`). Its headless shell (package chromium-headless-shell,
+// the same Chromium release) when installed: it is what Playwright itself runs for headless
+// browsers, and it starts in a third of the time and renders with about half the CPU of the full
+// browser's headless mode (the browser tests: 43–49 s → 29 s on this machine). Else the full
+// browser (package chromium). One browser per test file, one context per
 // "user" (own cookies). playwright starts every browser with a fresh --user-data-dir of its own
 // in the temp folder and deletes it on close (it refuses the flag in `args`, which is why it is
 // not passed here). Screenshots go to test-output/screenshots/.
@@ -10,7 +14,8 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { CallbackServer } from "./mcp-oauth-client.ts";
 import { startBroker, type TestBroker } from "./start-broker.ts";
 
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell";
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? (existsSync(HEADLESS_SHELL) ? HEADLESS_SHELL : "/usr/bin/chromium");
 export const SCREENSHOT_DIR = path.resolve("test-output", "screenshots");
 
 export function chromiumAvailable(): boolean {
@@ -23,13 +28,15 @@ export function describeWithChromium(name: string, fn: () => void): void {
     describe(name, fn);
     return;
   }
-  process.stdout.write(`\n[notice] Chromium not found at ${CHROMIUM_PATH}: skipping "${name}" (apt-get install -y chromium, or set CHROMIUM_PATH).\n`);
+  process.stdout.write(
+    `\n[notice] Chromium not found at ${CHROMIUM_PATH}: skipping "${name}" (apt-get install -y chromium-headless-shell, or set CHROMIUM_PATH).\n`,
+  );
   describe.skip(name, fn);
 }
 
 export async function launchChromium(): Promise<Browser> {
   if (!chromiumAvailable()) {
-    throw new Error(`Chromium not found at ${CHROMIUM_PATH}: run "apt-get update && apt-get install -y chromium" (or set CHROMIUM_PATH).`);
+    throw new Error(`Chromium not found at ${CHROMIUM_PATH}: run "apt-get update && apt-get install -y chromium-headless-shell" (or set CHROMIUM_PATH).`);
   }
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
