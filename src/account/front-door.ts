@@ -28,7 +28,6 @@ export function frontDoorRouter({ config, providerName }: FrontDoorDeps): Router
     accountUrl: `${config.publicUrl}/account`,
     demoMode: config.demoMode,
   });
-  const icon = faviconIco();
 
   const router = new Router();
   router.get(home, (ctx) => {
@@ -40,7 +39,7 @@ export function frontDoorRouter({ config, providerName }: FrontDoorDeps): Router
   router.get(publicPaths(config.publicUrl, "/favicon.ico"), (ctx) => {
     ctx.set("Cache-Control", `public, max-age=${ICON_MAX_AGE_SECONDS}`);
     ctx.type = "image/x-icon";
-    ctx.body = icon;
+    ctx.body = faviconIco();
   });
   return router;
 }
