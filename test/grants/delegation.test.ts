@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/glob
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { copyMigratedSqlite } from "../support/template-db.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
@@ -275,6 +276,8 @@ describe("opt-in upstream token forwarding and start-up checks", () => {
     const { mkdtempSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const dir = mkdtempSync(path.join(tmpdir(), "mab-issuer-"));
+    // A migrated copy: this test is about the issuer, not about migrating.
+    await copyMigratedSqlite(path.join(dir, "b.db"));
     const config = loadConfig(
       {
         UPSTREAM_PROVIDER: "oidc",

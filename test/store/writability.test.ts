@@ -18,12 +18,12 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { openDatabase } from "../../src/store/db.ts";
 import { DatabaseNotWritableError } from "../../src/store/writability.ts";
 import { isDatabaseUnavailable, postgresSqlState, sqliteCannotWriteCode } from "../../src/store/errors.ts";
-import { migrateDatabase } from "../../src/store/migrate.ts";
 import { PrismaClient as PostgresClient } from "../../src/store/generated/postgres/client.ts";
 import { cleanEnv, projectRoot, runToEnd, serverEntry, tsxBin } from "../support/spawn.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 import { isRoot, makeUnwritable, mechanism } from "../support/unwritable.ts";
+import { copyMigratedSqlite } from "../support/template-db.ts";
 
 /** Runs a command as a user who cannot write root's 0444 files: nobody when we are root, else ourselves. */
 function asUnprivileged(command: string, args: string[]): [string, string[]] {
@@ -144,7 +144,7 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     root = mkdtempSync(path.join(tmpdir(), "mab-readonly-"));
     chmodSync(root, 0o755);
     migrated = path.join(root, "migrated.db");
-    await migrateDatabase(`file:${migrated}`);
+    await copyMigratedSqlite(migrated);
     await (await openDatabase(`file:${migrated}`)).close(); // WAL, as a broker leaves it
   }, 60_000);
   afterAll(() => {
