@@ -4,7 +4,7 @@
 // no lookup happens, is checked before anything is sent.
 import dns from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
-import { checkAddress } from "./address-policy.ts";
+import { checkAddress, type AddressVerdict } from "./address-policy.ts";
 import { OutboundFetchError } from "./fetch-error.ts";
 
 /** The system's name resolution, as a connection's `lookup` option takes it. */
@@ -34,10 +34,29 @@ export function guardedLookup(base: LookupFunction, allowPrivateNetworks: boolea
   };
 }
 
+/**
+ * Verdicts on the IP literals met in URLs, by policy and address: the policy is a pure function of
+ * them, and one check costs ~6 µs (net.BlockList makes a SocketAddress per check) on every request
+ * to an IdP configured by address. Bounded: emptied when full.
+ */
+const literalVerdicts = new Map<string, AddressVerdict>();
+const MAX_LITERAL_VERDICTS = 256;
+
+function literalVerdict(literal: string, allowPrivateNetworks: boolean): AddressVerdict {
+  const key = `${allowPrivateNetworks ? "private" : "public"} ${literal}`;
+  let verdict = literalVerdicts.get(key);
+  if (!verdict) {
+    verdict = checkAddress(literal, allowPrivateNetworks);
+    if (literalVerdicts.size >= MAX_LITERAL_VERDICTS) literalVerdicts.clear();
+    literalVerdicts.set(key, verdict);
+  }
+  return verdict;
+}
+
 /** Throws when the URL's host is an IP literal the policy refuses (net.connect does no lookup for one). */
 export function refuseAddressLiteral(url: URL, allowPrivateNetworks: boolean): void {
   const literal = url.hostname.replace(/^\[|\]$/g, "");
   if (!isIP(literal)) return;
-  const verdict = checkAddress(literal, allowPrivateNetworks);
+  const verdict = literalVerdict(literal, allowPrivateNetworks);
   if (!verdict.allowed) throw new OutboundFetchError("refused-address", `${literal} is ${verdict.reason}: it is not fetched`);
 }
