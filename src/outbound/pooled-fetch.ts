@@ -1,12 +1,16 @@
-// The identity provider's HTTP client: a fetch-shaped function (what openid-client's customFetch
-// and the GitHub provider call) over undici's dispatcher API, with one keep-alive connection pool
-// per origin (undici's Agent keeps a Pool per origin). The global fetch costs ~2× the CPU per call
-// (WHATWG request and stream machinery) and shares its connections with everything else in the
-// process. The address policy applies to every connection (guarded-lookup.ts). Redirects are never
-// followed (callers ask for "manual" and read the 3xx themselves); bodies are read whole, up to a
-// cap. Failures look as fetch's do (TypeError "fetch failed" with the cause), so callers classify
-// them as before.
+// The identity provider's HTTP client over undici's dispatcher API, with one keep-alive connection
+// pool per origin (undici's Agent keeps a Pool per origin). Two shapes of one request: `answer`, a
+// status, headers and the whole body (what the GitHub provider reads), and a fetch-shaped function
+// returning a WHATWG Response (openid-client's customFetch needs one). A Response costs ~70 µs of
+// CPU to build and read (a ReadableStream per body), the global fetch ~2× more again, and the
+// re-check makes one request per /mcp request. The address policy applies to every connection
+// (guarded-lookup.ts). Every request has a deadline: the caller's signal, or else `timeoutMs` for
+// the whole request, connection to last byte of the body. Redirects are never followed (callers
+// ask for "manual" and read the 3xx themselves); bodies are read whole, up to a cap. Failures look
+// as fetch's do (TypeError "fetch failed" with the cause), so callers classify them as before.
 import type { LookupFunction } from "node:net";
+import { EventEmitter } from "node:events";
+import type { IncomingHttpHeaders } from "node:http";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { Agent, type Dispatcher } from "undici";
@@ -16,7 +20,7 @@ import { guardedLookup, refuseAddressLiteral, systemLookup } from "./guarded-loo
 export interface PooledFetchOptions {
   /** Private and loopback addresses too (cloud metadata never): true for an operator's own IdP. */
   readonly allowPrivateNetworks: boolean;
-  /** Connect, headers and body timeouts (the caller's signal may end a request sooner). */
+  /** The whole request's deadline when the caller gives no signal; also undici's connect, headers and body timeouts. */
   readonly timeoutMs: number;
   /** Largest body accepted (default 1 MiB: discovery documents, JWKS, token answers are far smaller). */
   readonly maxBytes?: number;
@@ -36,8 +40,40 @@ export interface PooledFetchInit {
   readonly redirect?: "manual";
 }
 
+/** An answer read whole: what a caller that needs no WHATWG Response reads. */
+export class PooledAnswer {
+  constructor(
+    readonly status: number,
+    /** As undici parsed them: lower-cased names, repeated headers as arrays. */
+    readonly headers: IncomingHttpHeaders,
+    readonly body: Buffer,
+  ) {}
+
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300;
+  }
+
+  /** The header's value (name in any case; repeated ones joined as fetch joins them), or null. */
+  header(name: string): string | null {
+    const value = this.headers[name.toLowerCase()];
+    if (value === undefined) return null;
+    return Array.isArray(value) ? value.join(", ") : value;
+  }
+
+  text(): string {
+    return this.body.toString("utf8");
+  }
+
+  /** The body parsed as JSON; rejects as Response.json() does when it is not JSON. */
+  async json(): Promise<unknown> {
+    return JSON.parse(this.text());
+  }
+}
+
 export interface PooledFetch {
   (url: string | URL, init?: PooledFetchInit): Promise<Response>;
+  /** The same request, answered without building a Response. */
+  answer(url: string | URL, init?: PooledFetchInit): Promise<PooledAnswer>;
   close(): Promise<void>;
 }
 
@@ -52,7 +88,7 @@ function headerRecord(headers: PooledFetchInit["headers"]): Record<string, strin
   return { ...headers };
 }
 
-function responseHeaders(raw: Dispatcher.ResponseData["headers"]): Array<[string, string]> {
+function responseHeaders(raw: IncomingHttpHeaders): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];
   for (const [name, value] of Object.entries(raw)) {
     if (value === undefined) continue;
@@ -100,29 +136,56 @@ export function createPooledFetch(options: PooledFetchOptions): PooledFetch {
     keepAliveTimeout: 10_000,
   });
 
-  const pooledFetch = async (url: string | URL, init: PooledFetchInit = {}): Promise<Response> => {
+  /**
+   * The deadline of a request without the caller's signal: an EventEmitter undici listens to (its
+   * documented alternative to an AbortSignal; an AbortSignal.timeout costs ~10 µs to make and
+   * more when its timer fires long after the answer), and a timer cleared with the answer.
+   */
+  function deadline(): { signal: EventEmitter & { reason?: unknown }; timer: NodeJS.Timeout } {
+    const signal: EventEmitter & { reason?: unknown } = new EventEmitter();
+    const timer = setTimeout(() => {
+      // The reason AbortSignal.timeout gives: callers classify it as a timeout.
+      signal.reason = new DOMException(`no answer within ${options.timeoutMs} ms`, "TimeoutError");
+      signal.emit("abort");
+    }, options.timeoutMs);
+    timer.unref();
+    return { signal, timer };
+  }
+
+  async function answer(url: string | URL, init: PooledFetchInit = {}): Promise<PooledAnswer> {
     const target = typeof url === "string" ? new URL(url) : url;
     const headers = headerRecord(init.headers);
     const body = requestBody(init.body, headers);
-    let answer: Dispatcher.ResponseData;
+    const own = init.signal ? undefined : deadline();
     try {
-      refuseAddressLiteral(target, options.allowPrivateNetworks);
-      answer = await agent.request({
-        origin: target.origin,
-        path: target.pathname + target.search,
-        method: (init.method ?? "GET") as Dispatcher.HttpMethod,
-        headers,
-        body,
-        signal: init.signal ?? null,
-      });
-    } catch (err) {
-      // As fetch reports it: an abort as itself, anything else as "fetch failed" with the cause.
-      if (err instanceof Error && (err.name === "AbortError" || err.name === "TimeoutError")) throw err;
-      throw new TypeError("fetch failed", { cause: err });
+      let answered: Dispatcher.ResponseData;
+      try {
+        refuseAddressLiteral(target, options.allowPrivateNetworks);
+        answered = await agent.request({
+          origin: target.origin,
+          path: target.pathname + target.search,
+          method: (init.method ?? "GET") as Dispatcher.HttpMethod,
+          headers,
+          body,
+          signal: init.signal ?? own?.signal ?? null,
+        });
+      } catch (err) {
+        // As fetch reports it: an abort as itself, anything else as "fetch failed" with the cause.
+        // By name: the caller's signal may come from another realm, whose DOMException is no Error here.
+        const name = (err as { name?: unknown } | null)?.name;
+        if (name === "AbortError" || name === "TimeoutError") throw err;
+        throw new TypeError("fetch failed", { cause: err });
+      }
+      return new PooledAnswer(answered.statusCode, answered.headers, await readBody(answered.body, maxBytes));
+    } finally {
+      if (own) clearTimeout(own.timer);
     }
-    const status = answer.statusCode;
-    const bytes = await readBody(answer.body, maxBytes);
-    return new Response(NULL_BODY.has(status) ? null : bytes, { status, headers: responseHeaders(answer.headers) });
+  }
+
+  const pooledFetch = async (url: string | URL, init: PooledFetchInit = {}): Promise<Response> => {
+    const answered = await answer(url, init);
+    const { status } = answered;
+    return new Response(NULL_BODY.has(status) ? null : answered.body, { status, headers: responseHeaders(answered.headers) });
   };
-  return Object.assign(pooledFetch, { close: () => agent.close() });
+  return Object.assign(pooledFetch, { answer, close: () => agent.close() });
 }

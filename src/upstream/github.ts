@@ -21,7 +21,7 @@ import {
 import { classifyFailure, kindOf } from "./errors.ts";
 import { s256Challenge } from "../crypto/pkce.ts";
 import type { GitHubOrgRule } from "../access-policy-config.ts";
-import { createPooledFetch, type PooledFetch, type PooledFetchInit } from "../outbound/pooled-fetch.ts";
+import { createPooledFetch, type PooledAnswer, type PooledFetch, type PooledFetchInit } from "../outbound/pooled-fetch.ts";
 
 export interface GitHubProviderOptions {
   readonly clientId: string;
@@ -80,14 +80,9 @@ type MembershipAnswer = "member" | "not_member";
  * saying so and maybe retry-after (secondary) ("Rate limits for the REST API"). That says nothing
  * about the user: retry later, never count it as "not a member".
  */
-function rateLimited(res: Response, message: string | undefined): boolean {
+function rateLimited(res: PooledAnswer, message: string | undefined): boolean {
   if (res.status === 429) return true;
-  return res.status === 403 && (res.headers.get("x-ratelimit-remaining") === "0" || res.headers.has("retry-after") || /rate limit/i.test(message ?? ""));
-}
-
-/** Reads and drops a body nobody needs, so the connection can be reused. */
-async function discard(res: Response): Promise<void> {
-  await res.arrayBuffer().catch(() => undefined);
+  return res.status === 403 && (res.header("x-ratelimit-remaining") === "0" || res.header("retry-after") !== null || /rate limit/i.test(message ?? ""));
 }
 
 export class GitHubProvider implements UpstreamProvider {
@@ -102,9 +97,10 @@ export class GitHubProvider implements UpstreamProvider {
     this.http = options.fetch ?? createPooledFetch({ allowPrivateNetworks: true, timeoutMs: options.timeoutMs });
   }
 
-  private async request(url: string, init: PooledFetchInit, what: string): Promise<Response> {
+  /** One call to GitHub, read whole (no WHATWG Response: see pooled-fetch.ts), within the client's deadline (timeoutMs). */
+  private async request(url: string, init: PooledFetchInit, what: string): Promise<PooledAnswer> {
     try {
-      const res = await this.http(url, { ...init, signal: AbortSignal.timeout(this.options.timeoutMs), redirect: "manual" });
+      const res = await this.http.answer(url, { ...init, redirect: "manual" });
       if (res.status >= 500) throw new UpstreamError("unavailable", `${what}: GitHub answered ${res.status}`);
       return res;
     } catch (err) {
@@ -184,7 +180,6 @@ export class GitHubProvider implements UpstreamProvider {
       "reading the GitHub user",
     );
     if (!res.ok) {
-      await discard(res);
       throw new UpstreamError(res.status === 401 ? "invalid_grant" : "protocol", `reading the GitHub user: status ${res.status}`);
     }
     const parsed = User.safeParse(await res.json().catch(() => null));
@@ -258,21 +253,15 @@ export class GitHubProvider implements UpstreamProvider {
       if (!membership.success) throw new UpstreamError("protocol", `${what}: GitHub's answer is not a team membership`);
       return membership.data.state === "active" ? "member" : "not_member";
     }
-    if (!rule.team && res.status === 204) {
-      await discard(res);
-      return "member";
-    }
-    if (res.status === 404 || (!rule.team && res.status === 302)) {
-      await discard(res);
-      return "not_member";
-    }
+    if (!rule.team && res.status === 204) return "member";
+    if (res.status === 404 || (!rule.team && res.status === 302)) return "not_member";
     const message = ApiError.safeParse(await res.json().catch(() => null)).data?.message;
     if (res.status === 401) throw new UpstreamError("invalid_grant", `${what}: GitHub refused the token (401)`);
     if (rateLimited(res, message)) throw new UpstreamError("unavailable", `${what}: GitHub's rate limit was reached (${res.status})`);
     if (res.status === 403) {
       // Not the X-GitHub-SSO header: its URL carries an authorization request meant for the user.
       this.options.log?.warn(
-        { rule: label, login, status: res.status, samlSso: res.headers.has("x-github-sso"), githubMessage: message?.slice(0, 200) },
+        { rule: label, login, status: res.status, samlSso: res.header("x-github-sso") !== null, githubMessage: message?.slice(0, 200) },
         "GitHub refused to show an organization membership: counted as not a member",
       );
       return "not_member";

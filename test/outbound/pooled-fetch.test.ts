@@ -5,7 +5,7 @@
 import http from "node:http";
 import type { AddressInfo, LookupFunction } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { createPooledFetch, type PooledFetch } from "../../src/outbound/pooled-fetch.ts";
+import { createPooledFetch, PooledAnswer, type PooledFetch } from "../../src/outbound/pooled-fetch.ts";
 import { OutboundFetchError } from "../../src/outbound/fetch-error.ts";
 import { GitHubProvider } from "../../src/upstream/github.ts";
 import { OidcProvider } from "../../src/upstream/oidc.ts";
@@ -29,6 +29,20 @@ async function countingServer(): Promise<CountingServer> {
       if (req.url === "/redirect") return void res.writeHead(302, { location: "/elsewhere" }).end();
       if (req.url === "/large") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ pad: "x".repeat(4096) }));
       if (req.url === "/empty") return void res.writeHead(204).end();
+      // Headers at once, then a byte every 50 ms and never the end: within every per-phase
+      // timeout, so only a deadline on the whole request ends it.
+      // An issuer's metadata, for the OIDC provider: its introspection answer trickles.
+      if (req.url === "/.well-known/openid-configuration") {
+        const issuer = `http://${req.headers.host}`;
+        const endpoints = { authorization_endpoint: `${issuer}/authorize`, token_endpoint: `${issuer}/token`, introspection_endpoint: `${issuer}/drip` };
+        return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ issuer, ...endpoints }));
+      }
+      if (req.url?.startsWith("/drip")) {
+        res.writeHead(200, { "content-type": "application/json" });
+        const timer = setInterval(() => res.write(" "), 50);
+        res.on("close", () => clearInterval(timer));
+        return;
+      }
       res.writeHead(200, { "content-type": "application/json", "set-cookie": ["a=1", "b=2"] });
       res.end(JSON.stringify({ path: req.url, method: req.method, contentType: req.headers["content-type"] ?? null }));
     });
@@ -114,6 +128,36 @@ describe("pooled fetch", () => {
     expect(await empty.text()).toBe("");
   });
 
+  it("answers without a Response too: status, headers in any case, repeated ones joined, text and JSON", async () => {
+    const idp = client();
+    const res = await idp.answer(`${a.url}/token`, { method: "POST", body: new URLSearchParams({ grant_type: "refresh_token" }) });
+    expect(res).toBeInstanceOf(PooledAnswer);
+    expect(res.ok).toBe(true);
+    expect(res.header("Content-Type")).toBe("application/json");
+    expect(res.header("set-cookie")).toBe("a=1, b=2");
+    expect(res.header("x-absent")).toBeNull();
+    expect(await res.json()).toEqual({ path: "/token", method: "POST", contentType: "application/x-www-form-urlencoded;charset=UTF-8" });
+    const empty = await idp.answer(`${a.url}/empty`);
+    expect([empty.status, empty.ok, empty.text()]).toEqual([204, true, ""]);
+    const redirect = await idp.answer(`${a.url}/redirect`);
+    expect([redirect.status, redirect.ok, redirect.header("location")]).toEqual([302, false, "/elsewhere"]);
+    await expect((await idp.answer(`${a.url}/redirect`)).json()).rejects.toThrow(SyntaxError);
+    await expect(client({ maxBytes: 1024 }).answer(`${a.url}/large`)).rejects.toMatchObject({ kind: "too-large" });
+  });
+
+  it("ends a request at its deadline even while the body still trickles in, in both shapes", async () => {
+    const idp = client({ timeoutMs: 300 });
+    await expect(idp.answer(`${a.url}/drip`)).rejects.toMatchObject({ name: "TimeoutError" });
+    await expect(idp(`${a.url}/drip`)).rejects.toMatchObject({ name: "TimeoutError" });
+    // The caller's own signal, when given, is the deadline instead.
+    const caller = new AbortController();
+    const pending = idp.answer(`${a.url}/drip`, { signal: caller.signal });
+    caller.abort();
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+    // The pool is still good for the next request.
+    expect((await idp.answer(`${a.url}/after`)).status).toBe(200);
+  });
+
   it("never follows a redirect: the 3xx is the answer", async () => {
     const res = await client()(`${a.url}/redirect`, { redirect: "manual" });
     expect(res.status).toBe(302);
@@ -130,14 +174,16 @@ describe("pooled fetch", () => {
   it("refuses private and loopback addresses when the policy says so, by name or literal, without connecting", async () => {
     const lookup = answering("127.0.0.1");
     const strict = client({ allowPrivateNetworks: false, lookup });
-    for (const url of [`http://idp.example.test:${a.port}/x`, `${a.url}/x`, `http://[::1]:${a.port}/x`]) {
+    // Twice: a verdict remembered for an address literal refuses as the first one did.
+    const urls = [`http://idp.example.test:${a.port}/x`, `${a.url}/x`, `http://[::1]:${a.port}/x`];
+    for (const url of [...urls, ...urls]) {
       const failure = (await strict(url).catch((err: unknown) => err)) as TypeError;
       expect(failure).toBeInstanceOf(TypeError);
       expect(failure.message).toBe("fetch failed");
       expect(failure.cause).toBeInstanceOf(OutboundFetchError);
       expect((failure.cause as OutboundFetchError).message).toMatch(/a private, loopback or link-local address: it is not fetched/);
     }
-    expect(lookup.asked).toEqual(["idp.example.test"]);
+    expect(lookup.asked).toEqual(["idp.example.test", "idp.example.test"]);
     expect(a.connections).toBe(0);
     // The same name, where the policy allows private networks (an operator's own IdP), connects.
     expect((await client({ allowPrivateNetworks: true, lookup })(`http://idp.example.test:${a.port}/ok`)).status).toBe(200);
@@ -150,7 +196,7 @@ describe("pooled fetch", () => {
   });
 });
 
-describe("identity providers behind a refused address", () => {
+describe("identity providers through the pooled client", () => {
   const toMetadata = () => client({ lookup: answering("169.254.169.254") });
 
   it("GitHub: the check fails as a misconfiguration that names the setting", async () => {
@@ -166,6 +212,33 @@ describe("identity providers behind a refused address", () => {
     const failure = await github.check({ accessToken: "gho_x", refreshable: false }).catch((err: unknown) => err);
     expect(failure).toMatchObject({ kind: "misconfigured" });
     expect((failure as Error).message).toMatch(/cloud metadata address.*GITHUB_URL \/ GITHUB_API_URL/);
+  });
+
+  it("GitHub and OIDC: a check ends at the client's deadline while the answer still trickles in", async () => {
+    const github = new GitHubProvider({
+      clientId: "Iv1.x",
+      clientSecret: "s",
+      githubUrl: a.url,
+      apiUrl: `${a.url}/drip-api`,
+      scopes: "read:user",
+      timeoutMs: 300,
+      fetch: client({ timeoutMs: 300 }),
+    });
+    await expect(github.check({ accessToken: "gho_x", refreshable: false })).rejects.toMatchObject({ kind: "unavailable" });
+    const oidc = new OidcProvider({
+      kind: "oidc",
+      displayName: "x",
+      issuer: a.url,
+      clientId: "c",
+      clientSecret: "s",
+      scopes: "openid",
+      timeoutMs: 300,
+      fetch: client({ timeoutMs: 300 }),
+    });
+    const failure = await oidc.check({ accessToken: "at_x", refreshable: false }).catch((err: unknown) => err);
+    expect(failure).toMatchObject({ kind: "unavailable" });
+    expect((failure as Error).message).toMatch(/did not answer in time/);
+    expect(a.paths).toContain("/drip");
   });
 
   it("OIDC: discovery says why the issuer cannot be reached", async () => {
