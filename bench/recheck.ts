@@ -88,7 +88,7 @@ async function measure(start: StartBroker, upstream: Upstream, label: string): P
       ],
       [
         "    the same requests cached (RECHECK 30 s)",
-        `${cached.cpuUs.toFixed(0)} µs (event-loop thread ${cached.loopUs.toFixed(0)} µs): the re-check itself ${(cpuUs - cached.cpuUs).toFixed(0)} µs`,
+        `${cached.cpuUs.toFixed(0)} µs (event-loop thread ${cached.loopUs.toFixed(0)} µs): the re-check itself ${(cpuUs - cached.cpuUs).toFixed(0)} µs; ${cached.run.rps.toFixed(0)} req/s`,
       ],
     ];
   } finally {
