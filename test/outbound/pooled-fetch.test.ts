@@ -198,32 +198,18 @@ describe("pooled fetch", () => {
 
 describe("identity providers through the pooled client", () => {
   const toMetadata = () => client({ lookup: answering("169.254.169.254") });
+  const githubAt = (githubUrl: string, apiUrl: string, timeoutMs: number, fetch: ReturnType<typeof client>) =>
+    new GitHubProvider({ clientId: "Iv1.x", clientSecret: "s", githubUrl, apiUrl, scopes: "read:user", timeoutMs, fetch });
 
   it("GitHub: the check fails as a misconfiguration that names the setting", async () => {
-    const github = new GitHubProvider({
-      clientId: "Iv1.x",
-      clientSecret: "s",
-      githubUrl: "https://ghe.example.test",
-      apiUrl: "https://ghe.example.test/api/v3",
-      scopes: "read:user",
-      timeoutMs: 2000,
-      fetch: toMetadata(),
-    });
+    const github = githubAt("https://ghe.example.test", "https://ghe.example.test/api/v3", 2000, toMetadata());
     const failure = await github.check({ accessToken: "gho_x", refreshable: false }).catch((err: unknown) => err);
     expect(failure).toMatchObject({ kind: "misconfigured" });
     expect((failure as Error).message).toMatch(/cloud metadata address.*GITHUB_URL \/ GITHUB_API_URL/);
   });
 
   it("GitHub and OIDC: a check ends at the client's deadline while the answer still trickles in", async () => {
-    const github = new GitHubProvider({
-      clientId: "Iv1.x",
-      clientSecret: "s",
-      githubUrl: a.url,
-      apiUrl: `${a.url}/drip-api`,
-      scopes: "read:user",
-      timeoutMs: 300,
-      fetch: client({ timeoutMs: 300 }),
-    });
+    const github = githubAt(a.url, `${a.url}/drip-api`, 300, client({ timeoutMs: 300 }));
     await expect(github.check({ accessToken: "gho_x", refreshable: false })).rejects.toMatchObject({ kind: "unavailable" });
     const oidc = new OidcProvider({
       kind: "oidc",
