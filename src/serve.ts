@@ -72,6 +72,9 @@ async function start(io: ServeIo): Promise<number> {
   try {
     running = await broker.listen();
   } catch (err) {
+    // What the broker opened (database, writer thread, demo servers) must not outlive a start that
+    // failed: `mcp-auth-broker serve` in a caller's process returns instead of exiting.
+    await broker.stop(0).catch(() => undefined);
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is already in use; set PORT to a free port`);
     if (code === "EACCES") fail(`not allowed to listen on ${config.host}:${config.port}; choose a PORT above 1024`);

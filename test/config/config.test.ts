@@ -7,6 +7,8 @@ import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { preparedDatabaseUrl } from "../support/broker-process.ts";
 import { KNOWN_VARIABLES, unknownVariables } from "../../src/config-sources.ts";
+import { serve } from "../../src/serve.ts";
+import { createServer, type AddressInfo } from "node:net";
 
 const KEY = Buffer.alloc(32, 7).toString("base64");
 const tmp = () => mkdtempSync(path.join(tmpdir(), "mab-config-"));
@@ -203,9 +205,18 @@ describe("variables that look like ours", () => {
   });
 });
 
-// How the process reports a configuration error (one line, exit 1, no stack), for a parse error
-// and a production-only requirement; every variable's own messages are tested above, in-process.
-describe("the real process", () => {
+/** Runs `serve` (what `npm start` and `mcp-auth-broker serve` run) in this process with `env` only. */
+async function serveInProcess(cwd: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const code = await serve({ cwd, env, out: (text) => stdout.push(text), err: (text) => stderr.push(text) });
+  return { code, stdout: stdout.join(""), stderr: stderr.join("") };
+}
+
+// How the server reports a start-up problem: one line, exit code 1, no stack. Each case runs
+// `serve` in-process (a process per case cost a second of CPU each); the real process below shows
+// that the line and the code reach stderr and the exit status.
+describe("start-up problems", () => {
   it.each([
     [{ PORT: "abc" }, /^mcp-auth-broker: configuration error: PORT: expected a port number/],
     // npm start outside demo mode without an access policy: the line names every variable to set.
@@ -224,13 +235,45 @@ describe("the real process", () => {
       /^mcp-auth-broker: cannot use the database \(DATABASE_URL=postgresql:\/\/broker:\*\*\*@127\.0\.0\.1:1\/broker\): connection refused by 127\.0\.0\.1:1 \(nothing listens there\); start PostgreSQL, or correct the host and port in DATABASE_URL$/,
     ],
   ])("stops with one line for %j", async (env, expected) => {
-    const dir = tmp();
-    const result = await runToEnd(startServer({ cwd: dir, env: env as Record<string, string> }));
+    const result = await serveInProcess(tmp(), env as Record<string, string>);
     expect(result.code).toBe(1);
     const lines = result.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(expected);
     expect(result.stderr).not.toMatch(/\bat .*\.ts:\d+/);
+    expect(result.stdout).toBe("");
+  });
+
+  it("names the port that is taken, and what to do", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const cwd = tmp();
+      const result = await serveInProcess(cwd, { PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "silent", DATABASE_URL: await preparedDatabaseUrl(cwd) });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(`mcp-auth-broker: port ${port} on 127.0.0.1 is already in use; set PORT to a free port\n`);
+    } finally {
+      taken.close();
+    }
+  });
+
+  it("reads a .env file from its working directory", async () => {
+    const dir = tmp();
+    writeFileSync(path.join(dir, ".env"), "LOG_LEVEL=chatty\n");
+    const result = await serveInProcess(dir, {});
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toMatch(/^mcp-auth-broker: configuration error: LOG_LEVEL: expected one of/);
+    expect(readFileSync(path.join(dir, ".env"), "utf8")).toContain("chatty");
+  });
+});
+
+describe("the real process", () => {
+  it("prints a start-up problem as one line on stderr and exits 1", async () => {
+    const result = await runToEnd(startServer({ cwd: tmp(), env: { PORT: "abc" } }));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^mcp-auth-broker: configuration error: PORT: expected a port number[^\n]*\n$/);
+    expect(result.stdout).toBe("");
   });
 
   it("warns at start about a misspelt variable, naming the one it likely means", async () => {
@@ -247,15 +290,5 @@ describe("the real process", () => {
     expect(stdout).toMatch(/UPSTREAM_PROVIDR is not a setting of mcp-auth-broker \(did you mean UPSTREAM_PROVIDER\?\); it is ignored/);
     // Demo mode, as without the variable: the warning is the only sign of the mistake.
     expect(stdout).toContain("DEMO MODE");
-  });
-
-  it("reads a .env file from its working directory", async () => {
-    const dir = tmp();
-    const { writeFileSync } = await import("node:fs");
-    writeFileSync(path.join(dir, ".env"), "LOG_LEVEL=chatty\n");
-    const result = await runToEnd(startServer({ cwd: dir, env: {} }));
-    expect(result.code).toBe(1);
-    expect(result.stderr.trim()).toMatch(/^mcp-auth-broker: configuration error: LOG_LEVEL: expected one of/);
-    expect(readFileSync(path.join(dir, ".env"), "utf8")).toContain("chatty");
   });
 });
