@@ -215,8 +215,12 @@ export const TABLES = [
   "auditEvent",
 ] as const;
 
+/** Every count in one statement: the malformed-request table takes it twice per row, on both databases. */
+const COUNT_ROWS = `SELECT ${TABLES.map((t) => `(SELECT COUNT(*) FROM "${t[0]!.toUpperCase()}${t.slice(1)}") AS "${t}"`).join(", ")}`;
+
 /** Row counts of every table, to show that a request changed nothing. */
 export async function countRows(db: Db): Promise<Record<(typeof TABLES)[number], number>> {
-  const counts = await Promise.all(TABLES.map((t) => (db[t] as unknown as { count(): Promise<number> }).count()));
-  return Object.fromEntries(TABLES.map((t, i) => [t, counts[i]!])) as Record<(typeof TABLES)[number], number>;
+  const [row] = await db.$queryRawUnsafe<Array<Record<(typeof TABLES)[number], number | bigint>>>(COUNT_ROWS);
+  // PostgreSQL's COUNT is a bigint.
+  return Object.fromEntries(TABLES.map((t) => [t, Number(row![t])])) as Record<(typeof TABLES)[number], number>;
 }
