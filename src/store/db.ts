@@ -3,15 +3,12 @@
 // source, prisma/postgres is derived), so the rest of the code sees a single `Db` type.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as SqliteClient, type Prisma } from "./generated/sqlite/client.ts";
-import { PrismaClient as PostgresClient } from "./generated/postgres/client.ts";
 import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
 import { assertWritable, checkWritable, DatabaseNotWritableError, type WritableTarget, type WriteCheck } from "./writability.ts";
 import { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
 import type { HotStore } from "./hot-store.ts";
 import { createSqliteHotStore } from "./hot-store-sqlite.ts";
-import { createPostgresHotStore } from "./hot-store-postgres.ts";
 
 export type Db = SqliteClient;
 export type { Prisma };
@@ -80,17 +77,27 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
   const kind = databaseKindOf(url);
   let queries = 0;
   let db: Db;
+  let rawHot: HotStore;
   let file: string | undefined;
   if (kind === "postgres") {
+    // Loaded only for PostgreSQL: a SQLite broker (and every CLI command on one) starts without pg
+    // and the second Prisma client.
+    const [{ PrismaPg }, { PrismaClient: PostgresClient }, { createPostgresHotStore }] = await Promise.all([
+      import("@prisma/adapter-pg"),
+      import("./generated/postgres/client.ts"),
+      import("./hot-store-postgres.ts"),
+    ]);
     const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url }) });
     // The two generated clients differ only in PostgreSQL-only options ($transaction isolation
     // levels); every query the application makes is valid on both.
     db = client as unknown as Db;
+    rawHot = createPostgresHotStore(url);
   } else {
     file = sqliteFilePath(url, cwd);
     prepareSqliteFolder(file);
     // busy_timeout, synchronous and foreign_keys are set on every connection by the adapter.
     db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }) });
+    rawHot = createSqliteHotStore(file);
   }
   const counted = db.$extends({
     query: {
@@ -100,7 +107,7 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
       },
     },
   }) as unknown as Db;
-  const hot = countedHotStore(kind === "postgres" ? createPostgresHotStore(url) : createSqliteHotStore(file!), () => queries++);
+  const hot = countedHotStore(rawHot, () => queries++);
   hotStores.set(counted, hot);
   const target: WritableTarget = { kind, db: counted, file, url };
   try {

@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync
 import { tmpdir } from "node:os";
 import path from "node:path";
 import Database from "libsql";
-import pg from "pg";
+import type pg from "pg";
 import { migrateDatabase, projectRoot } from "../../src/store/migrate.ts";
 
 function migrationsHash(kind: "sqlite" | "postgres"): string {
@@ -39,7 +39,9 @@ export async function copyMigratedSqlite(file: string): Promise<void> {
 }
 
 async function withAdmin<T>(base: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: `${base}/postgres` });
+  // Loaded here: every test that starts a SQLite broker imports this file.
+  const { default: pgDriver } = await import("pg");
+  const client = new pgDriver.Client({ connectionString: `${base}/postgres` });
   await client.connect();
   try {
     return await run(client);
