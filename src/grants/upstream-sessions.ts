@@ -93,14 +93,15 @@ export class UpstreamSessions {
    * Makes sure the upstream session was found good within UPSTREAM_RECHECK_SECONDS (0: now).
    * Concurrent callers for one session share one upstream call. Throws CredentialRejected when the
    * upstream session is dead (its grants are then revoked) and UpstreamUnavailable when the
-   * upstream cannot answer (fail closed).
+   * upstream cannot answer (fail closed). `read`: the session's row when the caller's own query
+   * already brought it (the refresh grant's), saving a read.
    */
-  ensureChecked(sessionId: string): Promise<CheckedSession> {
-    return this.checks.run(sessionId, () => this.check(sessionId));
+  ensureChecked(sessionId: string, read?: UpstreamSession): Promise<CheckedSession> {
+    return this.checks.run(sessionId, () => this.check(sessionId, read));
   }
 
-  private async check(sessionId: string): Promise<CheckedSession> {
-    const row = await this.ctx.hot.upstreamSessionById(sessionId);
+  private async check(sessionId: string, read: UpstreamSession | undefined): Promise<CheckedSession> {
+    const row = read ?? (await this.ctx.hot.upstreamSessionById(sessionId));
     if (row?.status !== "active") throw new CredentialRejected("the upstream login behind this token has ended");
     const now = this.ctx.clock.now();
     const window = this.ctx.config.upstreamRecheckSeconds * 1000;

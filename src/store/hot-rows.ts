@@ -146,6 +146,26 @@ export function decodeRow<Row>(t: Table<Row>, values: readonly unknown[], offset
 }
 
 /** A row's values in column order, for an INSERT; `date` encodes as the database's Prisma adapter does. */
+/** The columns refreshTokenByHash selects, on either database: the token, its grant, the grant's upstream session. */
+export const refreshTokenWithGrantColumns = (): string =>
+  `${columnList(tables.refreshToken, "r")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}
+    FROM "RefreshToken" AS "r" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId"
+    LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId"`;
+
+/** Decodes a row of refreshTokenWithGrantColumns. */
+export function decodeRefreshTokenWithGrant(
+  values: readonly unknown[],
+  date: (value: unknown) => Date,
+): RefreshToken & { grant: Grant & { upstreamSession: UpstreamSession | null } } {
+  const { refreshToken, grant, upstreamSession } = tables;
+  const g = refreshToken.columns.length;
+  const u = g + grant.columns.length;
+  return {
+    ...decodeRow(refreshToken, values, 0, date),
+    grant: { ...decodeRow(grant, values, g, date), upstreamSession: values[u] == null ? null : decodeRow(upstreamSession, values, u, date) },
+  };
+}
+
 export function rowValues<Row>(t: Table<Row>, row: Row, date: (value: Date) => unknown): unknown[] {
   return t.columns.map((c) => {
     const value = row[c] ?? null;

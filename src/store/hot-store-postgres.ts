@@ -5,7 +5,7 @@
 // read back are parsed as UTC whatever the server's or this process's time zone.
 import pg from "pg";
 import type { AnnouncedRevocation, HotStore, UpstreamCheck } from "./hot-store.ts";
-import { columnList, decodeRow, rowValues, tables, type Table } from "./hot-rows.ts";
+import { columnList, decodeRefreshTokenWithGrant, decodeRow, refreshTokenWithGrantColumns, rowValues, tables, type Table } from "./hot-rows.ts";
 
 const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
 const utcTypes = {
@@ -45,7 +45,7 @@ const useClaimedGrant = (at: number) =>
 const SQL = {
   clientById: `SELECT ${columnList(client, "c")} FROM "Client" AS "c" WHERE "c"."id" = $1`,
   touchClient: `UPDATE "Client" SET "lastUsedAt" = $1::timestamp(3) WHERE "id" = $2`,
-  refreshTokenByHash: `SELECT ${columnList(refreshToken, "r")}, ${columnList(grant, "g")} FROM "RefreshToken" AS "r" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId" WHERE "r"."tokenHash" = $1`,
+  refreshTokenByHash: `SELECT ${refreshTokenWithGrantColumns()} WHERE "r"."tokenHash" = $1`,
   refreshTokenById: `SELECT ${columnList(refreshToken, "r")} FROM "RefreshToken" AS "r" WHERE "r"."id" = $1`,
   rotateRefreshToken: `WITH claimed AS (
       UPDATE "RefreshToken" SET "consumedAt" = $2::timestamp(3), "graceUntil" = $3::timestamp(3), "firstUsedAt" = COALESCE("firstUsedAt", $2::timestamp(3)),
@@ -186,8 +186,7 @@ export function createPostgresHotStore(url: string): HotStore {
 
     async refreshTokenByHash(tokenHash) {
       const values = await first("refreshTokenByHash", [tokenHash]);
-      if (!values) return null;
-      return { ...decodeRow(refreshToken, values, 0, asDate), grant: decodeRow(grant, values, refreshToken.columns.length, asDate) };
+      return values ? decodeRefreshTokenWithGrant(values, asDate) : null;
     },
     async refreshTokenById(id) {
       const values = await first("refreshTokenById", [id]);

@@ -3,7 +3,7 @@
 // at once on this thread's connection; writes go to the writer thread, grouped per event-loop turn
 // (sqlite-writer.ts says why and why reads stay here).
 import type { HotStore } from "./hot-store.ts";
-import { decodeRow, tables } from "./hot-rows.ts";
+import { decodeRefreshTokenWithGrant, decodeRow, tables } from "./hot-rows.ts";
 import { HotConnection, readDate, readSettings, sqliteDate, type SqliteConnectionSettings, type StatementName } from "./sqlite-hot-sql.ts";
 import { SqliteWriter } from "./sqlite-writer.ts";
 import { sqliteWriteGate } from "./sqlite-write-gate.ts";
@@ -52,8 +52,7 @@ export function createSqliteHotStore(file: string): SqliteHotStore {
     refreshTokenByHash: (tokenHash) =>
       read(() => {
         const values = row("refreshTokenByHash", tokenHash);
-        if (!values) return null;
-        return { ...decodeRow(refreshToken, values, 0, readDate), grant: decodeRow(grant, values, refreshToken.columns.length, readDate) };
+        return values ? decodeRefreshTokenWithGrant(values, readDate) : null;
       }),
     refreshTokenById: (id) =>
       read(() => {

@@ -12,6 +12,12 @@ export type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSess
 /** A token or code row with the grant it belongs to. */
 export type WithGrant<Row> = Row & { readonly grant: Grant };
 
+/**
+ * A refresh token as the refresh grant needs it: its grant and the upstream session behind the
+ * grant (the grant checks that session), in one read.
+ */
+export type RefreshTokenWithGrant = RefreshToken & { readonly grant: Grant & { readonly upstreamSession: UpstreamSession | null } };
+
 /** An access token as validation needs it: its grant, the user's login, the client's kind. */
 export type AccessTokenWithGrant = AccessToken & {
   readonly grant: Grant & {
@@ -77,7 +83,7 @@ export interface HotStore {
   /** Records a client's use (lastUsedAt). */
   touchClient(id: string, at: Date): Promise<void>;
 
-  refreshTokenByHash(tokenHash: string): Promise<WithGrant<RefreshToken> | null>;
+  refreshTokenByHash(tokenHash: string): Promise<RefreshTokenWithGrant | null>;
   refreshTokenById(id: string): Promise<RefreshToken | null>;
   /** False when the token was no longer claimable (consumed or revoked meanwhile): nothing was written. */
   rotateRefreshToken(rotation: RefreshRotation): Promise<boolean>;

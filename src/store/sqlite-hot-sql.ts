@@ -3,7 +3,7 @@
 // connection, dates encoded as Prisma's libsql adapter writes them (ISO 8601 with "+00:00"), so
 // comparisons in SQL and Prisma's reads agree on rows from either side.
 import Database from "libsql";
-import { columnList, rowValues, tables, type Table } from "./hot-rows.ts";
+import { columnList, refreshTokenWithGrantColumns, rowValues, tables, type Table } from "./hot-rows.ts";
 import { SQLITE_CONNECTION_PRAGMAS } from "./sqlite-pragmas.ts";
 
 /** Prisma's encoding of a DateTime on SQLite (checked against Prisma's own rows in test/store/hot-store.test.ts). */
@@ -20,7 +20,7 @@ const { client, grant, upstreamSession, authorizationCode, accessToken, refreshT
 export const SQL = {
   clientById: `SELECT ${columnList(client, "c")} FROM "Client" AS "c" WHERE "c"."id" = ?`,
   touchClient: `UPDATE "Client" SET "lastUsedAt" = ? WHERE "id" = ?`,
-  refreshTokenByHash: `SELECT ${columnList(refreshToken, "r")}, ${columnList(grant, "g")} FROM "RefreshToken" AS "r" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId" WHERE "r"."tokenHash" = ?`,
+  refreshTokenByHash: `SELECT ${refreshTokenWithGrantColumns()} WHERE "r"."tokenHash" = ?`,
   refreshTokenById: `SELECT ${columnList(refreshToken, "r")} FROM "RefreshToken" AS "r" WHERE "r"."id" = ?`,
   claimRefreshToken: `UPDATE "RefreshToken" SET "consumedAt" = ?, "graceUntil" = ?, "firstUsedAt" = COALESCE("firstUsedAt", ?), "successorId" = ? WHERE "id" = ? AND "consumedAt" IS NULL AND "revokedAt" IS NULL`,
   codeByHash: `SELECT ${columnList(authorizationCode, "a")}, ${columnList(grant, "g")} FROM "AuthorizationCode" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" WHERE "a"."codeHash" = ?`,

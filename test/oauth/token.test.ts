@@ -82,6 +82,14 @@ describe("successful requests", () => {
     expect(narrowed.refresh_token).not.toBe(tokens.refresh_token);
   });
 
+  it("a refresh within the re-check window is three statements: the client, the token with its grant and upstream session, the rotation", async () => {
+    const c = await codeFor(pub, "mcp offline_access");
+    const tokens = expectTokens(await token(codeForm(pub, c, { client_id: pub.client_id })));
+    const before = t.broker.database.queryCount();
+    expectTokens(await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string, client_id: pub.client_id }));
+    expect(t.broker.database.queryCount() - before).toBe(3);
+  });
+
   it("a client_secret_basic client authenticates with HTTP Basic", async () => {
     const c = await codeFor(basic);
     expectTokens(await token(codeForm(basic, c), { authorization: basicAuth(basic.client_id, basic.client_secret!) }));

@@ -7,6 +7,7 @@ import type { AccessValidator } from "../access-validation.ts";
 import { CredentialRejected } from "../errors.ts";
 import type { RegisteredClient, TokenResponse } from "../types.ts";
 import type { FormParameters } from "./parameters.ts";
+import type { UpstreamSession } from "../../store/hot-store.ts";
 
 export interface TokenContext extends GrantsContext {
   readonly lifecycle: GrantLifecycle;
@@ -23,10 +24,13 @@ export type GrantHandler = (client: RegisteredClient, params: FormParameters) =>
  * rejection when it is dead, null when it is alive or there is none (machine clients). Throws
  * UpstreamUnavailable when the upstream cannot say.
  */
-export async function upstreamRejection(sessions: UpstreamSessions, grant: { upstreamSessionId: string | null }): Promise<CredentialRejected | null> {
+export async function upstreamRejection(
+  sessions: UpstreamSessions,
+  grant: { upstreamSessionId: string | null; upstreamSession?: UpstreamSession | null },
+): Promise<CredentialRejected | null> {
   if (!grant.upstreamSessionId) return null;
   try {
-    await sessions.ensureChecked(grant.upstreamSessionId);
+    await sessions.ensureChecked(grant.upstreamSessionId, grant.upstreamSession ?? undefined);
     return null;
   } catch (err) {
     if (err instanceof CredentialRejected) return err;
