@@ -82,6 +82,22 @@ function fail(field: string, message: string, As: typeof InvalidClientMetadata |
  * ("manual"). Only the operator can make a machine client (client_credentials): its tokens carry no
  * user, so a self-registered one would reach the MCP server with no login at all.
  */
+/** A client's metadata as the Client table keeps it (lists as JSON text): registration and metadata documents write it alike. */
+export function clientMetadataColumns(metadata: ClientMetadata) {
+  return {
+    redirectUris: JSON.stringify(metadata.redirectUris),
+    tokenEndpointAuthMethod: metadata.tokenEndpointAuthMethod,
+    grantTypes: JSON.stringify(metadata.grantTypes),
+    responseTypes: JSON.stringify(metadata.responseTypes),
+    scope: metadata.scope,
+    clientName: metadata.clientName,
+    clientUri: metadata.clientUri,
+    logoUri: metadata.logoUri,
+    softwareId: metadata.softwareId,
+    softwareVersion: metadata.softwareVersion,
+  };
+}
+
 export type RegistrationOrigin = "dynamic" | "manual";
 
 export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, policy: RegistrationPolicy = {}): ClientMetadata {

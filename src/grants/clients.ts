@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { hotStoreOf, type Db } from "../store/db.ts";
 import type { HotStore } from "../store/hot-store.ts";
 import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../store/secrets.ts";
-import type { ClientMetadata } from "./client-metadata.ts";
+import { clientMetadataColumns, type ClientMetadata } from "./client-metadata.ts";
 import type { GrantType, RegisteredClient, TokenEndpointAuthMethod } from "./types.ts";
 import { audit } from "./audit.ts";
 import { systemClock, type Clock } from "./clock.ts";
@@ -83,16 +83,7 @@ export class ClientRegistry {
         id,
         secretHash: secret ? sha256Hex(secret) : null,
         secretPrefix: secret ? displayPrefix(secret) : null,
-        redirectUris: JSON.stringify(metadata.redirectUris),
-        tokenEndpointAuthMethod: metadata.tokenEndpointAuthMethod,
-        grantTypes: JSON.stringify(metadata.grantTypes),
-        responseTypes: JSON.stringify(metadata.responseTypes),
-        scope: metadata.scope,
-        clientName: metadata.clientName,
-        clientUri: metadata.clientUri,
-        logoUri: metadata.logoUri,
-        softwareId: metadata.softwareId,
-        softwareVersion: metadata.softwareVersion,
+        ...clientMetadataColumns(metadata),
         registrationType,
       },
     });

@@ -9,7 +9,7 @@ import type { Db } from "../store/db.ts";
 import type { FetchedJson, JsonFetcher } from "../outbound/guarded-fetch.ts";
 import { OutboundFetchError } from "../outbound/guarded-fetch.ts";
 import { audit } from "./audit.ts";
-import { parseClientMetadata, type ClientMetadata } from "./client-metadata.ts";
+import { clientMetadataColumns, parseClientMetadata, type ClientMetadata } from "./client-metadata.ts";
 import type { Clock } from "./clock.ts";
 import { DomainError, SignInError } from "./errors.ts";
 import { SingleFlight } from "./single-flight.ts";
@@ -151,18 +151,8 @@ export class MetadataDocuments {
   }
 
   private async record(clientId: string, metadata: ClientMetadata): Promise<void> {
-    const data = {
-      redirectUris: JSON.stringify(metadata.redirectUris),
-      tokenEndpointAuthMethod: "none",
-      grantTypes: JSON.stringify(metadata.grantTypes),
-      responseTypes: JSON.stringify(metadata.responseTypes),
-      scope: metadata.scope,
-      clientName: metadata.clientName,
-      clientUri: metadata.clientUri,
-      logoUri: metadata.logoUri,
-      softwareId: metadata.softwareId,
-      softwareVersion: metadata.softwareVersion,
-    };
+    // A metadata document's client is public whatever the document says.
+    const data = { ...clientMetadataColumns(metadata), tokenEndpointAuthMethod: "none" };
     const existing = await this.db.client.findUnique({ where: { id: clientId }, select: { registrationType: true } });
     if (existing) {
       // Only a row this module made follows the document (an operator's client keeps its own).
