@@ -17,6 +17,17 @@ function table<Row>(name: string, kinds: ColumnKinds<Row>): Table<Row> {
   return { name, kinds, columns: Object.keys(kinds) as (keyof Row & string)[] };
 }
 
+/** The leading columns access and refresh tokens share, in the order both tables have them. */
+const issuedTokenColumns = {
+  id: "text",
+  tokenHash: "text",
+  prefix: "text",
+  grantId: "text",
+  clientId: "text",
+  resource: "text",
+  scope: "text",
+} as const;
+
 export const tables = {
   client: table<Client>("Client", {
     id: "text",
@@ -84,26 +95,14 @@ export const tables = {
     consumedAt: "date",
   }),
   accessToken: table<AccessToken>("AccessToken", {
-    id: "text",
-    tokenHash: "text",
-    prefix: "text",
-    grantId: "text",
-    clientId: "text",
-    resource: "text",
-    scope: "text",
+    ...issuedTokenColumns,
     refreshTokenId: "text",
     createdAt: "date",
     expiresAt: "date",
     revokedAt: "date",
   }),
   refreshToken: table<RefreshToken>("RefreshToken", {
-    id: "text",
-    tokenHash: "text",
-    prefix: "text",
-    grantId: "text",
-    clientId: "text",
-    resource: "text",
-    scope: "text",
+    ...issuedTokenColumns,
     parentId: "text",
     successorId: "text",
     createdAt: "date",
