@@ -6,6 +6,7 @@ import Router from "@koa/router";
 import type { Config } from "../config.ts";
 import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
 import { faviconIco, renderFrontPage } from "../views/front-page.ts";
+import { sendHtml } from "../http/html-page.ts";
 
 export interface FrontDoorDeps {
   readonly config: Config;
@@ -33,8 +34,7 @@ export function frontDoorRouter({ config, providerName }: FrontDoorDeps): Router
   router.get(home, (ctx) => {
     ctx.state.errorFormat = "page";
     ctx.set("Cache-Control", "public, max-age=300");
-    ctx.type = "text/html; charset=utf-8";
-    ctx.body = page;
+    sendHtml(ctx, page);
   });
   router.get(publicPaths(config.publicUrl, "/favicon.ico"), (ctx) => {
     ctx.set("Cache-Control", `public, max-age=${ICON_MAX_AGE_SECONDS}`);

@@ -6,6 +6,7 @@ import { paramsToRecord } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import { ACCOUNT_NOTICES, renderAccountSignInPage, renderConnectedAppsPage, type AccountNotice } from "../views/account-page.ts";
 import type { AccountDeps } from "./deps.ts";
+import { sendHtml } from "../http/html-page.ts";
 
 export function accountPageHandler(deps: AccountDeps): Koa.Middleware {
   return async (ctx) => {
@@ -16,11 +17,10 @@ export function accountPageHandler(deps: AccountDeps): Koa.Middleware {
     const identity = await deps.browserIdentities.forAccountPage(sid);
     const common = { resourceName: deps.resourceName, providerName: deps.providerName, csrfToken: deps.signIn.csrfToken(sid), notice };
     ctx.set("Cache-Control", "no-store");
-    ctx.type = "text/html; charset=utf-8";
     if (!identity) {
-      ctx.body = renderAccountSignInPage({ ...common, selectAccount: query.another === "1" });
+      sendHtml(ctx, renderAccountSignInPage({ ...common, selectAccount: query.another === "1" }));
       return;
     }
-    ctx.body = renderConnectedAppsPage({ ...common, signedInAs: identity.login ?? identity.subject, apps: await deps.apps.list(identity.subject) });
+    sendHtml(ctx, renderConnectedAppsPage({ ...common, signedInAs: identity.login ?? identity.subject, apps: await deps.apps.list(identity.subject) }));
   };
 }

@@ -5,6 +5,7 @@
 import type Koa from "koa";
 import { browserSessionId } from "../http/browser-session.ts";
 import { PageError } from "../http/errors.ts";
+import { sendHtml } from "../http/html-page.ts";
 import type { CallbackBranch } from "../oauth/callback.ts";
 import type { AccountSignInOutcome } from "../grants/account-sign-in.ts";
 import { renderAccessRefusedPage } from "../views/access-refused-page.ts";
@@ -38,14 +39,8 @@ export function accountSignInCallback(deps: AccountDeps): CallbackBranch {
         ctx.redirect(accountUrl(deps.publicUrl));
         return;
       }
-      ctx.status = 403;
-      ctx.type = "text/html; charset=utf-8";
-      ctx.body = renderAccessRefusedPage({
-        login: outcome.account.login,
-        providerName: outcome.account.providerName,
-        resourceName: deps.resourceName,
-        signInAgainUrl: accountUrl(deps.publicUrl, { another: "1" }),
-      });
+      const signInAgainUrl = accountUrl(deps.publicUrl, { another: "1" });
+      sendHtml(ctx, renderAccessRefusedPage({ account: outcome.account, resourceName: deps.resourceName, signInAgainUrl }), 403);
     },
   };
 }

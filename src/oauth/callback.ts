@@ -9,6 +9,7 @@ import type { UpstreamLogin } from "../grants/upstream-login.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import { publicPaths } from "../http/public-paths.ts";
 import { paramsToRecord } from "../http/body.ts";
+import { sendHtml } from "../http/html-page.ts";
 import { renderAccessRefusedPage } from "../views/access-refused-page.ts";
 
 /** Another sign-in that comes back through this callback, recognized by the state it sent upstream. */
@@ -37,14 +38,8 @@ export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, 
       ctx.redirect(outcome.location);
       return;
     }
-    ctx.status = 403;
-    ctx.type = "text/html; charset=utf-8";
-    ctx.body = renderAccessRefusedPage({
-      login: outcome.account.login,
-      providerName: outcome.account.providerName,
-      resourceName,
-      returnTo: { url: outcome.returnTo, clientName: outcome.clientName },
-    });
+    const returnTo = { url: outcome.returnTo, clientName: outcome.clientName };
+    sendHtml(ctx, renderAccessRefusedPage({ account: outcome.account, resourceName, returnTo }), 403);
   });
   return router;
 }

@@ -13,6 +13,7 @@ import type { Consents } from "../grants/consents.ts";
 import type { BrowserIdentities } from "../grants/browser-identities.ts";
 import type { UpstreamLoginStarter } from "../grants/ports.ts";
 import { renderConsentPage } from "../views/consent-page.ts";
+import { sendHtml } from "../http/html-page.ts";
 
 export interface ConsentDeps {
   readonly issuer: string;
@@ -55,21 +56,23 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
     if (!client) throw NOT_PENDING;
     const known = identity && identity.provider === deps.providerKind ? identity : null;
     ctx.set("Cache-Control", "no-store");
-    ctx.type = "text/html; charset=utf-8";
-    ctx.body = renderConsentPage({
-      client,
-      redirectUri: tx.redirectUri,
-      scope: tx.scope,
-      resource: tx.resource,
-      providerName: deps.upstreamLogin.providerName,
-      resourceName: deps.resourceName,
-      signedInAs: known ? (known.login ?? known.subject) : undefined,
-      idleTimeoutSeconds: deps.idleTimeoutSeconds,
-      maxAgeSeconds: deps.maxAgeSeconds,
-      transactionId: tx.id,
-      csrfToken: deps.transactions.csrfToken(tx.id, sid),
-      scopeDescriptions: deps.scopeDescriptions,
-    });
+    sendHtml(
+      ctx,
+      renderConsentPage({
+        client,
+        redirectUri: tx.redirectUri,
+        scope: tx.scope,
+        resource: tx.resource,
+        providerName: deps.upstreamLogin.providerName,
+        resourceName: deps.resourceName,
+        signedInAs: known ? (known.login ?? known.subject) : undefined,
+        idleTimeoutSeconds: deps.idleTimeoutSeconds,
+        maxAgeSeconds: deps.maxAgeSeconds,
+        transactionId: tx.id,
+        csrfToken: deps.transactions.csrfToken(tx.id, sid),
+        scopeDescriptions: deps.scopeDescriptions,
+      }),
+    );
   };
 }
 
