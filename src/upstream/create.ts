@@ -34,6 +34,17 @@ function githubPolicyScopes(policy: AccessPolicyConfig | undefined): string[] {
   return needed;
 }
 
+/** What every OpenID Connect provider (Google included) takes the same way from the configuration. */
+function oidcSettings(upstream: Config["upstream"], options: ProviderOptions) {
+  return {
+    clientId: upstream.clientId ?? "",
+    clientSecret: upstream.clientSecret ?? "",
+    scopes: upstream.scopes ?? "openid email profile",
+    timeoutMs: upstream.timeoutMs,
+    groupsClaim: options.policy?.groupsClaim ?? "groups",
+  };
+}
+
 export function createUpstreamProvider(upstream: Config["upstream"], options: ProviderOptions = {}): UpstreamProvider {
   switch (upstream.provider) {
     case "github":
@@ -50,40 +61,30 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
       });
     case "google":
       return new OidcProvider({
+        ...oidcSettings(upstream, options),
         kind: "google",
         displayName: upstream.displayName ?? "Google",
         issuer: upstream.issuer ?? "https://accounts.google.com",
-        clientId: upstream.clientId ?? "",
-        clientSecret: upstream.clientSecret ?? "",
-        scopes: upstream.scopes ?? "openid email profile",
-        timeoutMs: upstream.timeoutMs,
-        groupsClaim: options.policy?.groupsClaim ?? "groups",
         // Google returns a refresh token only for offline access with a consent prompt.
         extraAuthorizationParams: { access_type: "offline", prompt: "consent" },
       });
     case "oidc":
       return new OidcProvider({
+        ...oidcSettings(upstream, options),
         kind: "oidc",
         // Without a name, the issuer's host is what the user can recognise and check.
         displayName: upstream.displayName ?? new URL(upstream.issuer ?? "http://invalid").host,
         issuer: upstream.issuer ?? "",
-        clientId: upstream.clientId ?? "",
-        clientSecret: upstream.clientSecret ?? "",
-        scopes: upstream.scopes ?? "openid email profile",
-        timeoutMs: upstream.timeoutMs,
-        groupsClaim: options.policy?.groupsClaim ?? "groups",
         offline: true,
       });
     case "demo":
       return new OidcProvider({
+        ...oidcSettings(upstream, options),
         kind: "demo",
         displayName: "Demo identity provider",
         issuer: options.demoIssuer ?? "http://127.0.0.1/demo-idp",
         clientId: DEMO_CLIENT_ID,
         clientSecret: options.demoClientSecret ?? "",
-        scopes: upstream.scopes ?? "openid email profile",
-        timeoutMs: upstream.timeoutMs,
-        groupsClaim: options.policy?.groupsClaim ?? "groups",
         offline: true,
       });
   }

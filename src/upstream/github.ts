@@ -5,18 +5,16 @@
 // with the user's own token.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import {
-  CREDENTIAL_CHECK_CODE,
-  expectCodeRefused,
-  UpstreamError,
-  type UpstreamAuthorizationRequest,
-  type UpstreamCallbackInput,
-  type UpstreamCheck,
-  type UpstreamIdentity,
-  type UpstreamProvider,
-  type TokensForIdentity,
-  type TokensToCheck,
-  type UpstreamTokens,
+import { CREDENTIAL_CHECK_CODE, expectCodeRefused, UpstreamError } from "./provider.ts";
+import type {
+  TokensForIdentity,
+  TokensToCheck,
+  UpstreamAuthorizationRequest,
+  UpstreamCallbackInput,
+  UpstreamCheck,
+  UpstreamIdentity,
+  UpstreamProvider,
+  UpstreamTokens,
 } from "./provider.ts";
 import { classifyFailure, kindOf } from "./errors.ts";
 import { s256Challenge } from "../crypto/pkce.ts";
