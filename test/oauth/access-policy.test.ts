@@ -153,7 +153,7 @@ describe("access rules at sign-in", () => {
       expect(ok.status).toBe(200);
       expect(await mcpStatus(named, ok.json!.access_token as string)).toBe(200);
     } finally {
-      await named.broker.stop(0);
+      await named.stop();
     }
   });
 });
@@ -190,7 +190,7 @@ describe("access on every use", () => {
     const databaseUrl = `file:${first.dir}/broker.db`;
     const olivia = await obtainTokens(first.url, { user: "olivia" });
     const sam = await obtainTokens(first.url, { user: "sam" });
-    await first.broker.stop(0);
+    await first.stop({ keepDir: true });
     // The operator narrows the policy and restarts on the same database.
     const second = await startOidcBroker({ ALLOWED_USERS: "sam", UPSTREAM_RECHECK_SECONDS: "30" }, { clock, databaseUrl, publicUrl: first.url });
     try {

@@ -19,7 +19,8 @@ export interface TestBroker {
   /** Where this instance listens (differs from url when instances share one PUBLIC_URL). */
   readonly origin: string;
   readonly dir: string;
-  stop(): Promise<void>;
+  /** Stops the broker and the demo MCP server started for it; `keepDir` leaves its database for another instance. */
+  stop(options?: { keepDir?: boolean }): Promise<void>;
 }
 
 export async function freePort(): Promise<number> {
@@ -83,10 +84,10 @@ export async function startBroker(
       url: config.publicUrl,
       origin: `http://127.0.0.1:${config.port}`,
       dir,
-      async stop() {
+      async stop({ keepDir = false } = {}) {
         await broker.stop(2000);
         await mcp?.close();
-        rmSync(dir, { recursive: true, force: true });
+        if (!keepDir) rmSync(dir, { recursive: true, force: true });
       },
     };
   }
