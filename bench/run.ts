@@ -126,8 +126,9 @@ async function main(): Promise<void> {
     rows.push(["(a) direct to MCP server", fmt(direct)]);
     rows.push(["    MCP server CPU per request", `${mcpCpuPerRequest.toFixed(0)} µs`]);
     // The floor: a bare Koa + undici proxy (bench/bare-proxy.ts) in front of the same server.
-    const bareCpuPerRequest = await bareProxyCpu(mcpUrl);
-    rows.push(["(a) bare Koa + undici proxy (the floor), CPU per request", `${bareCpuPerRequest.toFixed(0)} µs`]);
+    const bare = await bareProxyCpu(mcpUrl);
+    const bareCpuPerRequest = bare.concurrent;
+    rows.push(["(a) bare Koa + undici proxy (the floor), CPU per request", `${bare.concurrent.toFixed(0)} µs; one client alone ${bare.alone.toFixed(0)} µs`]);
 
     for (const recheck of ["30", "0"]) {
       const broker = await startBrokerProcess(recheck, `broker-${recheck}.db`);
@@ -228,16 +229,23 @@ async function main(): Promise<void> {
   report(rows);
 }
 
-/** CPU per tools/call of a bare Koa + undici proxy in front of `mcpUrl`, its own process, warmed up. */
-async function bareProxyCpu(mcpUrl: string): Promise<number> {
+/**
+ * CPU per tools/call of a bare Koa + undici proxy in front of `mcpUrl`, its own process, warmed up:
+ * at CONCURRENCY clients, and for one client alone (the floor under row (i), where every request
+ * is its own event-loop turn and nothing is batched).
+ */
+async function bareProxyCpu(mcpUrl: string): Promise<{ concurrent: number; alone: number }> {
   const { child, match } = await startProcess(["bench/bare-proxy.ts", mcpUrl], {}, /BARE_PROXY_URL (\S+)/);
   try {
     const url = match[1]!;
     const session = await mcpSession(url, {});
     await toolCalls(url, {}, session); // warm-up
-    const before = cpuMs(child.pid);
-    const run = await toolCalls(url, {}, session);
-    return ((cpuMs(child.pid) - before) / run.requests) * 1000;
+    const perRequest = async (concurrency?: number) => {
+      const before = cpuMs(child.pid);
+      const run = await toolCalls(url, {}, session, concurrency);
+      return ((cpuMs(child.pid) - before) / run.requests) * 1000;
+    };
+    return { concurrent: await perRequest(), alone: await perRequest(1) };
   } finally {
     await stop(child);
   }
