@@ -129,7 +129,7 @@ export class AccessValidator {
     let validUntil = Math.min(row.expiresAt.getTime(), row.grant.absoluteExpiresAt.getTime(), row.grant.idleExpiresAt.getTime());
     let upstreamAccessToken: string | undefined;
     if (row.grant.upstreamSessionId) {
-      const checked = await this.sessions.ensureChecked(row.grant.upstreamSessionId);
+      const checked = await this.sessions.ensureChecked(row.grant.upstreamSessionId, row.grant.upstreamSession ?? undefined);
       // With UPSTREAM_RECHECK_SECONDS=0 every use checks upstream: nothing is cached.
       validUntil = config.upstreamRecheckSeconds === 0 ? 0 : Math.min(validUntil, checked.lastCheckedAt.getTime() + config.upstreamRecheckSeconds * 1000);
       // Read after the check: a refresh during the check has rotated the upstream token.

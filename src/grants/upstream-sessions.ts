@@ -94,7 +94,7 @@ export class UpstreamSessions {
    * Concurrent callers for one session share one upstream call. Throws CredentialRejected when the
    * upstream session is dead (its grants are then revoked) and UpstreamUnavailable when the
    * upstream cannot answer (fail closed). `read`: the session's row when the caller's own query
-   * already brought it (the refresh grant's), saving a read.
+   * already brought it (the refresh grant's, access-token validation's), saving a read.
    */
   ensureChecked(sessionId: string, read?: UpstreamSession): Promise<CheckedSession> {
     return this.checks.run(sessionId, () => this.check(sessionId, read));

@@ -2,6 +2,7 @@
 // compiler insists on every column, with "date" exactly for the DateTime ones, so a column added to
 // the schema (and regenerated) breaks the build here instead of being silently left out. Rows come
 // back as arrays in column order (the cheapest shape both drivers give) and become Prisma rows.
+import type { AccessTokenWithGrant } from "./hot-store.ts";
 import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
 
 type ColumnKinds<Row> = { readonly [K in keyof Row]-?: NonNullable<Row[K]> extends Date ? "date" : "text" };
@@ -162,6 +163,28 @@ export function decodeRefreshTokenWithGrant(
   return {
     ...decodeRow(refreshToken, values, 0, date),
     grant: { ...decodeRow(grant, values, g, date), upstreamSession: values[u] == null ? null : decodeRow(upstreamSession, values, u, date) },
+  };
+}
+
+/** The columns accessTokenByHash selects, on either database: the token, its grant, the grant's upstream session, the client's kind. */
+export const accessTokenWithGrantColumns = (): string =>
+  `${columnList(tables.accessToken, "a")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}, "c"."registrationType", "c"."grantTypes"
+    FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "g"."clientId"
+    LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId"`;
+
+/** Decodes a row of accessTokenWithGrantColumns. */
+export function decodeAccessTokenWithGrant(values: readonly unknown[], date: (value: unknown) => Date): AccessTokenWithGrant {
+  const { accessToken, grant, upstreamSession } = tables;
+  const g = accessToken.columns.length;
+  const u = g + grant.columns.length;
+  const [registrationType, grantTypes] = values.slice(u + upstreamSession.columns.length) as [string, string];
+  return {
+    ...decodeRow(accessToken, values, 0, date),
+    grant: {
+      ...decodeRow(grant, values, g, date),
+      upstreamSession: values[u] == null ? null : decodeRow(upstreamSession, values, u, date),
+      client: { registrationType, grantTypes },
+    },
   };
 }
 

@@ -5,7 +5,17 @@
 // read back are parsed as UTC whatever the server's or this process's time zone.
 import pg from "pg";
 import type { AnnouncedRevocation, HotStore, UpstreamCheck } from "./hot-store.ts";
-import { columnList, decodeRefreshTokenWithGrant, decodeRow, refreshTokenWithGrantColumns, rowValues, tables, type Table } from "./hot-rows.ts";
+import {
+  accessTokenWithGrantColumns,
+  columnList,
+  decodeAccessTokenWithGrant,
+  decodeRefreshTokenWithGrant,
+  decodeRow,
+  refreshTokenWithGrantColumns,
+  rowValues,
+  tables,
+  type Table,
+} from "./hot-rows.ts";
 
 const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
 const utcTypes = {
@@ -64,9 +74,7 @@ const SQL = {
     ), new_access AS (${insertFromClaim(accessToken, LAYOUT.access)}
     ), audited AS (${insertFromClaim(auditEvent, LAYOUT.audit)}
     ) SELECT count(*)::int FROM claimed`,
-  accessTokenByHash: `SELECT ${columnList(accessToken, "a")}, ${columnList(grant, "g")}, "u"."id", "u"."login", "u"."subject", "c"."registrationType", "c"."grantTypes"
-    FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "g"."clientId"
-    LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId" WHERE "a"."tokenHash" = $1`,
+  accessTokenByHash: `SELECT ${accessTokenWithGrantColumns()} WHERE "a"."tokenHash" = $1`,
   useLiveGrant: `UPDATE "Grant" SET "lastUsedAt" = $1::timestamp(3), "idleExpiresAt" = $2::timestamp(3)
     WHERE "id" = $3 AND "revokedAt" IS NULL AND "idleExpiresAt" > $1::timestamp(3)`,
   upstreamSessionById: `SELECT ${columnList(upstreamSession, "u")} FROM "UpstreamSession" AS "u" WHERE "u"."id" = $1`,
@@ -230,18 +238,7 @@ export function createPostgresHotStore(url: string): HotStore {
 
     async accessTokenByHash(tokenHash) {
       const values = await first("accessTokenByHash", [tokenHash]);
-      if (!values) return null;
-      const at = accessToken.columns.length;
-      const extra = at + grant.columns.length;
-      const [sessionId, login, subject, registrationType, grantTypes] = values.slice(extra) as [string | null, string | null, string, string, string];
-      return {
-        ...decodeRow(accessToken, values, 0, asDate),
-        grant: {
-          ...decodeRow(grant, values, at, asDate),
-          upstreamSession: sessionId === null ? null : { login, subject },
-          client: { registrationType, grantTypes },
-        },
-      };
+      return values ? decodeAccessTokenWithGrant(values, asDate) : null;
     },
     recordGrantUse: (use) => run("useLiveGrant", [iso(use.lastUsedAt), iso(use.idleExpiresAt), use.grantId]),
 

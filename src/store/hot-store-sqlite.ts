@@ -3,14 +3,14 @@
 // at once on this thread's connection; writes go to the writer thread, grouped per event-loop turn
 // (sqlite-writer.ts says why and why reads stay here).
 import type { HotStore } from "./hot-store.ts";
-import { decodeRefreshTokenWithGrant, decodeRow, tables } from "./hot-rows.ts";
+import { decodeAccessTokenWithGrant, decodeRefreshTokenWithGrant, decodeRow, tables } from "./hot-rows.ts";
 import { HotConnection, readDate, readSettings, sqliteDate, type SqliteConnectionSettings, type StatementName } from "./sqlite-hot-sql.ts";
 import { SqliteWriter } from "./sqlite-writer.ts";
 import { sqliteWriteGate } from "./sqlite-write-gate.ts";
 
 export { sqliteDate, type SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
 
-const { client, grant, upstreamSession, authorizationCode, accessToken, refreshToken } = tables;
+const { client, grant, upstreamSession, authorizationCode, refreshToken } = tables;
 
 /** The SQLite hot store, with what tests and the benchmark look at besides the HotStore interface. */
 export type SqliteHotStore = HotStore & {
@@ -72,18 +72,7 @@ export function createSqliteHotStore(file: string): SqliteHotStore {
     accessTokenByHash: (tokenHash) =>
       read(() => {
         const values = row("accessTokenByHash", tokenHash);
-        if (!values) return null;
-        const at = accessToken.columns.length;
-        const extra = at + grant.columns.length;
-        const [sessionId, login, subject, registrationType, grantTypes] = values.slice(extra) as [string | null, string | null, string, string, string];
-        return {
-          ...decodeRow(accessToken, values, 0, readDate),
-          grant: {
-            ...decodeRow(grant, values, at, readDate),
-            upstreamSession: sessionId === null ? null : { login, subject },
-            client: { registrationType, grantTypes },
-          },
-        };
+        return values ? decodeAccessTokenWithGrant(values, readDate) : null;
       }),
     recordGrantUse: (use) => writer.write("recordGrantUse", use),
 

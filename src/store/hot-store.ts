@@ -18,10 +18,13 @@ export type WithGrant<Row> = Row & { readonly grant: Grant };
  */
 export type RefreshTokenWithGrant = RefreshToken & { readonly grant: Grant & { readonly upstreamSession: UpstreamSession | null } };
 
-/** An access token as validation needs it: its grant, the user's login, the client's kind. */
+/**
+ * An access token as validation needs it: its grant, the client's kind, and the upstream session
+ * whole, so a re-check starts from it without a second read.
+ */
 export type AccessTokenWithGrant = AccessToken & {
   readonly grant: Grant & {
-    readonly upstreamSession: Pick<UpstreamSession, "login" | "subject"> | null;
+    readonly upstreamSession: UpstreamSession | null;
     readonly client: Pick<Client, "registrationType" | "grantTypes">;
   };
 };

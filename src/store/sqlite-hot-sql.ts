@@ -3,7 +3,7 @@
 // connection, dates encoded as Prisma's libsql adapter writes them (ISO 8601 with "+00:00"), so
 // comparisons in SQL and Prisma's reads agree on rows from either side.
 import Database from "libsql";
-import { columnList, refreshTokenWithGrantColumns, rowValues, tables, type Table } from "./hot-rows.ts";
+import { accessTokenWithGrantColumns, columnList, refreshTokenWithGrantColumns, rowValues, tables, type Table } from "./hot-rows.ts";
 import { SQLITE_CONNECTION_PRAGMAS } from "./sqlite-pragmas.ts";
 
 /** Prisma's encoding of a DateTime on SQLite (checked against Prisma's own rows in test/store/hot-store.test.ts). */
@@ -30,9 +30,7 @@ export const SQL = {
   insertRefreshToken: insert(refreshToken),
   insertAccessToken: insert(accessToken),
   insertAuditEvent: insert(auditEvent),
-  accessTokenByHash: `SELECT ${columnList(accessToken, "a")}, ${columnList(grant, "g")}, "u"."id", "u"."login", "u"."subject", "c"."registrationType", "c"."grantTypes"
-    FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "g"."clientId"
-    LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId" WHERE "a"."tokenHash" = ?`,
+  accessTokenByHash: `SELECT ${accessTokenWithGrantColumns()} WHERE "a"."tokenHash" = ?`,
   upstreamSessionById: `SELECT ${columnList(upstreamSession, "u")} FROM "UpstreamSession" AS "u" WHERE "u"."id" = ?`,
   recordCheck: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ? WHERE "id" = ?`,
   recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ?, "login" = ?, "email" = ?, "profile" = ? WHERE "id" = ?`,

@@ -150,11 +150,33 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
       await db.accessToken.findUnique({
         where: { id: access.id },
         include: {
-          grant: { include: { upstreamSession: { select: { login: true, subject: true } }, client: { select: { registrationType: true, grantTypes: true } } } },
+          grant: { include: { upstreamSession: true, client: { select: { registrationType: true, grantTypes: true } } } },
         },
       }),
     );
     expect(await hot.upstreamSessionById(sessionId)).toEqual(await db.upstreamSession.findUnique({ where: { id: sessionId } }));
+    // A machine client's grant has no upstream session: the joined columns come back null.
+    const machineGrant = await db.grant.create({
+      data: {
+        id: randomUUID(),
+        clientId: "client-1",
+        kind: "client_credentials",
+        resource: "https://rs.example/mcp",
+        scope: "mcp",
+        lastUsedAt: T0,
+        idleExpiresAt: later(3600),
+        absoluteExpiresAt: later(86400),
+      },
+    });
+    const machineAccess = await db.accessToken.create({ data: accessRow(machineGrant.id, null) });
+    const machineRead = await hot.accessTokenByHash(machineAccess.tokenHash);
+    expect(machineRead?.grant.upstreamSession).toBeNull();
+    expect(machineRead).toEqual(
+      await db.accessToken.findUnique({
+        where: { id: machineAccess.id },
+        include: { grant: { include: { upstreamSession: true, client: { select: { registrationType: true, grantTypes: true } } } } },
+      }),
+    );
   });
 
   it("writes dates exactly as Prisma does, so Prisma's date filters find the hot store's rows", async () => {
