@@ -145,7 +145,6 @@ export function decodeRow<Row>(t: Table<Row>, values: readonly unknown[], offset
   return row as Row;
 }
 
-/** A row's values in column order, for an INSERT; `date` encodes as the database's Prisma adapter does. */
 /** The columns refreshTokenByHash selects, on either database: the token, its grant, the grant's upstream session. */
 export const refreshTokenWithGrantColumns = (): string =>
   `${columnList(tables.refreshToken, "r")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}
@@ -188,6 +187,7 @@ export function decodeAccessTokenWithGrant(values: readonly unknown[], date: (va
   };
 }
 
+/** A row's values in column order, for an INSERT; `date` encodes as the database's Prisma adapter does. */
 export function rowValues<Row>(t: Table<Row>, row: Row, date: (value: Date) => unknown): unknown[] {
   return t.columns.map((c) => {
     const value = row[c] ?? null;
