@@ -141,8 +141,12 @@ describe("GitHub upstream", () => {
       const stored = () => everyUse.broker.database.db.upstreamSession.findUniqueOrThrow({ where: { id: grant.upstreamSessionId! } });
       const signedIn = await stored();
       const checksBefore = gh.count("POST /api/v3/applications/:id/token");
+      const queriesBefore = everyUse.broker.database.queryCount();
       for (let i = 0; i < 3; i++) expect((await mcp(everyUse, tokens.access_token)).status).toBe(200);
       expect(gh.count("POST /api/v3/applications/:id/token")).toBe(checksBefore + 3);
+      // Two statements per request: the access token, read with the upstream session the check needs
+      // (nothing more is read before asking GitHub), and the binding of the MCP session it opens.
+      expect(everyUse.broker.database.queryCount() - queriesBefore).toBe(6);
       // Nothing new to store within the second of the last stored check: the row is as it was.
       expect(await stored()).toEqual(signedIn);
       everyUseClock.advance(1000);
