@@ -1,27 +1,60 @@
 // The benchmark's floor for the cached /mcp path: a bare Koa app that forwards /mcp to the MCP
 // server through an undici pool, streaming both ways, with no authentication, logging or
-// metrics. What the broker costs above it is the broker's own work.
+// metrics. What the broker costs above it is the broker's own work. With `plain` as the second
+// argument, the same proxy without Koa (node:http alone): how much of the floor is Koa's.
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import { pipeline } from "node:stream/promises";
 import Koa from "koa";
 import { Pool } from "undici";
 
 const target = new URL(process.argv[2]!);
+const plain = process.argv[3] === "plain";
 const pool = new Pool(target.origin, { headersTimeout: 0, bodyTimeout: 0 });
 const FORWARDED = ["content-type", "accept", "mcp-session-id", "mcp-protocol-version"];
 const RETURNED = ["content-type", "mcp-session-id"];
 
-const app = new Koa();
-app.use(async (ctx) => {
+function forward(req: IncomingMessage) {
   const headers: Record<string, string> = {};
-  for (const name of FORWARDED) if (ctx.get(name)) headers[name] = ctx.get(name);
-  const answer = await pool.request({ method: ctx.method as "GET" | "POST" | "DELETE", path: target.pathname, headers, body: ctx.req });
-  ctx.status = answer.statusCode;
+  for (const name of FORWARDED) {
+    const value = req.headers[name];
+    if (typeof value === "string") headers[name] = value;
+  }
+  return pool.request({ method: req.method as "GET" | "POST" | "DELETE", path: target.pathname, headers, body: req });
+}
+
+function returned(answer: Awaited<ReturnType<typeof forward>>): Record<string, string> {
+  const headers: Record<string, string> = {};
   for (const name of RETURNED) {
     const value = answer.headers[name];
-    if (typeof value === "string") ctx.set(name, value);
+    if (typeof value === "string") headers[name] = value;
   }
-  ctx.body = answer.body;
-});
-const server = app.listen(0, "127.0.0.1", () => {
+  return headers;
+}
+
+function koaServer(): Server {
+  const app = new Koa();
+  app.use(async (ctx) => {
+    const answer = await forward(ctx.req);
+    ctx.status = answer.statusCode;
+    ctx.set(returned(answer));
+    ctx.body = answer.body;
+  });
+  return createServer(app.callback());
+}
+
+function plainServer(): Server {
+  return createServer((req, res) => {
+    forward(req)
+      .then((answer) => {
+        res.writeHead(answer.statusCode, returned(answer));
+        return pipeline(answer.body, res);
+      })
+      .catch(() => res.destroy());
+  });
+}
+
+const server = plain ? plainServer() : koaServer();
+server.listen(0, "127.0.0.1", () => {
   const { port } = server.address() as { port: number };
   process.stdout.write(`BARE_PROXY_URL http://127.0.0.1:${port}/mcp\n`);
 });

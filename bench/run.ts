@@ -126,9 +126,12 @@ async function main(): Promise<void> {
     rows.push(["(a) direct to MCP server", fmt(direct)]);
     rows.push(["    MCP server CPU per request", `${mcpCpuPerRequest.toFixed(0)} µs`]);
     // The floor: a bare Koa + undici proxy (bench/bare-proxy.ts) in front of the same server.
-    const bare = await bareProxyCpu(mcpUrl);
+    const bare = await bareProxyCpu(mcpUrl, "koa");
     const bareCpuPerRequest = bare.concurrent;
     rows.push(["(a) bare Koa + undici proxy (the floor), CPU per request", `${bare.concurrent.toFixed(0)} µs; one client alone ${bare.alone.toFixed(0)} µs`]);
+    // The floor without Koa: what node:http and undici alone cost for the same streaming proxy.
+    const plain = await bareProxyCpu(mcpUrl, "plain");
+    rows.push(["    the same without Koa (node:http + undici)", `${plain.concurrent.toFixed(0)} µs; one client alone ${plain.alone.toFixed(0)} µs`]);
 
     for (const recheck of ["30", "0"]) {
       const broker = await startBrokerProcess(recheck, `broker-${recheck}.db`);
@@ -234,8 +237,8 @@ async function main(): Promise<void> {
  * at CONCURRENCY clients, and for one client alone (the floor under row (i), where every request
  * is its own event-loop turn and nothing is batched).
  */
-async function bareProxyCpu(mcpUrl: string): Promise<{ concurrent: number; alone: number }> {
-  const { child, match } = await startProcess(["bench/bare-proxy.ts", mcpUrl], {}, /BARE_PROXY_URL (\S+)/);
+async function bareProxyCpu(mcpUrl: string, kind: "koa" | "plain"): Promise<{ concurrent: number; alone: number }> {
+  const { child, match } = await startProcess(["bench/bare-proxy.ts", mcpUrl, ...(kind === "plain" ? ["plain"] : [])], {}, /BARE_PROXY_URL (\S+)/);
   try {
     const url = match[1]!;
     const session = await mcpSession(url, {});
