@@ -39,6 +39,13 @@ function toClient(row: ClientRow, trustedHosts: readonly string[] = []): Registe
   };
 }
 
+/** A registered client as client authentication sees it: the client, and its secret's check. */
+export interface KnownClient {
+  readonly client: RegisteredClient;
+  /** Whether `secret` is this client's secret (constant-time; false for a client without one). */
+  secretMatches(secret: string): boolean;
+}
+
 export interface Registration {
   readonly client: RegisteredClient;
   /** Present for confidential clients; shown once, never stored. */
@@ -93,10 +100,23 @@ export class ClientRegistry {
 
   /** A known client; a metadata-document client only while CIMD is on (CIMD=false forgets them). */
   async get(id: string): Promise<RegisteredClient | null> {
+    return (await this.find(id))?.client ?? null;
+  }
+
+  /**
+   * A known client (as `get`) and a check of a presented secret against its stored hash, from the
+   * one read of its row: client authentication needs both, and a second read per token request
+   * was a statement more on the token endpoint's path for every confidential client.
+   */
+  async find(id: string): Promise<KnownClient | null> {
     if (id.length > 2000) return null;
     const row = await this.hot.clientById(id);
     if (!row || (row.registrationType === "cimd" && !this.documentsEnabled)) return null;
-    return toClient(row, this.trustedHosts);
+    const { secretHash } = row;
+    return {
+      client: toClient(row, this.trustedHosts),
+      secretMatches: (secret) => secretHash !== null && constantTimeEqual(sha256Hex(secret), secretHash),
+    };
   }
 
   /** Every client, metadata-document clients seen included. */
@@ -109,12 +129,6 @@ export class ClientRegistry {
     const deleted = await this.db.client.deleteMany({ where: { id } });
     if (deleted.count) await audit(this.db, { type: "client.removed", clientId: id });
     return deleted.count > 0;
-  }
-
-  async verifySecret(clientId: string, secret: string): Promise<boolean> {
-    const row = await this.hot.clientById(clientId);
-    // Compare even when there is no client, so timing does not tell which ids exist.
-    return constantTimeEqual(sha256Hex(secret), row?.secretHash ?? "0".repeat(64)) && Boolean(row?.secretHash);
   }
 
   /** Records use, at most once a minute per client. */

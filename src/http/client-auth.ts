@@ -60,15 +60,16 @@ export async function authenticateClient(ctx: Koa.Context, params: Record<string
   if (!clientId) throw invalidClient("Client authentication is required: client_id is missing.");
   if (basic && (CONTROL_CHARACTERS.test(basic.id) || CONTROL_CHARACTERS.test(basic.secret)))
     throw invalidClient("Malformed Authorization header: the client id or secret contains control characters.");
-  const client = await clients.get(clientId);
-  if (!client) throw invalidClient("Unknown client.");
+  const known = await clients.find(clientId);
+  if (!known) throw invalidClient("Unknown client.");
+  const { client } = known;
   const method = basic ? "client_secret_basic" : params.client_secret !== undefined ? "client_secret_post" : "none";
   if (method !== client.tokenEndpointAuthMethod) {
     throw invalidClient(`This client authenticates with ${client.tokenEndpointAuthMethod}, not ${method}.`);
   }
   if (method !== "none") {
     const secret = basic?.secret ?? params.client_secret ?? "";
-    if (!(await clients.verifySecret(client.id, secret))) {
+    if (!known.secretMatches(secret)) {
       noteFailedSecret(ctx, clients, client.id);
       throw invalidClient("Client authentication failed.");
     }

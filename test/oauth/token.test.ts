@@ -90,6 +90,15 @@ describe("successful requests", () => {
     expect(t.broker.database.queryCount() - before).toBe(3);
   });
 
+  it("a confidential client's refresh is three statements too: its secret is checked against the row already read", async () => {
+    const c = await codeFor(basic, "mcp offline_access");
+    const auth = { authorization: basicAuth(basic.client_id, basic.client_secret!) };
+    const tokens = expectTokens(await token(codeForm(basic, c), auth));
+    const before = t.broker.database.queryCount();
+    expectTokens(await token({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string }, auth));
+    expect(t.broker.database.queryCount() - before).toBe(3);
+  });
+
   it("a client_secret_basic client authenticates with HTTP Basic", async () => {
     const c = await codeFor(basic);
     expectTokens(await token(codeForm(basic, c), { authorization: basicAuth(basic.client_id, basic.client_secret!) }));
