@@ -134,7 +134,7 @@ describe("GitHub upstream", () => {
 
   it("with a check on every use: every request asks GitHub, the check's time is stored at most once a second", async () => {
     const everyUseClock = new ManualClock();
-    const everyUse = await startBroker(githubEnv(gh, { UPSTREAM_RECHECK_SECONDS: "0" }), { clock: everyUseClock });
+    const everyUse = await startBroker(githubEnv(gh, { UPSTREAM_RECHECK_SECONDS: "0" }), { clock: everyUseClock, revocationPollMs: 3_600_000 });
     try {
       const { tokens, client } = await obtainTokens(everyUse.url, { user: "every-use" });
       const grant = await everyUse.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });
