@@ -110,7 +110,11 @@ export class ClientRegistry {
    */
   async find(id: string): Promise<KnownClient | null> {
     if (id.length > 2000) return null;
-    const row = await this.hot.clientById(id);
+    return this.known(await this.hot.clientById(id));
+  }
+
+  /** A client row read with something else (a refresh token's), as `find` would give it. */
+  known(row: ClientRow | null): KnownClient | null {
     if (!row || (row.registrationType === "cimd" && !this.documentsEnabled)) return null;
     const { secretHash } = row;
     return {

@@ -78,6 +78,17 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
   const sessions = new UpstreamSessions(context, lifecycle);
   const usage = new UsageRecorder(context);
   const validator = new AccessValidator(context, sessions, usage, bus);
+  const clients = new ClientRegistry(
+    input.db,
+    clock,
+    new MetadataDocuments(
+      input.db,
+      input.config.clients.cimd,
+      documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks }),
+      clock,
+    ),
+    context.hot,
+  );
   return {
     context,
     bus,
@@ -85,20 +96,10 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     sessions,
     usage,
     validator,
-    clients: new ClientRegistry(
-      input.db,
-      clock,
-      new MetadataDocuments(
-        input.db,
-        input.config.clients.cimd,
-        documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks }),
-        clock,
-      ),
-      context.hot,
-    ),
+    clients,
     transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
     consents: new Consents(input.db, clock),
-    tokens: createTokenIssuer({ ...context, lifecycle, sessions, validator, bus }),
+    tokens: createTokenIssuer({ ...context, clients, lifecycle, sessions, validator, bus }),
     upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities),
     browserIdentities,
     accountSignIn: new AccountSignIn(context, browserIdentities, purposeKey(input.config.secretKey, "account-csrf/v1")),

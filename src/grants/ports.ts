@@ -1,16 +1,29 @@
 // The two boundaries between the authorization server's HTTP endpoints (oauth/) and the token and
-// upstream machinery (grants/): oauth/ reads requests and authenticates clients; these parse
-// what they accept and do the rest.
+// upstream machinery (grants/): oauth/ reads requests and client credentials; these parse what
+// they accept and do the rest.
+import type { KnownClient } from "./clients.ts";
 import type { FormParameters, IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
 
 /**
- * Issues, rotates, revokes and describes the broker's own tokens. oauth/ reads the form and
- * authenticates the client; each method parses the parameters it accepts itself and throws the
- * domain errors of grants/errors.ts (RFC 6749 §5.2 codes) on failure.
+ * The client a token request names, not yet authenticated: oauth/ reads the credentials (HTTP
+ * Basic, client_secret_post, or client_id alone) and checks them against the client's row when
+ * grants/ hands that row over. A refresh reads the row with its token, in one statement.
+ */
+export interface PresentedClient {
+  readonly clientId: string;
+  /** The client when the credentials fit `known` (null: no such client); else throws invalid_client. */
+  authenticate(known: KnownClient | null): RegisteredClient;
+}
+
+/**
+ * Issues, rotates, revokes and describes the broker's own tokens. oauth/ reads the form and the
+ * client's credentials (and authenticates the client of /revoke and /introspect itself); each
+ * method parses the parameters it accepts itself and throws the domain errors of grants/errors.ts
+ * (RFC 6749 §5.2 codes) on failure.
  */
 export interface TokenIssuer {
-  /** POST /token: the grant named by grant_type, for a client registered for it. */
-  grant(client: RegisteredClient, params: FormParameters): Promise<TokenResponse>;
+  /** POST /token: authenticates the client, then the grant named by grant_type, if the client is registered for it. */
+  grant(client: PresentedClient, params: FormParameters): Promise<TokenResponse>;
   /** RFC 7009: unknown tokens and other clients' tokens are silently ignored. */
   revoke(client: RegisteredClient, params: FormParameters): Promise<void>;
   /** RFC 7662, for the client the token was issued to (any other learns "inactive"). */

@@ -6,6 +6,7 @@ import { LRUCache } from "lru-cache";
 import { OAuthError } from "./errors.ts";
 import { CONTROL_CHARACTERS } from "./body.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
+import type { PresentedClient } from "../grants/ports.ts";
 import type { RegisteredClient } from "../grants/types.ts";
 
 function invalidClient(description: string): OAuthError {
@@ -50,7 +51,12 @@ function noteFailedSecret(ctx: Koa.Context, clients: ClientRegistry, clientId: s
     );
 }
 
-export async function authenticateClient(ctx: Koa.Context, params: Record<string, string>, clients: ClientRegistry): Promise<RegisteredClient> {
+/**
+ * The client a request names, with its credentials read and checked for form (HTTP Basic, or
+ * client_id and client_secret in the body, never both); `authenticate` then checks them against
+ * the client's row, wherever that row was read.
+ */
+export function presentedClient(ctx: Koa.Context, params: Record<string, string>, clients: ClientRegistry): PresentedClient {
   const header = ctx.get("authorization");
   const basic = header ? decodeBasic(header) : null;
   if (header && !basic) throw invalidClient("Malformed Authorization header: use HTTP Basic with the client id and secret.");
@@ -60,20 +66,27 @@ export async function authenticateClient(ctx: Koa.Context, params: Record<string
   if (!clientId) throw invalidClient("Client authentication is required: client_id is missing.");
   if (basic && (CONTROL_CHARACTERS.test(basic.id) || CONTROL_CHARACTERS.test(basic.secret)))
     throw invalidClient("Malformed Authorization header: the client id or secret contains control characters.");
-  const known = await clients.find(clientId);
-  if (!known) throw invalidClient("Unknown client.");
-  const { client } = known;
   const method = basic ? "client_secret_basic" : params.client_secret !== undefined ? "client_secret_post" : "none";
-  if (method !== client.tokenEndpointAuthMethod) {
-    throw invalidClient(`This client authenticates with ${client.tokenEndpointAuthMethod}, not ${method}.`);
-  }
-  if (method !== "none") {
-    const secret = basic?.secret ?? params.client_secret ?? "";
-    if (!known.secretMatches(secret)) {
-      noteFailedSecret(ctx, clients, client.id);
-      throw invalidClient("Client authentication failed.");
-    }
-  }
-  clients.touch(client.id);
-  return client;
+  return {
+    clientId,
+    authenticate(known) {
+      if (!known) throw invalidClient("Unknown client.");
+      const { client } = known;
+      if (method !== client.tokenEndpointAuthMethod) {
+        throw invalidClient(`This client authenticates with ${client.tokenEndpointAuthMethod}, not ${method}.`);
+      }
+      if (method !== "none" && !known.secretMatches(basic?.secret ?? params.client_secret ?? "")) {
+        noteFailedSecret(ctx, clients, client.id);
+        throw invalidClient("Client authentication failed.");
+      }
+      clients.touch(client.id);
+      return client;
+    },
+  };
+}
+
+/** The client of a request, authenticated against its row (the revocation and introspection endpoints). */
+export async function authenticateClient(ctx: Koa.Context, params: Record<string, string>, clients: ClientRegistry): Promise<RegisteredClient> {
+  const presented = presentedClient(ctx, params, clients);
+  return presented.authenticate(await clients.find(presented.clientId));
 }

@@ -2,7 +2,7 @@
 // grant_type (grants/token/), which parses its own parameters. Responses are never cached.
 import type Koa from "koa";
 import { readForm } from "../http/body.ts";
-import { authenticateClient } from "../http/client-auth.ts";
+import { presentedClient } from "../http/client-auth.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { TokenIssuer } from "../grants/ports.ts";
 
@@ -20,7 +20,8 @@ export function tokenHandler(deps: TokenDeps): Koa.Middleware {
     const params = await readForm(ctx);
     // Only the grants this server knows become a metrics label (a bounded set).
     if (GRANT_TYPES.has(params.grant_type ?? "")) ctx.state.grantType = params.grant_type;
-    const client = await authenticateClient(ctx, params, deps.clients);
-    ctx.body = await deps.tokens.grant(client, params);
+    // The client is authenticated by the grants code, against its row: a refresh reads that row
+    // with the token (grants/token/index.ts).
+    ctx.body = await deps.tokens.grant(presentedClient(ctx, params, deps.clients), params);
   };
 }

@@ -145,22 +145,28 @@ export function decodeRow<Row>(t: Table<Row>, values: readonly unknown[], offset
   return row as Row;
 }
 
-/** The columns refreshTokenByHash selects, on either database: the token, its grant, the grant's upstream session. */
+/**
+ * The columns refreshTokenByHash selects, on either database: the token, its client (a refresh
+ * authenticates the client from this row instead of reading it again), its grant, the grant's
+ * upstream session.
+ */
 export const refreshTokenWithGrantColumns = (): string =>
-  `${columnList(tables.refreshToken, "r")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}
-    FROM "RefreshToken" AS "r" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId"
+  `${columnList(tables.refreshToken, "r")}, ${columnList(tables.client, "c")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}
+    FROM "RefreshToken" AS "r" JOIN "Client" AS "c" ON "c"."id" = "r"."clientId" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId"
     LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId"`;
 
 /** Decodes a row of refreshTokenWithGrantColumns. */
 export function decodeRefreshTokenWithGrant(
   values: readonly unknown[],
   date: (value: unknown) => Date,
-): RefreshToken & { grant: Grant & { upstreamSession: UpstreamSession | null } } {
-  const { refreshToken, grant, upstreamSession } = tables;
-  const g = refreshToken.columns.length;
+): RefreshToken & { client: Client; grant: Grant & { upstreamSession: UpstreamSession | null } } {
+  const { refreshToken, client, grant, upstreamSession } = tables;
+  const c = refreshToken.columns.length;
+  const g = c + client.columns.length;
   const u = g + grant.columns.length;
   return {
     ...decodeRow(refreshToken, values, 0, date),
+    client: decodeRow(client, values, c, date),
     grant: { ...decodeRow(grant, values, g, date), upstreamSession: values[u] == null ? null : decodeRow(upstreamSession, values, u, date) },
   };
 }

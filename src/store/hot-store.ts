@@ -16,7 +16,11 @@ export type WithGrant<Row> = Row & { readonly grant: Grant };
  * A refresh token as the refresh grant needs it: its grant and the upstream session behind the
  * grant (the grant checks that session), in one read.
  */
-export type RefreshTokenWithGrant = RefreshToken & { readonly grant: Grant & { readonly upstreamSession: UpstreamSession | null } };
+export type RefreshTokenWithGrant = RefreshToken & {
+  /** The token's client, read with it: a refresh authenticates the client from this row. */
+  readonly client: Client;
+  readonly grant: Grant & { readonly upstreamSession: UpstreamSession | null };
+};
 
 /**
  * An access token as validation needs it: its grant, the client's kind, and the upstream session

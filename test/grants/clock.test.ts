@@ -1,6 +1,6 @@
 // Every time decision of the grants code reads the injected clock: tests move it and never sleep.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { insertClient, machineGrantsHarness, type GrantsHarness } from "../support/grants-harness.ts";
+import { insertClient, machineGrantsHarness, presented, type GrantsHarness } from "../support/grants-harness.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
 import { CredentialRejected } from "../../src/grants/errors.ts";
 import type { RegisteredClient } from "../../src/grants/types.ts";
@@ -19,7 +19,7 @@ describe("grants on a manual clock", () => {
   let h: GrantsHarness;
   let service: RegisteredClient;
   const clock = new ManualClock();
-  const issue = () => h.grants.tokens.grant(service, { grant_type: "client_credentials" });
+  const issue = () => h.grants.tokens.grant(presented(service), { grant_type: "client_credentials" });
 
   beforeAll(async () => {
     h = await machineGrantsHarness({ ACCESS_TOKEN_TTL_SECONDS: "60", SESSION_IDLE_TIMEOUT_SECONDS: "600", SESSION_MAX_AGE_SECONDS: "900" }, { clock });

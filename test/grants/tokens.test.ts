@@ -1,7 +1,7 @@
 // The token machinery at the domain level, for grants without an upstream session
 // (client_credentials): issuance, validation cache, revocation, introspection, sweep.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { insertClient, machineGrantsHarness, type GrantsHarness } from "../support/grants-harness.ts";
+import { insertClient, machineGrantsHarness, presented, type GrantsHarness } from "../support/grants-harness.ts";
 import { CredentialRejected, InvalidScope, InvalidTarget } from "../../src/grants/errors.ts";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { createMcpSessionStore } from "../../src/store/mcp-sessions.ts";
@@ -12,7 +12,7 @@ let h: GrantsHarness;
 let service: RegisteredClient;
 
 const issueFor = (client: RegisteredClient, params: Record<string, string> = {}) =>
-  h.grants.tokens.grant(client, { grant_type: "client_credentials", ...params });
+  h.grants.tokens.grant(presented(client), { grant_type: "client_credentials", ...params });
 
 beforeAll(async () => {
   h = await machineGrantsHarness({ ACCESS_TOKEN_TTL_SECONDS: "60" });
@@ -48,8 +48,8 @@ describe("client_credentials", () => {
   it("parses its parameters in declared order, each problem as its own error", async () => {
     await expect(issueFor(service, { resource: "https://other.example/mcp", scope: "admin" })).rejects.toBeInstanceOf(InvalidTarget);
     await expect(issueFor(service, { scope: "admin" })).rejects.toBeInstanceOf(InvalidScope);
-    await expect(h.grants.tokens.grant(service, {})).rejects.toMatchObject({ code: "invalid_request", description: "grant_type is required." });
-    await expect(h.grants.tokens.grant(service, { grant_type: "password" })).rejects.toMatchObject({
+    await expect(h.grants.tokens.grant(presented(service), {})).rejects.toMatchObject({ code: "invalid_request", description: "grant_type is required." });
+    await expect(h.grants.tokens.grant(presented(service), { grant_type: "password" })).rejects.toMatchObject({
       code: "unsupported_grant_type",
       description: "grant_type password is not supported.",
     });

@@ -134,15 +134,18 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
 
     expect(await hot.clientById("client-1")).toEqual(await db.client.findUnique({ where: { id: "client-1" } }));
     expect(await hot.clientById("nobody")).toBeNull();
-    expect(await hot.refreshTokenByHash(refresh.tokenHash)).toEqual(
-      await db.refreshToken.findUnique({ where: { id: refresh.id }, include: { grant: { include: { upstreamSession: true } } } }),
-    );
+    // The token's client comes with it (no Prisma relation from a token to its client: read apart).
+    const client = await db.client.findUniqueOrThrow({ where: { id: "client-1" } });
+    expect(await hot.refreshTokenByHash(refresh.tokenHash)).toEqual({
+      ...(await db.refreshToken.findUnique({ where: { id: refresh.id }, include: { grant: { include: { upstreamSession: true } } } })),
+      client,
+    });
     // A grant without an upstream session (client_credentials has no refresh token, but the join must hold).
     const bare = await db.grant.create({
       data: { ...(await db.grant.findUniqueOrThrow({ where: { id: grantId } })), id: randomUUID(), upstreamSessionId: null },
     });
     const bareRefresh = await db.refreshToken.create({ data: refreshRow(bare.id) });
-    expect(await hot.refreshTokenByHash(bareRefresh.tokenHash)).toEqual({ ...bareRefresh, grant: { ...bare, upstreamSession: null } });
+    expect(await hot.refreshTokenByHash(bareRefresh.tokenHash)).toEqual({ ...bareRefresh, client, grant: { ...bare, upstreamSession: null } });
     expect(await hot.refreshTokenByHash("unknown")).toBeNull();
     expect(await hot.refreshTokenById(refresh.id)).toEqual(refresh);
     expect(await hot.codeByHash(code.codeHash)).toEqual(await db.authorizationCode.findUnique({ where: { id: code.id }, include: { grant: true } }));

@@ -13,6 +13,7 @@ import { createLogger } from "../../src/logger.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import type { UpstreamProvider } from "../../src/upstream/provider.ts";
 import type { RegisteredClient } from "../../src/grants/types.ts";
+import type { PresentedClient } from "../../src/grants/ports.ts";
 import type { Clock } from "../../src/grants/clock.ts";
 
 export interface GrantsHarness {
@@ -102,4 +103,19 @@ export async function insertClient(database: Database, overrides: Partial<Regist
     },
   });
   return client;
+}
+
+/**
+ * A client as the token endpoint hands it to the grants code, its credentials taken as checked
+ * (client authentication is tested over HTTP): the registry's row is still looked up, so an
+ * unknown client fails as it would there.
+ */
+export function presented(client: RegisteredClient): PresentedClient {
+  return {
+    clientId: client.id,
+    authenticate(known) {
+      if (!known) throw new Error(`no client ${client.id} in the registry`);
+      return known.client;
+    },
+  };
 }

@@ -7,17 +7,28 @@ import type { AccessValidator } from "../access-validation.ts";
 import { CredentialRejected } from "../errors.ts";
 import type { RegisteredClient, TokenResponse } from "../types.ts";
 import type { FormParameters } from "./parameters.ts";
-import type { UpstreamSession } from "../../store/hot-store.ts";
+import type { RefreshTokenWithGrant, UpstreamSession } from "../../store/hot-store.ts";
+import type { ClientRegistry } from "../clients.ts";
 
 export interface TokenContext extends GrantsContext {
+  readonly clients: ClientRegistry;
   readonly lifecycle: GrantLifecycle;
   readonly sessions: UpstreamSessions;
   readonly validator: AccessValidator;
   readonly bus: RevocationBus;
 }
 
-/** One grant type: parses its own parameters, checks, issues. The client is already authenticated. */
-export type GrantHandler = (client: RegisteredClient, params: FormParameters) => Promise<TokenResponse>;
+/** A refresh token as read before its client was authenticated (by the hash of the presented value). */
+export interface PrereadRefreshToken {
+  readonly tokenHash: string;
+  readonly row: RefreshTokenWithGrant | null;
+}
+
+/**
+ * One grant type: parses its own parameters, checks, issues. The client is already authenticated;
+ * a refresh is handed the token row read for that (`preread`), the others ignore it.
+ */
+export type GrantHandler = (client: RegisteredClient, params: FormParameters, preread?: PrereadRefreshToken | null) => Promise<TokenResponse>;
 
 /**
  * Re-checks the upstream login behind a grant (honoured by refresh and introspection too): the

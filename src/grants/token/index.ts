@@ -1,16 +1,17 @@
 // The token endpoint's domain side, in the manner of node-oidc-provider's lib/actions/grants: one
 // handler per grant type, each declaring and parsing its own parameters, picked here by
-// grant_type; plus revocation and introspection. oauth/ authenticates the client and hands over
-// the form.
+// grant_type; plus revocation and introspection. oauth/ reads the client's credentials and hands
+// over the form; the client is authenticated here, against its row.
 import { z } from "zod";
 import { UnauthorizedClient, UnsupportedGrantType } from "../errors.ts";
 import type { TokenIssuer } from "../ports.ts";
 import type { GrantType } from "../types.ts";
 import { authorizationCodeGrant } from "./authorization-code.ts";
 import { clientCredentialsGrant } from "./client-credentials.ts";
-import type { GrantHandler, TokenContext } from "./context.ts";
+import type { GrantHandler, PrereadRefreshToken, TokenContext } from "./context.ts";
 import { introspection } from "./introspection.ts";
-import { parseParameters, required, rule } from "./parameters.ts";
+import { parseParameters, required, rule, type FormParameters } from "./parameters.ts";
+import { hashPresentedToken } from "../token-format.ts";
 import { refreshTokenGrant } from "./refresh-token.ts";
 import { revocation } from "./revocation.ts";
 
@@ -33,11 +34,25 @@ export function createTokenIssuer(t: TokenContext): TokenIssuer {
     refresh_token: refreshTokenGrant(t),
     client_credentials: clientCredentialsGrant(t),
   };
+  /**
+   * A refresh reads its token with the token's client in one statement, and the client is
+   * authenticated from that row: one statement fewer per refresh than reading the client first.
+   * The read has no effect, so the errors and their order stay those of authenticating first.
+   */
+  async function prereadRefreshToken(params: FormParameters): Promise<PrereadRefreshToken | null> {
+    if (params.grant_type !== "refresh_token" || !params.refresh_token) return null;
+    const tokenHash = hashPresentedToken(params.refresh_token);
+    return { tokenHash, row: await t.hot.refreshTokenByHash(tokenHash) };
+  }
+
   return {
-    async grant(client, params) {
+    async grant(presented, params) {
+      const preread = await prereadRefreshToken(params);
+      const readWith = preread?.row?.clientId === presented.clientId ? preread.row.client : undefined;
+      const client = presented.authenticate(readWith ? t.clients.known(readWith) : await t.clients.find(presented.clientId));
       const { grant_type } = parseParameters(Parameters, params);
       if (!client.grantTypes.includes(grant_type)) throw new UnauthorizedClient(`This client is not registered for the ${grant_type} grant.`);
-      return grants[grant_type](client, params);
+      return grants[grant_type](client, params, preread);
     },
     revoke: revocation(t),
     introspect: introspection(t),

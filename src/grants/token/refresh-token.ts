@@ -59,11 +59,12 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     throw new InvalidGrant(INVALID_REFRESH);
   }
 
-  return async (client, params) => {
+  return async (client, params, preread) => {
     const p = parseParameters(Parameters, params);
     // Only narrowing (below): a scope the user consented to at step-up counts, registered or not.
     const requested = parseScope(p.scope, undefined, t.config.clients.scopes.supported);
-    const row = await t.hot.refreshTokenByHash(hashPresentedToken(p.refresh_token));
+    const tokenHash = hashPresentedToken(p.refresh_token);
+    const row = preread?.tokenHash === tokenHash ? preread.row : await t.hot.refreshTokenByHash(tokenHash);
     if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_REFRESH);
     const now = dateOf(t.clock);
     // The grant's death says more (idle, maximum age) than the token's own expiry.
