@@ -111,6 +111,16 @@ async function main(): Promise<void> {
       rows.push(...(await recheckRows(startBrokerProcess)));
       return report(rows);
     }
+    // BENCH_ONLY=tokens: the SQLite token-endpoint rows against node-oidc-provider alone.
+    if (process.env.BENCH_ONLY === "tokens") {
+      const broker = await startBrokerProcess("30", "tokens.db");
+      try {
+        rows.push(...(await compareTokenGrants({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir)));
+      } finally {
+        await stop(broker.child);
+      }
+      return report(rows);
+    }
     // BENCH_ONLY=postgres: the PostgreSQL refresh rows alone.
     if (process.env.BENCH_ONLY === "postgres") {
       rows.push(...(await postgresRows()));
