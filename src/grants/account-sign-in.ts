@@ -10,7 +10,7 @@ import type { GrantsContext } from "./context.ts";
 import { SignInError } from "./errors.ts";
 import { dateOf } from "./clock.ts";
 import { audit } from "./audit.ts";
-import { authenticateUpstream, type RefusedAccount } from "./upstream-authentication.ts";
+import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
 import type { BrowserIdentities, BrowserIdentity } from "./browser-identities.ts";
 import type { UpstreamError } from "../upstream/provider.ts";
 
@@ -30,12 +30,6 @@ export type AccountSignInOutcome =
   | { readonly kind: "refused"; readonly account: RefusedAccount }
   /** The IdP cancelled, refused, failed or could not be reached. */
   | { readonly kind: "failed"; readonly reason: "cancelled" | UpstreamError["kind"] };
-
-export interface AccountCallbackInput {
-  readonly callbackUrl: URL;
-  readonly browserSessionId: string | null;
-  readonly ip?: string | undefined;
-}
 
 const START_AGAIN = "Open the connected apps page again and sign in from there.";
 const alreadyUsed = () =>
@@ -102,7 +96,7 @@ export class AccountSignIn {
    * Completes the sign-in: only in the browser that started it, once, before it expires. Problems
    * with the response itself (unknown, replayed, foreign) are SignInErrors.
    */
-  async complete(input: AccountCallbackInput): Promise<AccountSignInOutcome> {
+  async complete(input: BrowserCallback): Promise<AccountSignInOutcome> {
     const state = input.callbackUrl.searchParams.get("state") ?? "";
     const login = state ? await this.ctx.db.accountLogin.findUnique({ where: { upstreamState: state } }) : null;
     if (!login)

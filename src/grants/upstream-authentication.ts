@@ -6,6 +6,14 @@ import type { GrantsContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
 
+/** What a browser brings back to one of the broker's callbacks from the upstream IdP (an MCP client's sign-in, or the account page's). */
+export interface BrowserCallback {
+  readonly callbackUrl: URL;
+  /** The browser session presenting the callback; null when the browser has none. */
+  readonly browserSessionId: string | null;
+  readonly ip?: string | undefined;
+}
+
 export interface UpstreamCallbackLeg {
   readonly callbackUrl: URL;
   readonly expectedState: string;

@@ -13,7 +13,7 @@ import { audit } from "./audit.ts";
 import { clientRedirectUrl } from "./client-redirect.ts";
 import type { UpstreamLoginStarter } from "./ports.ts";
 import type { UpstreamAuthorizationRequest } from "../upstream/provider.ts";
-import { authenticateUpstream, type RefusedAccount } from "./upstream-authentication.ts";
+import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
 import type { BrowserIdentities } from "./browser-identities.ts";
 
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
@@ -32,13 +32,6 @@ export type CallbackOutcome =
       readonly clientName: string | null;
       readonly returnTo: string;
     };
-
-export interface CallbackInput {
-  readonly callbackUrl: URL;
-  /** The browser session presenting the callback; null when the browser has none. */
-  readonly browserSessionId: string | null;
-  readonly ip?: string | undefined;
-}
 
 const START_AGAIN = "Go back to your application and start the sign-in again.";
 const alreadyUsed = () =>
@@ -110,7 +103,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
    * with the broker's code (or an OAuth error). Problems that must not reach the client (unknown,
    * replayed or foreign callbacks) are SignInErrors, shown to the person in the browser.
    */
-  async complete(input: CallbackInput): Promise<CallbackOutcome> {
+  async complete(input: BrowserCallback): Promise<CallbackOutcome> {
     const state = input.callbackUrl.searchParams.get("state");
     if (!state) throw new SignInError("invalid_request", "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
