@@ -15,6 +15,7 @@ import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-serve
 import { runCli } from "../../src/cli/program.ts";
 import { postgresAvailable } from "../support/pg-database.ts";
 import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
+import { until } from "../support/wait.ts";
 
 let t: TestBroker;
 let env: Record<string, string>;
@@ -236,9 +237,7 @@ describe("mcp-auth-broker CLI", () => {
     const byUser = await cli(["grants", "revoke", "--user", "demo:bob", "--json"]);
     expect(JSON.parse(byUser.stdout).revoked).toHaveLength(1);
     // Without a manual poll: the feed's own period (1 s) is enough.
-    const deadline = Date.now() + 3000;
-    while ((await mcpStatus(bob.tokens.access_token)) !== 401 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(await mcpStatus(bob.tokens.access_token)).toBe(401);
+    await until(async () => (await mcpStatus(bob.tokens.access_token)) === 401, "the revocation feed to end bob's grant");
     const refresh = await fetch(`${t.url}/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },

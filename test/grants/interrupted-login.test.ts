@@ -10,6 +10,7 @@ import { startBrokerProcess } from "../support/broker-process.ts";
 import { startBroker } from "../support/start-broker.ts";
 import { authorize, registerClient } from "../support/oauth-flow.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
+import { until } from "../support/wait.ts";
 
 let gh: GitHubEmulator;
 let dir: string;
@@ -21,14 +22,6 @@ afterAll(async () => {
   await gh.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe("a broker killed mid-callback", () => {
   it("leaves a transaction that expires within the exchange deadline, is swept, and completes nothing", async () => {

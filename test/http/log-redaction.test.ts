@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
 import { createLogger, redactUrl } from "../../src/logger.ts";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
+import { until } from "../support/wait.ts";
 
 describe("redactUrl", () => {
   it.each([
@@ -132,7 +133,10 @@ describe("the request log of a broker at trace level", () => {
         redirect: "manual",
       });
     }
-    await new Promise((r) => setTimeout(r, 50));
+    // A request is logged when its response finishes: look only once every line is there, or "no
+    // secret in the output" would pass without looking.
+    const logged = () => output.split("\n").filter((line) => /"msg":"(request|mcp)"/.test(line)).length;
+    await until(() => logged() >= paths.length, "a line for every request");
 
     for (const s of secrets) expect([s, output.includes(s)]).toEqual([s, false]);
     const requestLines = output

@@ -4,7 +4,8 @@
 // unless the rest follows at once. Raw sockets, byte timing controlled by the test.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { listen } from "../../src/http/server.ts";
-import { head, rawRequest, within } from "./raw-http.ts";
+import { head, rawRequest } from "./raw-http.ts";
+import { within } from "../support/wait.ts";
 
 const GRACE_MS = 200;
 const REQUEST_TIMEOUT_MS = 1000;

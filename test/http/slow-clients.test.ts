@@ -9,8 +9,8 @@ import { clientKey, receivingCount, setSlowClientLimits, DEFAULT_SLOW_CLIENT_LIM
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { freshIp } from "../support/oauth-client.ts";
-import { waitFor } from "../gateway/harness.ts";
-import { head, rawRequest, within, type RawExchange } from "./raw-http.ts";
+import { head, rawRequest, type RawExchange } from "./raw-http.ts";
+import { until, within } from "../support/wait.ts";
 
 const BODY_DEADLINE_MS = 400;
 const RATE_WINDOW_MS = 300;
@@ -119,7 +119,7 @@ describe("slow uploads to /mcp", () => {
     expect(Date.now() - started).toBeLessThan(BODY_DEADLINE_MS + 2 * RATE_WINDOW_MS + 1500);
     await within(ex.closed, 3000, "the broker to drop the connection");
     // It was streamed to the MCP server, and that request is cut too.
-    await waitFor(() => mcp.requests.some((r) => r.ip === ip && r.closedEarly), "the upstream request to be cut");
+    await until(() => mcp.requests.some((r) => r.ip === ip && r.closedEarly), "the upstream request to be cut");
   });
 
   it("does not cut a large upload that keeps above the minimum rate", async () => {
@@ -195,7 +195,7 @@ describe("bodies in flight per client address", () => {
       const type = i % 2 === 0 ? "application/x-www-form-urlencoded" : "application/json";
       open.push(rawRequest(t.url, head("POST", path, { host, "content-type": type, "content-length": "100", "x-forwarded-for": a }), "g"));
     }
-    await waitFor(() => receivingCount(t.broker.app, a) === cap, `${cap} bodies from one address in flight`);
+    await until(() => receivingCount(t.broker.app, a) === cap, `${cap} bodies from one address in flight`);
 
     const started = Date.now();
     const excess = rawRequest(
@@ -228,7 +228,7 @@ describe("bodies in flight per client address", () => {
       "grant_type",
     );
     open.push(other);
-    await waitFor(() => receivingCount(t.broker.app, b) === 1, "the other address's body in flight");
+    await until(() => receivingCount(t.broker.app, b) === 1, "the other address's body in flight");
     other.write("=nonsense");
     const otherRes = await within(other.response, 3000, "the other address's answer");
     expect(otherRes.status).not.toBe(429);
@@ -236,7 +236,7 @@ describe("bodies in flight per client address", () => {
 
     // Clients that go away free their places.
     for (const ex of open.splice(0)) ex.destroy();
-    await waitFor(() => receivingCount(t.broker.app, a) === 0, "the places to be freed");
+    await until(() => receivingCount(t.broker.app, a) === 0, "the places to be freed");
     setSlowClientLimits(t.broker.app, DEFAULT_SLOW_CLIENT_LIMITS);
   });
 });
