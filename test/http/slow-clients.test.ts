@@ -99,8 +99,8 @@ describe("slow uploads to /mcp", () => {
     expect(res.status).toBe(408);
     expect(res.headers.connection).toBe("close");
     expect(jsonRpcError(res)).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/upload/) }, id: null });
+    // Not before the body deadline; that it came from the deadline is what the 408 says.
     expect(elapsed).toBeGreaterThanOrEqual(BODY_DEADLINE_MS - 20);
-    expect(elapsed).toBeLessThan(BODY_DEADLINE_MS + 1500);
     await within(ex.closed, 3000, "the broker to drop the connection");
     expect(mcp.requests.filter((r) => r.ip === ip)).toEqual([]);
     expect(mcp.connections).toBe(connectionsBefore);
@@ -108,7 +108,6 @@ describe("slow uploads to /mcp", () => {
 
   it("cuts a large upload that falls under the minimum rate once it streams, with 408", async () => {
     const ip = freshIp();
-    const started = Date.now();
     // 1 MiB announced; the first 80 KiB at once (past the read-whole limit, so it is streamed), then a trickle.
     const ex = rawRequest(t.url, mcpHead(ip, { "content-length": String(1024 * 1024) }), Buffer.alloc(80 * 1024, "a"));
     ex.trickle(50, "a");
@@ -116,7 +115,6 @@ describe("slow uploads to /mcp", () => {
     expect(res.status).toBe(408);
     expect(res.headers.connection).toBe("close");
     expect(jsonRpcError(res).error.message).toMatch(/upload/);
-    expect(Date.now() - started).toBeLessThan(BODY_DEADLINE_MS + 2 * RATE_WINDOW_MS + 1500);
     await within(ex.closed, 3000, "the broker to drop the connection");
     // It was streamed to the MCP server, and that request is cut too.
     await until(() => mcp.requests.some((r) => r.ip === ip && r.closedEarly), "the upstream request to be cut");
@@ -197,15 +195,15 @@ describe("bodies in flight per client address", () => {
     }
     await until(() => receivingCount(t.broker.app, a) === cap, `${cap} bodies from one address in flight`);
 
-    const started = Date.now();
     const excess = rawRequest(
       t.url,
       head("POST", "/token", { host, "content-type": "application/x-www-form-urlencoded", "content-length": "100", "x-forwarded-for": a }),
       "g",
     );
     open.push(excess);
+    // Answered while its body is still missing: refused on admission, not by a body deadline
+    // (which would say 408).
     const res = await within(excess.response, 3000, "the 429");
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(res.status).toBe(429);
     expect(Number(res.headers["retry-after"])).toBeGreaterThan(0);
     expect(res.headers.connection).toBe("close");
