@@ -120,6 +120,15 @@ afterAll(async () => {
 
 describe("step-up: the MCP server's 403 insufficient_scope through the broker", () => {
   let connected: ConnectedClient;
+  // One client connects with the scope of the first challenge; each test below starts from there
+  // (the step-up at the end is the only one that changes it, and runs last).
+  beforeAll(async () => {
+    const provider = new NoRefreshProvider(callback.url, userAuthorizes, "Docs client");
+    connected = await connectWithOAuth(`${t.url}/mcp`, callback, userAuthorizes, provider);
+  });
+  afterAll(async () => {
+    await connected?.client.close();
+  });
 
   it("advertises the configured scopes in both metadata documents", async () => {
     const prm = (await (await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp`)).json()) as { scopes_supported: string[] };
@@ -129,8 +138,6 @@ describe("step-up: the MCP server's 403 insufficient_scope through the broker", 
   });
 
   it("connects with the scope of the first challenge and the MCP server sees it", async () => {
-    const provider = new NoRefreshProvider(callback.url, userAuthorizes, "Docs client");
-    connected = await connectWithOAuth(`${t.url}/mcp`, callback, userAuthorizes, provider);
     expect(consentPages).toHaveLength(1);
     expect(consentPages[0]).toContain("Use the MCP server");
     expect(consentPages[0]).not.toContain("Change and delete your documents");
@@ -196,6 +203,5 @@ describe("step-up: the MCP server's 403 insufficient_scope through the broker", 
     expect(connected.provider.savedTokens!.scope).toBe("docs:write mcp");
     const written = await connected.client.callTool({ name: "write_doc", arguments: {} });
     expect((written.content as Array<{ text: string }>)[0]!.text).toBe("written with docs:write mcp");
-    await connected.client.close();
   });
 });
