@@ -1,4 +1,4 @@
-// Issue 12 (6): the front door. GET / (and HEAD) is a page naming the service, the MCP URL to paste
+// The front door. GET / (and HEAD) is a page naming the service, the MCP URL to paste
 // into a client, the sign-in it uses and the connected-apps link; /favicon.ico answers with an icon.
 // Also under a PUBLIC_URL with a path, whether or not a proxy in front strips that path.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";

@@ -1,4 +1,4 @@
-// The real broker process survives database faults at /mcp (attack trial, issue 17 item 2): with
+// The real broker process survives database faults at /mcp (found by an attack trial): with
 // the database gone, locked by another process, or read-only, `initialize` (claims a new MCP
 // session), `DELETE` (releases one) and a plain call are answered — 503 with Retry-After where the
 // database is needed, 200 from memory where it is not — and /healthz still answers 200. Before the
@@ -137,7 +137,7 @@ describe("database faults at /mcp, real broker process", () => {
   }, 60_000);
 
   // chattr +i (root): genuinely read-only even for root. Not the -shm file: SQLite maps it, and a
-  // mapping that cannot grow ends the process with SIGBUS (the closing note of issue 17 says so).
+  // mapping that cannot grow ends the process with SIGBUS (a known limit of SQLite on a full disk).
   (mechanism === "chattr" ? it.concurrent : it.skip)(
     "SQLite file made read-only under the running broker",
     async () => {

@@ -1,6 +1,6 @@
 // A broker process killed (kill -9) in the middle of an upstream callback leaves a transaction in
 // status "exchanging". It must not look alive: its deadline is what the exchange can take, after
-// which the sweep removes it, and its callback URL completes nothing (attack trial, issue 17 item 11).
+// which the sweep removes it, and its callback URL completes nothing (found by an attack trial).
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

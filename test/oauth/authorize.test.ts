@@ -1,4 +1,4 @@
-// Issue 4 (3): /authorize. Client and redirect URI problems are pages, never redirects; every
+// /authorize. Client and redirect URI problems are pages, never redirects; every
 // later problem goes to the validated redirect URI with error, error_description, state and iss.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { ClientRegistry } from "../../src/grants/clients.ts";

@@ -1,6 +1,6 @@
-// Issue 4 (4) in a real browser: the consent page in headless Chromium. Allow, Deny, two tabs
+// In a real browser: the consent page in headless Chromium. Allow, Deny, two tabs
 // answering one request, the browser binding and framing (the CSRF rule and Back-then-submit are
-// in e2e/consent-page, reached through the real SDK client). Issue 12 (4, 6): the page with a
+// in e2e/consent-page, reached through the real SDK client). The page with a
 // signed-in user and "Not you?", and the front page. Screenshots are kept under
 // test-output/screenshots/. Nothing leaves 127.0.0.1: the client's redirect URI is a server on an
 // ephemeral port, its logo host (which must never be asked) is answered by request interception.

@@ -1,6 +1,6 @@
-// Issue 4 (4): the consent page over HTTP: what it shows, its hardening (CSRF bound to the browser
+// The consent page over HTTP: what it shows, its hardening (CSRF bound to the browser
 // session, once only, only the starting browser, framing, cookies), Allow, Deny and the
-// remembered-consent rule. Issue 12 (4): the service it names, who is signed in ("Not you?"), how
+// remembered-consent rule. The service it names, who is signed in ("Not you?"), how
 // long access lasts, and no hot-linked logo. consent-browser.test.ts drives the same page in Chromium.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { ClientRegistry } from "../../src/grants/clients.ts";

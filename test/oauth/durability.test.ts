@@ -1,4 +1,4 @@
-// Issue 14: an answer sent is an answer stored. The broker process is killed (SIGKILL, as a crash
+// An answer sent is an answer stored. The broker process is killed (SIGKILL, as a crash
 // or `kill -9`) in the middle of refresh load and started again on the same database: every refresh
 // token it answered works (or, when a request still in flight at the kill had rotated it, is
 // reported as rotated by giving back that rotation's pair within the grace window), every chain

@@ -1,5 +1,5 @@
 // Machine clients (client_credentials) carry no user, so only the operator can make one: a
-// self-registered client must never reach /mcp without a login (attack trial, issue 17 item 1).
+// self-registered client must never reach /mcp without a login (found by an attack trial).
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";

@@ -1,4 +1,4 @@
-// Issue 4 (1): discovery (RFC 8414, RFC 9728), the 2025-03-26 default paths, CORS, and a
+// Discovery (RFC 8414, RFC 9728), the 2025-03-26 default paths, CORS, and a
 // PUBLIC_URL with a path.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger, type Logger } from "../../src/logger.ts";

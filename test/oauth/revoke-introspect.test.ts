@@ -1,4 +1,4 @@
-// Issue 4 (7) and (8): /revoke (RFC 7009) and /introspect (RFC 7662) over HTTP.
+// /revoke (RFC 7009) and /introspect (RFC 7662) over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { authorize } from "../support/oauth-flow.ts";

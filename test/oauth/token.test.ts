@@ -1,4 +1,4 @@
-// Issue 4 (6): the /token handler: form-encoded only, never cached, client authentication by the
+// The /token handler: form-encoded only, never cached, client authentication by the
 // registered method, grant dispatch, and every RFC 6749 §5.2 error code.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { authorize } from "../support/oauth-flow.ts";

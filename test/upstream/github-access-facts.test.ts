@@ -1,4 +1,4 @@
-// The facts GitHubProvider reads for the access policy (issue 12): verified e-mails and the
+// The facts GitHubProvider reads for the access policy: verified e-mails and the
 // ALLOWED_GITHUB_ORGS memberships, against the GitHub emulator over real HTTP (GHES layout).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { loadConfig } from "../../src/config.ts";
