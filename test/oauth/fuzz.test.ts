@@ -1,4 +1,4 @@
-// A seeded fuzz run against every endpoint, on SQLite and PostgreSQL : 10,000
+// A seeded fuzz run against every endpoint, on SQLite and PostgreSQL: 10,000
 // requests built from valid requests with parameters dropped, duplicated, swapped and filled with
 // hostile values (control characters, invalid UTF-8, long strings, wrong types). None may get a 5xx,
 // and the broker must still be up afterwards. The seed is fixed, so a failure replays exactly; a
