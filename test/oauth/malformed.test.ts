@@ -5,17 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { databaseTargets, type DatabaseTarget } from "../support/database-targets.ts";
-import {
-  authorizeUrl,
-  basicAuth,
-  countRows,
-  freshIp,
-  registerOperatorClient,
-  registerTestClient,
-  send,
-  type HttpResult,
-  type TestClient,
-} from "../support/oauth-client.ts";
+import { authorizeUrl, basicAuth, countRows, freshIp, registerClientSet, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -26,15 +16,7 @@ async function setUp(target: DatabaseTarget): Promise<void> {
   const database = await target.setup();
   cleanup = database.cleanup;
   t = await startBroker({ TRUST_PROXY: "true", DATABASE_URL: database.url });
-  [pub, basic, post] = await Promise.all([
-    registerTestClient(t.url),
-    registerOperatorClient(t.broker.database.db, {
-      redirect_uris: ["http://127.0.0.1:7777/callback"],
-      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
-      response_types: ["code"],
-    }),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
-  ]);
+  ({ pub, basic, post } = await registerClientSet(t.url, t.broker.database.db));
 }
 
 /** json: OAuth error JSON; page: an HTML error page, no redirect; redirect: an error sent to the registered URI; any: no 5xx. */

@@ -224,3 +224,29 @@ export async function countRows(db: Db): Promise<Record<(typeof TABLES)[number],
   // PostgreSQL's COUNT is a bigint.
   return Object.fromEntries(TABLES.map((t) => [t, Number(row![t])])) as Record<(typeof TABLES)[number], number>;
 }
+
+/** One client of each kind the endpoint tests need, on one broker. */
+export interface ClientSet {
+  /** Self-registered public client (PKCE, loopback redirect). */
+  readonly pub: TestClient;
+  /** Operator-registered confidential client (client_secret_basic) with every grant. */
+  readonly basic: TestClient;
+  /** Self-registered confidential client authenticating with client_secret_post. */
+  readonly post: TestClient;
+  /** Operator-registered machine client: client_credentials only. */
+  readonly machine: TestClient;
+}
+
+export async function registerClientSet(brokerUrl: string, db: Db): Promise<ClientSet> {
+  const [pub, basic, post, machine] = await Promise.all([
+    registerTestClient(brokerUrl),
+    registerOperatorClient(db, {
+      redirect_uris: ["http://127.0.0.1:7777/callback"],
+      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+      response_types: ["code"],
+    }),
+    registerTestClient(brokerUrl, { token_endpoint_auth_method: "client_secret_post" }),
+    registerOperatorClient(db),
+  ]);
+  return { pub, basic, post, machine };
+}
