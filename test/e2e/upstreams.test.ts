@@ -103,6 +103,10 @@ for (const spec of UPSTREAMS) {
       [upstream, callback] = await Promise.all([spec.start(), new CallbackServer().start()]);
       chromium.cleanup(() => upstream.stop());
       context = await newUser(chromium.browser);
+      // The connection every test below looks at, made once.
+      const agent = authorizeInBrowser(context, { user: spec.user, decision: "Allow", upstream: upstream.login, name: `e2e-${spec.kind}` });
+      runs = agent.runs;
+      connected = await connectWithOAuth(`${upstream.broker.url}/mcp`, callback, agent.authorize);
     }, 30_000);
     afterAll(async () => {
       // A client that ends its session cleanly (DELETE) rather than cutting its streams.
@@ -112,11 +116,7 @@ for (const spec of UPSTREAMS) {
       await callback?.close();
     });
 
-    it(`connects: 401 → discovery → registration → consent → ${spec.kind} login → PKCE code exchange`, async () => {
-      const agent = authorizeInBrowser(context, { user: spec.user, decision: "Allow", upstream: upstream.login, name: `e2e-${spec.kind}` });
-      runs = agent.runs;
-      connected = await connectWithOAuth(`${upstream.broker.url}/mcp`, callback, agent.authorize);
-
+    it(`connects: 401 → discovery → registration → consent → ${spec.kind} login → PKCE code exchange`, () => {
       expect(connected.provider.redirects).toBe(1);
       expect(runs[0]!.pages.map((p) => p.kind)).toEqual(["consent", upstream.login === "demo" ? "demo-login" : "github-login", "callback"]);
       // The SDK asked for this resource, with PKCE, as the client it registered.
