@@ -412,12 +412,8 @@ describe("mcp-auth-broker CLI", () => {
       [gh, mcp] = await Promise.all([startGitHubEmulator({ clientId: "Iv1.check", clientSecret: "check-secret" }), startDemoMcpServer()]);
       githubEnv = {
         ...env,
-        UPSTREAM_PROVIDER: "github",
+        ...gh.brokerEnv(),
         ALLOW_ANY_USER: "true",
-        UPSTREAM_CLIENT_ID: "Iv1.check",
-        UPSTREAM_CLIENT_SECRET: "check-secret",
-        GITHUB_URL: gh.url,
-        GITHUB_API_URL: gh.apiUrl,
         MCP_SERVER_URL: mcp.url,
       };
     });

@@ -62,12 +62,8 @@ const UPSTREAMS: ReadonlyArray<{ kind: string; user: string; subject: string; st
     async start() {
       const gh = await startGitHubEmulator({ clientId: "Iv1.broker", clientSecret: "emulator-secret" });
       const broker = await startBroker({
-        UPSTREAM_PROVIDER: "github",
+        ...gh.brokerEnv(),
         ALLOW_ANY_USER: "true",
-        UPSTREAM_CLIENT_ID: "Iv1.broker",
-        UPSTREAM_CLIENT_SECRET: "emulator-secret",
-        GITHUB_URL: gh.url,
-        GITHUB_API_URL: gh.apiUrl,
       });
       return {
         broker,

@@ -26,12 +26,8 @@ const mcp = (t: TestBroker, token: string) =>
 
 function githubEnv(gh: GitHubEmulator, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    UPSTREAM_PROVIDER: "github",
+    ...gh.brokerEnv(),
     ALLOW_ANY_USER: "true",
-    UPSTREAM_CLIENT_ID: "Iv1.broker",
-    UPSTREAM_CLIENT_SECRET: "emulator-secret",
-    GITHUB_URL: gh.url,
-    GITHUB_API_URL: gh.apiUrl,
     UPSTREAM_TIMEOUT_SECONDS: "1",
     ...extra,
   };

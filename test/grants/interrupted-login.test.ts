@@ -26,12 +26,8 @@ afterAll(async () => {
 describe("a broker killed mid-callback", () => {
   it("leaves a transaction that expires within the exchange deadline, is swept, and completes nothing", async () => {
     const env = {
-      UPSTREAM_PROVIDER: "github",
+      ...gh.brokerEnv(),
       ALLOW_ANY_USER: "true",
-      UPSTREAM_CLIENT_ID: "Iv1.broker",
-      UPSTREAM_CLIENT_SECRET: "emulator-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: gh.apiUrl,
       UPSTREAM_TIMEOUT_SECONDS: "2",
       // Never called: the broker dies during the login.
       MCP_SERVER_URL: "http://127.0.0.1:1/mcp",
@@ -75,12 +71,8 @@ describe("a broker killed mid-callback", () => {
 
   it("says 'interrupted' for the callback of a transaction a dead process had claimed", async () => {
     const t = await startBroker({
-      UPSTREAM_PROVIDER: "github",
+      ...gh.brokerEnv(),
       ALLOW_ANY_USER: "true",
-      UPSTREAM_CLIENT_ID: "Iv1.broker",
-      UPSTREAM_CLIENT_SECRET: "emulator-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: gh.apiUrl,
     });
     try {
       const client = await registerClient(t.url);

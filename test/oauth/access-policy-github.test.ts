@@ -25,11 +25,7 @@ afterAll(async () => gh.close());
 function startGitHubBroker(policy: Record<string, string>, clock?: ManualClock): Promise<TestBroker> {
   return startBroker(
     {
-      UPSTREAM_PROVIDER: "github",
-      UPSTREAM_CLIENT_ID: "Iv1.policy",
-      UPSTREAM_CLIENT_SECRET: "policy-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: gh.apiUrl,
+      ...gh.brokerEnv(),
       ...policy,
     },
     clock ? { clock } : {},

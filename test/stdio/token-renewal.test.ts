@@ -18,11 +18,7 @@ describe("a renewed upstream token", () => {
     gh.expiringTokensSeconds = 60;
     t = await startBroker(
       fixtureEnv({
-        UPSTREAM_PROVIDER: "github",
-        UPSTREAM_CLIENT_ID: "Iv1.stdio",
-        UPSTREAM_CLIENT_SECRET: "stdio-secret",
-        GITHUB_URL: gh.url,
-        GITHUB_API_URL: gh.apiUrl,
+        ...gh.brokerEnv(),
         ALLOW_ANY_USER: "true",
       }),
       { clock },
