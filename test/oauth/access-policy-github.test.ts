@@ -7,6 +7,7 @@ import { authorize, obtainTokens, registerClient, tokenRequest, type RegisteredT
 import { HttpBrowser } from "../support/http-browser.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
+import { mcpStatus } from "../support/mcp-probe.ts";
 
 let gh: GitHubEmulator;
 beforeAll(async () => {
@@ -77,20 +78,7 @@ it("a user removed from the org loses access at the next re-check; the refresh t
   const broker = await startGitHubBroker({ ALLOWED_GITHUB_ORGS: "globex", UPSTREAM_RECHECK_SECONDS: "60" }, clock);
   try {
     const { client, tokens } = await obtainTokens(broker.url, { user: "octocat" });
-    const mcp = async () => {
-      const res = await fetch(`${broker.url}/mcp`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-        }),
-      });
-      await res.body?.cancel();
-      return res.status;
-    };
+    const mcp = () => mcpStatus(broker.url, tokens.access_token);
     expect(await mcp()).toBe(200);
     gh.removeOrgMember("globex", "octocat");
     const membershipChecks = gh.count("GET /api/v3/orgs/:org/members/:user");

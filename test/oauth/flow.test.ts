@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
+import { INITIALIZE_MESSAGE, mcpPost } from "../support/mcp-probe.ts";
 
 let t: TestBroker;
 beforeAll(async () => {
@@ -15,16 +16,7 @@ describe("authorization code flow (demo mode)", () => {
     expect(tokens.access_token).toMatch(/^mab_at_/);
     expect(tokens.refresh_token).toMatch(/^mab_rt_/);
     expect(tokens.scope).toBe("mcp");
-    const res = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      }),
-    });
+    const res = await mcpPost(t.url, tokens.access_token, INITIALIZE_MESSAGE);
     expect(res.status).toBe(200);
     const grant = await t.broker.database.db.grant.findFirstOrThrow({ where: { clientId: client.client_id } });
     expect(grant.subject).toBe("demo:alice");
@@ -41,16 +33,7 @@ describe("authorization code flow (demo mode)", () => {
     );
     expect(refreshed.body.access_token).not.toBe(tokens.access_token);
     expect(refreshed.body.refresh_token).not.toBe(tokens.refresh_token);
-    const call = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${refreshed.body.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 2,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      }),
-    });
+    const call = await mcpPost(t.url, refreshed.body.access_token as string, INITIALIZE_MESSAGE);
     expect(call.status).toBe(200);
     const stored = await t.broker.database.db.refreshToken.findMany({ where: { grantId: grant.id }, orderBy: { createdAt: "asc" } });
     expect(stored).toHaveLength(2);
