@@ -2,7 +2,7 @@
 // PUBLIC_URL with a path.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger, type Logger } from "../../src/logger.ts";
-import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startBroker, startBrokerUnderPath, type TestBroker } from "../support/start-broker.ts";
 import { authorizeUrl, postForm, postJson, registerTestClient, send } from "../support/oauth-client.ts";
 
 let t: TestBroker;
@@ -178,10 +178,7 @@ describe("a PUBLIC_URL with a path", () => {
   let origin: string;
   let issuer: string;
   beforeAll(async () => {
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    issuer = `${origin}/broker`;
-    b = await startBroker({ PORT: String(port), PUBLIC_URL: issuer });
+    ({ broker: b, origin, issuer } = await startBrokerUnderPath());
   });
   afterAll(async () => b.stop());
 

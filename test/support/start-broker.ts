@@ -92,3 +92,12 @@ export async function startBroker(
     };
   }
 }
+
+/** A broker whose PUBLIC_URL has a path (`/broker`), as behind a reverse proxy that mounts it there. */
+export async function startBrokerUnderPath(env: Record<string, string> = {}): Promise<{ broker: TestBroker; origin: string; issuer: string }> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const issuer = `${origin}/broker`;
+  const broker = await startBroker({ PORT: String(port), PUBLIC_URL: issuer, ...env });
+  return { broker, origin, issuer };
+}

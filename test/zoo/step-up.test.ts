@@ -24,6 +24,7 @@ import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, TestOAuthProvider, connectWithOAuth, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
+import { mcpPost } from "../support/mcp-probe.ts";
 
 const BACKEND_METADATA = "http://backend.invalid/.well-known/oauth-protected-resource";
 
@@ -146,14 +147,11 @@ describe("step-up: the MCP server's 403 insufficient_scope through the broker", 
   });
 
   it("answers the MCP server's 403 with the broker's own challenge, never the server's", async () => {
-    const res = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${connected.provider.savedTokens!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "write_doc", arguments: {} } }),
+    const res = await mcpPost(t.url, connected.provider.savedTokens!.access_token, {
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "write_doc", arguments: {} },
     });
     expect(res.status).toBe(403);
     const header = res.headers.get("www-authenticate") ?? "";
@@ -167,14 +165,11 @@ describe("step-up: the MCP server's 403 insufficient_scope through the broker", 
   });
 
   it("turns the MCP server's 401 into the broker's own 401 challenge", async () => {
-    const res = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${connected.provider.savedTokens!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "backend_401", arguments: {} } }),
+    const res = await mcpPost(t.url, connected.provider.savedTokens!.access_token, {
+      jsonrpc: "2.0",
+      id: 8,
+      method: "tools/call",
+      params: { name: "backend_401", arguments: {} },
     });
     expect(res.status).toBe(401);
     const header = res.headers.get("www-authenticate") ?? "";
