@@ -313,11 +313,7 @@ describe("through createUpstreamProvider with a GHES configuration", () => {
     const { org, login } = fresh();
     gh.addTeamMember(org, "platform", login);
     const config = loadConfig({
-      UPSTREAM_PROVIDER: "github",
-      UPSTREAM_CLIENT_ID: "Iv1.facts",
-      UPSTREAM_CLIENT_SECRET: "facts-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: `${gh.url}/api/v3`,
+      ...gh.brokerEnv(),
       ALLOWED_GITHUB_ORGS: `${org},${org}/platform,${org}/other`,
       SECRET_KEY: "a".repeat(64),
     });
@@ -335,11 +331,7 @@ describe("through createUpstreamProvider with a GHES configuration", () => {
 
   it("without org rules, asks for no read:org", async () => {
     const config = loadConfig({
-      UPSTREAM_PROVIDER: "github",
-      UPSTREAM_CLIENT_ID: "Iv1.facts",
-      UPSTREAM_CLIENT_SECRET: "facts-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: `${gh.url}/api/v3`,
+      ...gh.brokerEnv(),
       ALLOWED_USERS: "octocat",
       SECRET_KEY: "a".repeat(64),
     });
