@@ -19,7 +19,8 @@ import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamReque
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
-import { isStreamed, upstreamBody } from "./request-body.ts";
+import { BodyTooLarge, isStreamed, upstreamBody } from "./request-body.ts";
+import { HEADER_MISMATCH, headerMismatch, mirrorsBody, requestId } from "./header-consistency.ts";
 import { rpcMethods } from "./rpc-methods.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
 
@@ -223,6 +224,15 @@ function backendRefusal(
   });
 }
 
+/** The body parsed; undefined when it is not JSON (nothing to compare: the MCP server answers it). */
+function parsedJson(body: Buffer): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(body.toString("utf8")) as unknown };
+  } catch {
+    return undefined;
+  }
+}
+
 function errorCode(err: unknown): string | undefined {
   const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
   const code = e?.code ?? e?.cause?.code;
@@ -250,6 +260,12 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       // The rest of the body is not wanted: the connection closes after this answer.
       ctx.set("Connection", "close");
       jsonRpcError(ctx, 408, -32000, reason.message);
+      return;
+    }
+    if (err instanceof BodyTooLarge) {
+      // The rest of the body is not wanted: the connection closes after this answer.
+      ctx.set("Connection", "close");
+      jsonRpcError(ctx, 413, -32000, err.message);
       return;
     }
     if (reason instanceof ShuttingDown) {
@@ -317,13 +333,23 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     try {
       let upstream: Awaited<ReturnType<Pool["request"]>>;
       try {
-        const body = await upstreamBody(ctx.req, controller.signal);
+        // Headers that mirror the body are checked against all of it, so it is read whole.
+        const mirrored = mirrorsBody(ctx.req.headers);
+        const body = await upstreamBody(ctx.req, controller.signal, mirrored);
         if (Buffer.isBuffer(body)) ctx.state.rpcMethods = rpcMethods(body);
         if (release !== undefined) {
           if (isStreamed(body)) {
             deadline.streaming();
             ctx.req.once("end", release);
           } else release();
+        }
+        if (mirrored && Buffer.isBuffer(body)) {
+          const message = parsedJson(body);
+          const mismatch = message && headerMismatch(ctx.req.headers, message.value);
+          if (message && mismatch !== undefined) {
+            log().info({ clientId: identity.clientId, grantId: identity.grantId, mismatch }, "MCP request refused: its headers disagree with its body");
+            return jsonRpcError(ctx, 400, HEADER_MISMATCH, mismatch, requestId(message.value));
+          }
         }
         const asked = performance.now();
         upstream = await pool.request({
