@@ -64,6 +64,8 @@ export interface McpProxy {
 }
 
 const ALLOWED_METHODS = ["GET", "POST", "DELETE"];
+/** The transport's "Session not found" (the MCP SDKs' code for it). */
+const SESSION_NOT_FOUND = -32001;
 const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
 /** Abort reasons: why the upstream request was cut. */
@@ -304,6 +306,12 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     const owner = sessionOwnerKey(identity);
     const sessionId = ctx.get("mcp-session-id") || undefined;
     const bound = sessionId === undefined ? undefined : await options.sessionBinding.ownerOf(sessionId);
+    // Only ids the MCP server issued are bound (below): any other is unknown, whoever guessed or kept
+    // it. 404 is what the transport says of an ended session: the client initializes a new one.
+    if (sessionId !== undefined && bound === undefined) {
+      log().info({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session id the broker never saw issued (or forgot): 404");
+      return jsonRpcError(ctx, 404, SESSION_NOT_FOUND, "Session not found: initialize a new MCP session.");
+    }
     if (bound !== undefined && bound !== owner) {
       log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
       ctx.state.refusal = "session_owner";
@@ -380,11 +388,11 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         try {
           if (ctx.method === "DELETE" && sessionId !== undefined) {
             await options.sessionBinding.release(sessionId);
-          } else {
+          } else if (sessionId === undefined) {
+            // The MCP server issues a session in its answer to an initialize (sent without one):
+            // bound now to the caller, before the client can learn the id from this answer.
             const issued = upstream.headers["mcp-session-id"];
-            // The session of the request, already known to be the caller's, needs no new claim.
-            const alreadyOwned = issued === sessionId && bound === owner;
-            refused = typeof issued === "string" && !alreadyOwned && (await options.sessionBinding.claim(issued, owner)) !== owner;
+            refused = typeof issued === "string" && (await options.sessionBinding.claim(issued, owner)) !== owner;
           }
         } catch (err) {
           // The binding's store failed (database down): the MCP server's answer goes nowhere.

@@ -79,7 +79,12 @@ async function send(res: http.ServerResponse, response: Response): Promise<void>
   body.pipe(res);
 }
 
-export async function startV2McpServer(): Promise<V2McpServer> {
+export interface V2McpServerOptions {
+  /** How 2025 session ids are made (default random UUIDs); tests use predictable ones. */
+  readonly sessionIds?: () => string;
+}
+
+export async function startV2McpServer(options: V2McpServerOptions = {}): Promise<V2McpServer> {
   const requests: RecordedRequest[] = [];
   const issuedSessions: string[] = [];
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
@@ -93,7 +98,7 @@ export async function startV2McpServer(): Promise<V2McpServer> {
       return transport.handleRequest(request);
     }
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      sessionIdGenerator: options.sessionIds ?? (() => randomUUID()),
       onsessioninitialized: (id) => {
         sessions.set(id, transport);
         issuedSessions.push(id);
