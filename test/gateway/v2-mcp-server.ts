@@ -82,6 +82,8 @@ async function send(res: http.ServerResponse, response: Response): Promise<void>
 export interface V2McpServerOptions {
   /** How 2025 session ids are made (default random UUIDs); tests use predictable ones. */
   readonly sessionIds?: () => string;
+  /** false: keep no record of requests (the benchmark's server). */
+  readonly record?: boolean;
 }
 
 export async function startV2McpServer(options: V2McpServerOptions = {}): Promise<V2McpServer> {
@@ -112,7 +114,7 @@ export async function startV2McpServer(options: V2McpServerOptions = {}): Promis
   const server = http.createServer(async (req, res) => {
     try {
       const body = await readBody(req);
-      requests.push({ method: req.method ?? "", headers: req.headers, body: body.toString("utf8") });
+      if (options.record !== false) requests.push({ method: req.method ?? "", headers: req.headers, body: body.toString("utf8") });
       const aborted = new AbortController();
       res.once("close", () => aborted.abort());
       const request = webRequest(req, `http://127.0.0.1${req.url ?? "/"}`, body, aborted.signal);
