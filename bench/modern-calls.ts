@@ -17,6 +17,26 @@ async function measured(pid: number | undefined, load: () => Promise<LoadResult>
   return { run, cpuUs: ((cpuMs(pid) - before) / run.requests) * 1000 };
 }
 
+/** The floor (bench/bare-proxy.ts) in front of the same server: CPU per request of both kinds, at 50 clients. */
+async function bareFloor(serverUrl: string): Promise<{ session: number; stateless: number }> {
+  const { child, match } = await startProcess(["bench/bare-proxy.ts", serverUrl], {}, /BARE_PROXY_URL (\S+)/);
+  try {
+    const url = match[1]!;
+    const session = await mcpSession(url, {});
+    await toolCalls(url, {}, session);
+    await statelessToolCalls(url, {});
+    const s = [];
+    const m = [];
+    for (let round = 0; round < 2; round++) {
+      s.push((await measured(child.pid, () => toolCalls(url, {}, session))).cpuUs);
+      m.push((await measured(child.pid, () => statelessToolCalls(url, {}))).cpuUs);
+    }
+    return { session: (s[0]! + s[1]!) / 2, stateless: (m[0]! + m[1]!) / 2 };
+  } finally {
+    await stop(child);
+  }
+}
+
 export async function modernRows(startBroker: StartBroker, fmt: (r: LoadResult) => string): Promise<Array<[string, string]>> {
   const { child: server, match } = await startProcess(["bench/serve-mcp-v2.ts"], {}, /MCP_URL (\S+)/);
   try {
@@ -47,6 +67,9 @@ export async function modernRows(startBroker: StartBroker, fmt: (r: LoadResult) 
       const sessionAlone = await measured(broker.child.pid, () => toolCalls(url, auth, session, 1));
       const statelessAlone = await measured(broker.child.pid, () => statelessToolCalls(url, auth, 1));
       const change = (a: number, b: number) => `${((b / a - 1) * 100).toFixed(1)}%`;
+      // What the answers of the two eras cost any proxy (the SDK v2 server answers a session's call
+      // as SSE, a stateless one as JSON): the broker's own work is what it adds above that floor.
+      const floor = await bareFloor(match[1]!);
       return [
         ["(h) SDK v2 server: 2025-11-25 tools/call in a session, through broker", fmt(sessionRuns.at(-1)!.run)],
         ["    broker CPU per request; one client alone", `${sessionCpu.toFixed(0)} µs; ${sessionAlone.cpuUs.toFixed(0)} µs`],
@@ -54,6 +77,10 @@ export async function modernRows(startBroker: StartBroker, fmt: (r: LoadResult) 
         [
           "    broker CPU per request; one client alone",
           `${statelessCpu.toFixed(0)} µs (${change(sessionCpu, statelessCpu)} against the session's); ${statelessAlone.cpuUs.toFixed(0)} µs (${change(sessionAlone.cpuUs, statelessAlone.cpuUs)}); target ≤ +10%`,
+        ],
+        [
+          "    bare proxy floor, session / stateless",
+          `${floor.session.toFixed(0)} µs / ${floor.stateless.toFixed(0)} µs; the broker's own work ${(sessionCpu - floor.session).toFixed(0)} µs / ${(statelessCpu - floor.stateless).toFixed(0)} µs (${change(sessionCpu - floor.session, statelessCpu - floor.stateless)})`,
         ],
       ];
     } finally {
