@@ -20,6 +20,7 @@ import { accountSignInCallback } from "./account/sign-in-callback.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
 import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
+import { allowedOrigin } from "./gateway/origin-check.ts";
 import { SessionRegistry } from "./stdio/session-registry.ts";
 import { systemClock, type Clock } from "./grants/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
@@ -203,6 +204,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
           options.mcpHandler ??
           (stdioSessions ? stdioMcpHandler({ registry: stdioSessions, passesToken: stdioServer?.tokenEnv !== undefined, logger }) : proxy!.middleware),
         mountPaths,
+        allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
       }),
     ],
   });

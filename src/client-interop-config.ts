@@ -1,5 +1,6 @@
 // How far the broker goes to meet real MCP clients, as the operator set it: app-scheme redirects,
 // Client ID Metadata Documents, and the scopes clients may ask for. Parsed once at start.
+import { z } from "zod";
 import { ConfigError, commaList, type Env } from "./config-values.ts";
 
 export interface ScopeConfig {
@@ -69,4 +70,50 @@ export function parseClientInterop(env: Env, switches: InteropSwitches): ClientI
     cimd: { enabled: switches.cimd, trustedHosts, allowPrivateNetworks: switches.cimdAllowPrivateNetworks },
     scopes: parseScopes(env),
   };
+}
+
+// ALLOWED_ORIGINS: the web origins, besides PUBLIC_URL's own, whose pages may call /mcp from a
+// browser (Streamable HTTP: a present Origin that is not allowed MUST get 403, against DNS
+// rebinding). Browser-based MCP clients need theirs listed: the MCP Inspector's web UI is
+// http://localhost:6274 by default.
+
+export interface AllowedOrigins {
+  /** Listed origins in their serialized form (lower-case scheme and host, no default port). */
+  readonly origins: readonly string[];
+  /** Any http(s) origin on a loopback host (localhost, 127.0.0.1, [::1]): the default in demo mode. */
+  readonly loopback: boolean;
+}
+
+/** One origin as a browser sends it: scheme, host and port, nothing else. */
+const origin = z.string().transform((value, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    ctx.addIssue({ code: "custom", message: "not a URL" });
+    return z.NEVER;
+  }
+  // A trailing "/" is tolerated (it is how a URL is often copied); a path, query or user is not.
+  const bare = url.pathname === "/" && !value.includes("?") && !value.includes("#") && !url.username && !url.password;
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || !bare) {
+    ctx.addIssue({ code: "custom", message: "not an origin" });
+    return z.NEVER;
+  }
+  return url.origin;
+});
+
+export function parseAllowedOrigins(env: Env, demoMode: boolean): AllowedOrigins {
+  const raw = env.ALLOWED_ORIGINS;
+  if (raw === undefined || raw.trim() === "") return { origins: [], loopback: demoMode };
+  const origins = commaList(raw).map((entry) => {
+    const parsed = origin.safeParse(entry);
+    if (!parsed.success) {
+      throw new ConfigError(
+        "ALLOWED_ORIGINS",
+        `expected comma-separated web origins (scheme, host and port only), e.g. https://app.example.com,http://localhost:6274, got ${JSON.stringify(entry.length > 60 ? `${entry.slice(0, 60)}…` : entry)}`,
+      );
+    }
+    return parsed.data;
+  });
+  return { origins: [...new Set(origins)], loopback: false };
 }

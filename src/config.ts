@@ -7,7 +7,7 @@ import { parse as parseDotenv } from "dotenv";
 import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy } from "./access-policy-config.ts";
-import { type ClientInteropConfig, parseClientInterop } from "./client-interop-config.ts";
+import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop-config.ts";
 import { ConfigError, commaList, type Env } from "./config-values.ts";
 import { withSecretFiles } from "./config-sources.ts";
 import { parseStdioServer, type StdioServerConfig } from "./stdio-server-config.ts";
@@ -61,6 +61,8 @@ export interface Config {
   readonly dynamicRegistration: boolean;
   /** App-scheme redirects, Client ID Metadata Documents, scopes (ALLOW_APP_SCHEME_REDIRECTS, CIMD*, SCOPE*). */
   readonly clients: ClientInteropConfig;
+  /** ALLOWED_ORIGINS: browser origins besides PUBLIC_URL's that may call /mcp (demo mode: loopback ones). */
+  readonly allowedOrigins: AllowedOrigins;
   readonly forwardUpstreamToken: boolean;
   readonly logLevel: string;
   /** LOG_FORMAT: pretty (readable lines) or json; undefined: pretty on a terminal, else json. */
@@ -300,6 +302,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     cimd: parseVar(env, "CIMD", bool(true), "true or false"),
     cimdAllowPrivateNetworks: parseVar(env, "CIMD_ALLOW_PRIVATE_NETWORKS", bool(false), "true or false"),
   });
+  const allowedOrigins = parseAllowedOrigins(env, demoMode);
   const allowDemoOnPublicHost = parseVar(env, "DEMO_ALLOW_PUBLIC_HOST", bool(false), "true or false");
   const trustProxy = parseVar(env, "TRUST_PROXY", bool(false), "true or false");
   const logLevel =
@@ -376,6 +379,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     previousSecretKeys,
     dynamicRegistration,
     clients: Object.freeze(clients),
+    allowedOrigins: Object.freeze(allowedOrigins),
     forwardUpstreamToken,
     logLevel,
     logFormat,
