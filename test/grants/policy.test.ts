@@ -108,3 +108,90 @@ describe("configuration mistakes are refused with one line", () => {
     expect((error as ConfigError).message).not.toContain("\n");
   });
 });
+
+describe("look-alike characters are not the ASCII letters they fold to", () => {
+  // Unicode case folding (toLowerCase(), the `iu` regular-expression flags) makes U+212A KELVIN
+  // SIGN equal "k" and U+017F LONG S equal "s": a user who picks such a login or address at an IdP
+  // that lets them choose would be admitted under someone else's rule.
+  const KELVIN = "\u212A";
+  const LONG_S = "\u017F";
+
+  it.each<[string, Record<string, string>, IdentityFacts]>([
+    ["a login with a Kelvin sign", { ALLOWED_USERS: "kevin" }, { subject: "oidc:1", login: `${KELVIN}evin` }],
+    ["a login with a long s", { ALLOWED_USERS: "sam" }, { subject: "oidc:2", login: `${LONG_S}am` }],
+    ["a login glob", { ALLOWED_USERS: "sam-*" }, { subject: "oidc:3", login: `${LONG_S}am-ops` }],
+    ["a verified e-mail against an e-mail glob", { ALLOWED_USERS: "*@kaka.com" }, { subject: "oidc:4", verifiedEmails: [`x@${KELVIN}aka.com`] }],
+    ["a verified e-mail against ALLOWED_EMAIL_DOMAINS", { ALLOWED_EMAIL_DOMAINS: "kaka.com" }, { subject: "oidc:5", verifiedEmails: [`x@${KELVIN}aka.com`] }],
+    ["a long s in a domain", { ALLOWED_EMAIL_DOMAINS: "acme.sh" }, { subject: "oidc:6", verifiedEmails: [`x@acme.${LONG_S}h`] }],
+    ["an organization membership", { ALLOWED_GITHUB_ORGS: "kaka" }, { subject: "github:7", memberships: [`${KELVIN}aka`] }],
+  ])("%s is refused", (_name, env, facts) => {
+    const policy = policyOf(env, env.ALLOWED_GITHUB_ORGS ? "github" : "oidc");
+    expect(policy.decide(facts)).toEqual({ admitted: false, reason: "no access rule admits this account" });
+  });
+
+  it("the ASCII letters themselves still match in any case", () => {
+    const policy = policyOf({ ALLOWED_USERS: "kevin,sam-*,*@kaka.com", ALLOWED_EMAIL_DOMAINS: "acme.sh" }, "oidc");
+    expect(policy.decide({ subject: "oidc:1", login: "KEVIN" })).toEqual({ admitted: true, rule: "ALLOWED_USERS kevin" });
+    expect(policy.decide({ subject: "oidc:2", login: "Sam-Ops" })).toEqual({ admitted: true, rule: "ALLOWED_USERS sam-*" });
+    expect(policy.decide({ subject: "oidc:3", verifiedEmails: ["X@KAKA.COM"] })).toEqual({ admitted: true, rule: "ALLOWED_USERS *@kaka.com" });
+    expect(policy.decide({ subject: "oidc:4", verifiedEmails: ["x@ACME.SH"] })).toEqual({ admitted: true, rule: "ALLOWED_EMAIL_DOMAINS acme.sh" });
+  });
+
+  it("other characters match only themselves", () => {
+    const policy = policyOf({ ALLOWED_USERS: "josé,*@bücher.example" }, "oidc");
+    expect(policy.decide({ subject: "oidc:1", login: "JOSé" }).admitted).toBe(true);
+    expect(policy.decide({ subject: "oidc:1", login: "JOSÉ" }).admitted).toBe(false);
+    expect(policy.decide({ subject: "oidc:2", verifiedEmails: ["a@bücher.example"] }).admitted).toBe(true);
+    expect(policy.decide({ subject: "oidc:2", verifiedEmails: ["a@BÜCHER.example"] }).admitted).toBe(false);
+  });
+
+  it("an ALLOWED_EMAIL_DOMAINS entry that only lower-cases to ASCII is refused at start", () => {
+    expect(() => policyOf({ ALLOWED_EMAIL_DOMAINS: `${KELVIN}aka.com` })).toThrow(ConfigError);
+    expect(() => policyOf({ ALLOWED_EMAIL_DOMAINS: "KAKA.com" })).not.toThrow();
+  });
+});
+
+describe("a glob cannot hold the event loop", () => {
+  // A backtracking regular expression took 14.6 s for ALLOWED_USERS=*.*.*@acme.com against a
+  // verified e-mail of 4,000 characters, and 61.7 s for *a*a*a*a*a*a*@acme.com against 100, on the
+  // event loop. Every decision below is its own event-loop turn: should matching ever backtrack
+  // again, Jest's timeout fires at the next turn and the test fails instead of passing slowly.
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const decideAlone = async (policy: AccessPolicy, facts: IdentityFacts) => {
+    await turn();
+    const decision = policy.decide(facts);
+    await turn();
+    return decision.admitted;
+  };
+
+  it("the trial's inputs are decided, and right", async () => {
+    const dots = policyOf({ ALLOWED_USERS: "*.*.*@acme.com" });
+    const stars = policyOf({ ALLOWED_USERS: "*a*a*a*a*a*a*@acme.com" });
+    // 4,000 characters: longer than any e-mail address (320), so never a match, even when it fits.
+    expect(await decideAlone(dots, { subject: "github:1", verifiedEmails: [`${"a.".repeat(1995)}@acme.co`] })).toBe(false);
+    expect(await decideAlone(dots, { subject: "github:1", verifiedEmails: [`${"a.".repeat(1995)}@acme.com`] })).toBe(false);
+    expect(await decideAlone(stars, { subject: "github:2", verifiedEmails: ["a".repeat(100)] })).toBe(false);
+    // The same shapes within the length bound: matched, without backtracking.
+    expect(await decideAlone(dots, { subject: "github:3", verifiedEmails: [`${"a.".repeat(150)}@acme.co`] })).toBe(false);
+    expect(await decideAlone(dots, { subject: "github:3", verifiedEmails: [`${"a.".repeat(150)}@acme.com`] })).toBe(true);
+    expect(await decideAlone(stars, { subject: "github:4", verifiedEmails: ["a".repeat(320)] })).toBe(false);
+    expect(await decideAlone(stars, { subject: "github:4", verifiedEmails: [`${"a".repeat(311)}@acme.com`] })).toBe(true);
+    expect(await decideAlone(stars, { subject: "github:4", verifiedEmails: [`${"a".repeat(312)}@acme.com`] })).toBe(false);
+  });
+
+  it("logins and subjects are bounded too", async () => {
+    const logins = policyOf({ ALLOWED_USERS: "*a*a*a*a*a*a*b,github:*1*1*1*1*1*1*2" });
+    expect(await decideAlone(logins, { subject: "github:9", login: "a".repeat(255) })).toBe(false);
+    expect(await decideAlone(logins, { subject: "github:9", login: `${"a".repeat(255)}b` })).toBe(true);
+    expect(await decideAlone(logins, { subject: "github:9", login: `${"a".repeat(256)}b` })).toBe(false);
+    expect(await decideAlone(logins, { subject: `github:${"1".repeat(313)}` })).toBe(false);
+    expect(await decideAlone(logins, { subject: `github:${"1".repeat(312)}2` })).toBe(true);
+  });
+
+  it("matches globs as globs: pieces in order, anchored at both ends", () => {
+    const policy = policyOf({ ALLOWED_USERS: "a*b*c,*x*x*,ab**ba" });
+    const admits = (login: string) => policy.decide({ subject: "github:1", login }).admitted;
+    expect(["abc", "a-b-c", "abbc", "ABC", "axxb", "xx", "x-x", "abba", "ab-ba"].map(admits)).toEqual([true, true, true, true, true, true, true, true, true]);
+    expect(["ab", "bc", "acb", "abcd", "zabc", "x", "aba", "abx", "xab"].map(admits)).toEqual([false, false, false, false, false, false, false, false, false]);
+  });
+});
