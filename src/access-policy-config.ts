@@ -18,8 +18,13 @@ export interface AccessPolicyConfig {
   readonly groups: readonly string[];
   /** UPSTREAM_GROUPS_CLAIM: the OIDC claim that carries the groups. */
   readonly groupsClaim: string;
-  /** ALLOW_ANY_USER=true, or demo mode without any rule. */
+  /** ALLOW_ANY_USER=true, or demo mode without any rule: every person the IdP signs in. */
   readonly anyUser: boolean;
+  /**
+   * Demo mode without any rule: every machine client too. ALLOW_ANY_USER alone never admits one
+   * (it speaks of people); ALLOWED_USERS must name it (`client:<id>`, `client:*`).
+   */
+  readonly anyMachine: boolean;
 }
 
 // GitHub org and team slugs: letters, digits, `-`, `_`, `.`.
@@ -75,5 +80,6 @@ export function parseAccessPolicy(env: Env, provider: UpstreamKind, allowAnyUser
     );
   }
   // Demo mode stays open unless the operator wrote a rule (anyone can be anyone there anyway).
-  return { users, emailDomains, githubOrgs, groups, groupsClaim, anyUser: allowAnyUser || (provider === "demo" && !anyRule) };
+  const openDemo = provider === "demo" && !anyRule;
+  return { users, emailDomains, githubOrgs, groups, groupsClaim, anyUser: allowAnyUser || openDemo, anyMachine: openDemo };
 }

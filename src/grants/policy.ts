@@ -2,6 +2,7 @@
 // facts are read by the upstream provider at login and at every re-check; this only decides.
 import type { AccessPolicyConfig } from "../access-policy-config.ts";
 import { equalsAsciiCaseless, foldAsciiCase, globMatcher, MAX_COMPARED_LENGTH } from "./glob.ts";
+import { isMachineSubject } from "./types.ts";
 
 /** What the policy looks at; a subset of UpstreamIdentity, or a machine client's subject. */
 export interface IdentityFacts {
@@ -44,7 +45,11 @@ export class AccessPolicy {
 
   decide(facts: IdentityFacts): PolicyDecision {
     const { config } = this;
-    if (config.anyUser) return { admitted: true, rule: "ALLOW_ANY_USER" };
+    // ALLOW_ANY_USER speaks of people with an account at the IdP: a machine client (no person
+    // behind it) is admitted only by name in ALLOWED_USERS, except in an open demo.
+    if (isMachineSubject(facts.subject)) {
+      if (config.anyMachine) return { admitted: true, rule: "demo mode without access rules" };
+    } else if (config.anyUser) return { admitted: true, rule: "ALLOW_ANY_USER" };
     for (const rule of this.userRules) if (rule.matches(facts)) return { admitted: true, rule: `ALLOWED_USERS ${rule.entry}` };
     for (const email of facts.verifiedEmails ?? []) {
       if (email.length > MAX_COMPARED_LENGTH.email) continue;
@@ -62,7 +67,13 @@ export class AccessPolicy {
   /** One line per rule, for `check` and the start-up log. */
   describe(): string[] {
     const { config } = this;
-    if (config.anyUser) return ["anyone who can sign in at the identity provider (ALLOW_ANY_USER)"];
+    if (config.anyUser) {
+      const machines = config.users.filter((entry) => isMachineSubject(entry));
+      const lines = ["anyone who can sign in at the identity provider (ALLOW_ANY_USER)"];
+      // (Demo mode without rules admits machine clients too: "anyone" says it there.)
+      if (machines.length && !config.anyMachine) lines.push(`machine clients: ${machines.join(", ")}`);
+      return lines;
+    }
     const lines: string[] = [];
     if (config.users.length) lines.push(`users: ${config.users.join(", ")}`);
     if (config.emailDomains.length) lines.push(`verified e-mail domains: ${config.emailDomains.join(", ")}`);

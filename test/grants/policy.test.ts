@@ -37,6 +37,20 @@ describe("ALLOWED_USERS", () => {
     expect(named.decide({ subject: "client:abd" }).admitted).toBe(false);
     expect(policyOf({ ALLOWED_EMAIL_DOMAINS: "acme.com" }).decide({ subject: "client:abc" }).admitted).toBe(false);
   });
+
+  it("ALLOW_ANY_USER speaks of people: a machine client still needs its name (README: Who may sign in)", () => {
+    const anyone = policyOf({ ALLOW_ANY_USER: "true" });
+    expect(anyone.decide({ subject: "client:abc" })).toEqual({ admitted: false, reason: "no access rule admits this account" });
+    expect(anyone.decide({ subject: "github:9" }).admitted).toBe(true);
+    const named = policyOf({ ALLOW_ANY_USER: "true", ALLOWED_USERS: "client:abc" });
+    expect(named.decide({ subject: "client:abc" })).toEqual({ admitted: true, rule: "ALLOWED_USERS client:abc" });
+    expect(named.decide({ subject: "client:abd" }).admitted).toBe(false);
+    expect(named.decide({ subject: "github:9" })).toEqual({ admitted: true, rule: "ALLOW_ANY_USER" });
+    expect(policyOf({ ALLOW_ANY_USER: "true", ALLOWED_USERS: "client:*" }).decide({ subject: "client:abd" }).admitted).toBe(true);
+    // Demo mode without rules is open to everyone, machine clients included (anyone can be anyone there).
+    expect(policyOf({}, "demo").decide({ subject: "client:abc" }).admitted).toBe(true);
+    expect(policyOf({ ALLOWED_USERS: "alice" }, "demo").decide({ subject: "client:abc" }).admitted).toBe(false);
+  });
 });
 
 describe("the other rules, and several at once", () => {
@@ -82,6 +96,10 @@ describe("the other rules, and several at once", () => {
   it("describes itself for check", () => {
     expect(policyOf({ ALLOWED_GROUPS: "a,b", UPSTREAM_GROUPS_CLAIM: "roles" }, "oidc").describe()).toEqual(["groups (claim roles): a, b"]);
     expect(policyOf({ ALLOW_ANY_USER: "true", ALLOWED_USERS: "x" }).describe()).toEqual(["anyone who can sign in at the identity provider (ALLOW_ANY_USER)"]);
+    expect(policyOf({ ALLOW_ANY_USER: "true", ALLOWED_USERS: "x,client:abc" }).describe()).toEqual([
+      "anyone who can sign in at the identity provider (ALLOW_ANY_USER)",
+      "machine clients: client:abc",
+    ]);
   });
 });
 
