@@ -83,3 +83,8 @@ export const OFFLINE_ACCESS = "offline_access";
 export function machineSubject(clientId: string): string {
   return `client:${clientId}`;
 }
+
+/** Whether a subject is a machine client's: users' subjects start with their provider (`github:`, `oidc:`…). */
+export function isMachineSubject(subject: string): boolean {
+  return subject.startsWith("client:");
+}

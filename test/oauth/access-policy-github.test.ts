@@ -98,3 +98,24 @@ it("a user removed from the org loses access at the next re-check; the refresh t
     await broker.stop();
   }
 });
+
+describe("look-alike addresses", () => {
+  // U+212A KELVIN SIGN lower-cases to "k": an address GitHub verified at "\u212Aaka.com" (a domain
+  // someone else owns) must not pass for kaka.com.
+  let broker: TestBroker;
+  let client: RegisteredTestClient;
+  beforeAll(async () => {
+    gh.setEmails("kelvin", [{ email: "x@\u212Aaka.com", primary: true, verified: true }]);
+    gh.setEmails("kaka", [{ email: "x@KAKA.com", primary: true, verified: true }]);
+    broker = await startGitHubBroker({ ALLOWED_EMAIL_DOMAINS: "kaka.com" });
+    client = await registerClient(broker.url);
+  });
+  afterAll(async () => broker.stop());
+
+  it.each([
+    ["kelvin", "a verified x@\u212Aaka.com", "refused"],
+    ["kaka", "a verified x@KAKA.com (ASCII case is still ignored)", "code"],
+  ])("%s (%s) → %s", async (user, _why, outcome) => {
+    expect(await signInOutcome(broker, client, user)).toBe(outcome);
+  });
+});

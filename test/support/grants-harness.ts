@@ -62,6 +62,8 @@ export async function machineGrantsHarness(env: Record<string, string> = {}, opt
   const upstream = {
     UPSTREAM_PROVIDER: "github",
     ALLOW_ANY_USER: "true",
+    // ALLOW_ANY_USER admits people only; machine clients are admitted by name.
+    ALLOWED_USERS: "client:*",
     UPSTREAM_CLIENT_ID: "x",
     UPSTREAM_CLIENT_SECRET: "y",
     GITHUB_URL: "http://127.0.0.1:1",

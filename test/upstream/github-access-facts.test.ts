@@ -246,7 +246,7 @@ describe("when GitHub refuses or fails a membership call", () => {
 });
 
 describe("verified e-mails", () => {
-  it("keeps every verified address, lower-cased, and never an unverified one, even the primary", async () => {
+  it("keeps every verified address as GitHub wrote it (the policy folds the case), and never an unverified one, even the primary", async () => {
     const { login } = fresh();
     gh.setEmails(login, [
       { email: "Carol@Acme.example", primary: true, verified: false, visibility: "private" },
@@ -256,7 +256,7 @@ describe("verified e-mails", () => {
     ]);
     const p = provider();
     const identity = await p.fetchIdentity(await signIn(p, login));
-    expect(identity.verifiedEmails).toEqual(["carol@personal.example", "carol@corp.example"]);
+    expect(identity.verifiedEmails).toEqual(["carol@Personal.example", "CAROL@corp.example"]);
     // The unverified primary is not shown as the user's e-mail either.
     expect(identity.email).toBeUndefined();
     const config = loadConfig({
@@ -278,7 +278,7 @@ describe("verified e-mails", () => {
     const p = provider();
     const identity = await p.fetchIdentity(await signIn(p, login));
     expect(identity.email).toBe("Dave@New.example");
-    expect(identity.verifiedEmails).toEqual(["dave@old.example", "dave@new.example"]);
+    expect(identity.verifiedEmails).toEqual(["dave@old.example", "Dave@New.example"]);
   });
 
   it("reads no e-mails with a token that may not (read:user only)", async () => {
