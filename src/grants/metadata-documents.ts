@@ -74,6 +74,13 @@ export function parseMetadataDocument(clientId: string, body: unknown): ClientMe
     );
   if ("client_secret" in doc || "client_secret_expires_at" in doc)
     throw refused(clientId, "that document contains a client_secret, which a published document must not.");
+  // Every published document of the clients that use them names its client (ChatGPT, Claude,
+  // Claude Code, VS Code, opencode); the MCP revisions since 2025-11-25 require it.
+  if (typeof doc.client_name !== "string" || doc.client_name.trim() === "")
+    throw refused(
+      clientId,
+      "that document has no client_name. A metadata document must carry client_id, client_name and redirect_uris (MCP authorization, Client ID Metadata Documents).",
+    );
   // A published document can hold no shared secret: absent means "none" here, not RFC 7591's
   // client_secret_basic, which no such client could ever use. private_key_jwt needs none: the
   // client signs with a key whose public half its host publishes (ChatGPT's document).
@@ -86,7 +93,7 @@ export function parseMetadataDocument(clientId: string, body: unknown): ClientMe
   }
   let metadata: ClientMetadata;
   try {
-    metadata = parseClientMetadata({ ...doc, token_endpoint_auth_method: method }, "dynamic");
+    metadata = parseClientMetadata({ ...doc, token_endpoint_auth_method: method }, "dynamic", { ignoreUnknownGrantTypes: true });
   } catch (err) {
     if (err instanceof DomainError) throw refused(clientId, `its metadata is not valid: ${err.description}`);
     throw err;
