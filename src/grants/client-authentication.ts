@@ -79,10 +79,11 @@ export class ClientAuthentication {
           : "none";
     return {
       clientId,
-      authenticate: async (known) => {
-        const client = this.check(known, method);
+      authenticate: async (found) => {
+        const known = this.allowed(found, method);
+        const { client } = known;
         if (method === "client_secret_basic" || method === "client_secret_post") {
-          if (!known!.secretMatches(basic?.secret ?? clientSecret ?? "")) {
+          if (!known.secretMatches(basic?.secret ?? clientSecret ?? "")) {
             this.noteFailedSecret(origin, client.id);
             throw new InvalidClient("Client authentication failed.");
           }
@@ -99,11 +100,11 @@ export class ClientAuthentication {
     return (await presented.authenticate(await this.clients.find(presented.clientId))) as AuthenticatedClient;
   }
 
-  /** The client, when it may authenticate by `method`. */
-  private check(known: KnownClient | null, method: TokenEndpointAuthMethod): RegisteredClient {
+  /** The client, when it exists and may authenticate by `method`. */
+  private allowed(known: KnownClient | null, method: TokenEndpointAuthMethod): KnownClient {
     if (!known) throw new InvalidClient("Unknown client.");
     const { client } = known;
-    if (method === client.tokenEndpointAuthMethod || method === client.fallbackAuthMethod) return client;
+    if (method === client.tokenEndpointAuthMethod || method === client.fallbackAuthMethod) return known;
     if (client.tokenEndpointAuthMethod === "private_key_jwt")
       throw new InvalidClient(`This client authenticates with private_key_jwt: send a client_assertion signed with its key (RFC 7523 §2.2), not ${method}.`);
     throw new InvalidClient(`This client authenticates with ${client.tokenEndpointAuthMethod}, not ${method}.`);

@@ -9,10 +9,26 @@ import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../sto
 import { clientMetadataColumns, type ClientMetadata } from "./client-metadata.ts";
 import type { ApplicationType, GrantType, JsonWebKeySet, RegisteredClient, TokenEndpointAuthMethod } from "./types.ts";
 import { audit } from "./audit.ts";
+import { boundedCache } from "./bounded-cache.ts";
 import { systemClock, type Clock } from "./clock.ts";
 import { documentHost, isMetadataDocumentUrl, isTrustedHost, type MetadataDocuments } from "./metadata-documents.ts";
 
 type ClientRow = Awaited<ReturnType<Db["client"]["findUniqueOrThrow"]>>;
+
+/**
+ * Registered key sets, parsed once per distinct text: the same object for every read of a client's
+ * row, so the keys imported from it for verifying its assertions are kept (client-assertion.ts).
+ */
+const keySets = boundedCache<string, JsonWebKeySet>(1000);
+
+function keySetOf(text: string): JsonWebKeySet {
+  let set = keySets.get(text);
+  if (!set) {
+    set = JSON.parse(text) as JsonWebKeySet;
+    keySets.set(text, set);
+  }
+  return set;
+}
 
 const REGISTRATION_TYPES = new Set<RegisteredClient["registrationType"]>(["manual", "dynamic", "cimd"]);
 
@@ -26,7 +42,7 @@ function toClient(row: ClientRow, trustedHosts: readonly string[] = []): Registe
     tokenEndpointAuthMethod: row.tokenEndpointAuthMethod as TokenEndpointAuthMethod,
     fallbackAuthMethod: row.fallbackAuthMethod === "none" ? "none" : null,
     jwksUri: row.jwksUri,
-    jwks: row.jwks ? (JSON.parse(row.jwks) as JsonWebKeySet) : null,
+    jwks: row.jwks ? keySetOf(row.jwks) : null,
     signingAlg: row.signingAlg,
     grantTypes: JSON.parse(row.grantTypes) as GrantType[],
     responseTypes: JSON.parse(row.responseTypes) as string[],
