@@ -186,6 +186,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       authorizationServerRouter({
         config,
         clients: grants.clients,
+        clientAuthentication: grants.clientAuthentication,
         transactions: grants.transactions,
         consents: grants.consents,
         tokens: grants.tokens,

@@ -25,6 +25,8 @@ export interface SweepResult {
   readonly unusedClients: number;
   /** Rate limit buckets full again: a full bucket needs no row (store/rate-buckets.ts). */
   readonly rateLimitBuckets: number;
+  /** Client assertions past their expiry: their jti can no longer be replayed (grants/client-assertion.ts). */
+  readonly usedAssertions: number;
 }
 
 export interface SweepOptions {
@@ -91,6 +93,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
       })
     ).count;
     const rateLimitBuckets = (await tx.rateLimitBucket.deleteMany({ where: { fullAt: { lte: now.getTime() } } })).count;
+    const usedAssertions = (await tx.usedAssertion.deleteMany({ where: { expiresAt: { lte: now } } })).count;
     return {
       transactions,
       codes,
@@ -105,6 +108,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
       auditEvents,
       unusedClients,
       rateLimitBuckets,
+      usedAssertions,
     };
   });
   await audit(db, { type: "sweep.completed", detail: { ...result, timedOut } });

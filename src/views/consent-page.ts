@@ -85,7 +85,7 @@ export function renderConsentPage(input: ConsentPageInput): string {
   const redirect = new URL(input.redirectUri);
   const redirectHost = redirect.host;
   // Native MCP clients come back to a loopback address: say what that means to a non-developer.
-  const onThisComputer = isLoopbackHost(redirect.hostname);
+  const onThisComputer = isLoopbackHost(redirect.hostname) || client.applicationType === "native";
   // An app scheme (cursor://…): the operating system hands the code to whichever app claims it.
   const appScheme =
     redirect.protocol !== "https:" && redirect.protocol !== "http:"

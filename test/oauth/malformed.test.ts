@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { databaseTargets, type DatabaseTarget } from "../support/database-targets.ts";
 import { authorizeUrl, basicAuth, countRows, freshIp, registerClientSet, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
+import { JWT_BEARER, assertionClaims, unsigned } from "../support/client-assertion.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -30,6 +31,11 @@ interface Case {
 }
 
 const FORM = "application/x-www-form-urlencoded";
+const SAML = "urn:ietf:params:oauth:client-assertion-type:saml2-bearer";
+/** The form fields of a client assertion (private_key_jwt). */
+const assertion = (value: string, type = JWT_BEARER) => ({ client_assertion_type: type, client_assertion: value });
+/** An assertion naming `clientId` with no signature at all (alg none). */
+const unsignedFor = (clientId: string) => unsigned(assertionClaims(clientId, `${t.url}/token`));
 const JSON_TYPE = "application/json";
 const big = (n: number) => "a".repeat(n);
 const goodUri = "https://app.example.com/cb";
@@ -228,6 +234,30 @@ addWithCode("/token", "json", [
   ["a code with a NUL byte", "invalid_request", () => tok(pubCode({ code: "mab_ac_\u0000" }))],
   ["a refresh token with a NUL byte", "invalid_request", () => tok({ grant_type: "refresh_token", client_id: pub.client_id, refresh_token: "\u0000" })],
   ["a Basic client id with a NUL byte", "invalid_client", () => tok({ grant_type: "client_credentials" }, { authorization: basicAuth("\u0000", "x") })],
+  ["a client_assertion that is not a JWT", "invalid_client", () => tok({ grant_type: "client_credentials", ...assertion("x.y.z") })],
+  [
+    "a client_assertion without its type",
+    "invalid_client",
+    () => tok({ grant_type: "client_credentials", client_id: basic.client_id, client_assertion: "a.b.c" }),
+  ],
+  ["a SAML client_assertion_type", "invalid_client", () => tok({ grant_type: "client_credentials", client_id: basic.client_id, ...assertion("a.b.c", SAML) })],
+  [
+    "client_assertion twice",
+    "invalid_request",
+    () => tok(`grant_type=client_credentials&client_assertion_type=${encodeURIComponent(JWT_BEARER)}&client_assertion=a&client_assertion=b`),
+  ],
+  [
+    "a client_assertion and a secret at once",
+    "invalid_client",
+    () => tok({ grant_type: "client_credentials", client_secret: "s", ...assertion("a.b.c") }, asBasic()),
+  ],
+  ["a client_assertion for a public client", "invalid_client", () => tok(pubCode(assertion("a.b.c")))],
+  [
+    "a client_assertion for a secret client",
+    "invalid_client",
+    () => tok({ grant_type: "client_credentials", client_id: basic.client_id, ...assertion(unsignedFor(basic.client_id)) }),
+  ],
+  ["a 20 kB client_assertion", "invalid_client", () => tok({ grant_type: "client_credentials", client_id: basic.client_id, ...assertion(big(20_000)) })],
 ]);
 add("/token", "any", [["GET instead of POST", () => ({ method: "GET", path: `/token?grant_type=client_credentials&client_id=${pub.client_id}` })]]);
 
@@ -249,6 +279,7 @@ addWithCode("/revoke", "json", [
   ["a confidential client without its secret", "invalid_client", () => rev({ token: "x", client_id: post.client_id })],
   ["client_id=%00", "invalid_request", () => rev("token=x&client_id=%00")],
   ["a token with a NUL byte", "invalid_request", () => rev({ token: "a\u0000", client_id: pub.client_id })],
+  ["a client_assertion that is not a JWT", "invalid_client", () => rev({ token: "x", ...assertion("x.y.z") })],
 ]);
 
 // ---------- /introspect (RFC 7662) ----------
@@ -269,6 +300,7 @@ addWithCode("/introspect", "json", [
   ["a post client using Basic", "invalid_client", () => intro({ token: "x" }, { authorization: basicAuth(post.client_id, post.client_secret!) })],
   ["client_id=%00", "invalid_request", () => intro("token=x&client_id=%00&client_secret=y")],
   ["a token with a NUL byte", "invalid_request", () => intro({ token: "\u0000" }, asBasic())],
+  ["an unsigned client_assertion", "invalid_client", () => intro({ token: "x", ...assertion(unsignedFor(basic.client_id)) })],
 ]);
 
 // ---------- browser pages: /consent and the upstream callback ----------

@@ -30,7 +30,13 @@ describe("RFC 8414 authorization server metadata", () => {
       authorization_response_iss_parameter_supported: true,
     });
     expect(res.json!.grant_types_supported).toEqual(expect.arrayContaining(["authorization_code", "refresh_token", "client_credentials"]));
-    expect([...(res.json!.token_endpoint_auth_methods_supported as string[])].sort()).toEqual(["client_secret_basic", "client_secret_post", "none"]);
+    expect([...(res.json!.token_endpoint_auth_methods_supported as string[])].sort()).toEqual([
+      "client_secret_basic",
+      "client_secret_post",
+      "none",
+      "private_key_jwt",
+    ]);
+    expect(res.json!.token_endpoint_auth_signing_alg_values_supported).toEqual(expect.arrayContaining(["RS256", "ES256"]));
   });
 
   it("leaves out the registration endpoint when dynamic registration is off", async () => {
