@@ -89,6 +89,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     ),
     context.hot,
   );
+  const transactions = new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock);
   return {
     context,
     bus,
@@ -97,10 +98,10 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     usage,
     validator,
     clients,
-    transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
+    transactions,
     consents: new Consents(input.db, clock),
     tokens: createTokenIssuer({ ...context, clients, lifecycle, sessions, validator, bus }),
-    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities),
+    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities, transactions),
     browserIdentities,
     accountSignIn: new AccountSignIn(context, browserIdentities, purposeKey(input.config.secretKey, "account-csrf/v1")),
     connectedApps: new ConnectedApps(context, lifecycle),

@@ -10,6 +10,7 @@ import type Koa from "koa";
 import { PageError } from "../http/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
+import { setTransactionCookie } from "../http/transaction-cookie.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
 import { matchRedirectUri } from "../grants/redirect-uri.ts";
 import { isValidS256Challenge } from "../grants/pkce.ts";
@@ -130,6 +131,7 @@ export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
     }
     const sid = browserSessionId(ctx, true);
     const tx = await deps.transactions.create(request, sid);
+    setTransactionCookie(ctx, tx.id, deps.transactions.binding(tx.id), tx.expiresAt);
     if (await deps.consents.given({ browserSessionId: sid, clientId: client.id, redirectUri, scope: request.scope })) {
       await deps.transactions.approveRemembered(tx.id);
       ctx.redirect(await deps.upstreamLogin.start(tx.id));
