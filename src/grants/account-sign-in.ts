@@ -25,7 +25,8 @@ const UPSTREAM_CALLS_PER_CALLBACK = 3;
 const EXCHANGE_MARGIN_MS = 60_000;
 
 export type AccountSignInOutcome =
-  | { readonly kind: "signed_in"; readonly identity: Omit<BrowserIdentity, "signedInAt"> }
+  /** With the browser's new session id (browser-identities.ts: signIn). */
+  | { readonly kind: "signed_in"; readonly identity: Omit<BrowserIdentity, "signedInAt">; readonly browserSessionId: string }
   /** The access policy does not admit the account: it gets nothing, the page says so. */
   | { readonly kind: "refused"; readonly account: RefusedAccount }
   /** The IdP cancelled, refused, failed or could not be reached. */
@@ -163,14 +164,14 @@ export class AccountSignIn {
     // Past its deadline the sweep may have removed it: then nobody is signed in.
     if (done.count !== 1) throw alreadyUsed();
     const remembered = { subject: identity.subject, login: identity.login, provider: this.ctx.provider.kind };
-    await this.browserIdentities.remember(input.browserSessionId, remembered);
+    const browserSessionId = await this.browserIdentities.signIn(input.browserSessionId, remembered);
     await audit(this.ctx.db, {
       type: "account.signed_in",
       subject: identity.subject,
       ip: input.ip,
       detail: { provider: this.ctx.provider.kind, login: identity.login, rule: signIn.rule },
     });
-    return { kind: "signed_in", identity: remembered };
+    return { kind: "signed_in", identity: remembered, browserSessionId };
   }
 
   /** Sign out: this browser forgets who it was and every consent it remembered. */

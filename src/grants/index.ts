@@ -90,6 +90,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     context.hot,
   );
   const transactions = new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock);
+  const consents = new Consents(input.db, clock);
   return {
     context,
     bus,
@@ -99,9 +100,9 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     validator,
     clients,
     transactions,
-    consents: new Consents(input.db, clock),
+    consents,
     tokens: createTokenIssuer({ ...context, clients, lifecycle, sessions, validator, bus }),
-    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities, transactions),
+    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities, transactions, consents),
     browserIdentities,
     accountSignIn: new AccountSignIn(context, browserIdentities, purposeKey(input.config.secretKey, "account-csrf/v1")),
     connectedApps: new ConnectedApps(context, lifecycle),

@@ -16,6 +16,7 @@ import type { UpstreamAuthorizationRequest } from "../upstream/provider.ts";
 import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
 import type { BrowserIdentities } from "./browser-identities.ts";
 import type { AuthorizationTransactions } from "./transactions.ts";
+import type { Consents } from "./consents.ts";
 
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
 
@@ -40,8 +41,11 @@ export type CallbackDestination =
       readonly returnTo: string;
     };
 
-/** Where a completed callback leads, and the transaction it ended. */
-export type CallbackOutcome = CallbackDestination & { readonly transactionId: string };
+/**
+ * Where a completed callback leads, the transaction it ended and, after a sign-in, the browser's
+ * new session id (browser-identities.ts: signIn).
+ */
+export type CallbackOutcome = CallbackDestination & { readonly transactionId: string; readonly browserSessionId?: string };
 
 const START_AGAIN = "Go back to your application and start the sign-in again.";
 const alreadyUsed = () =>
@@ -62,6 +66,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     private readonly sessions: UpstreamSessions,
     private readonly browserIdentities: BrowserIdentities,
     private readonly transactions: AuthorizationTransactions,
+    private readonly consents: Consents,
   ) {
     this.providerName = ctx.provider.displayName;
   }
@@ -237,9 +242,14 @@ export class UpstreamLogin implements UpstreamLoginStarter {
         detail: { provider: this.ctx.provider.kind, rule: signIn.rule },
       });
     });
-    // The consent page of this browser's next authorization names who signed in.
-    if (input.browserSessionId)
-      await this.browserIdentities.remember(input.browserSessionId, { subject: identity.subject, login: identity.login, provider: this.ctx.provider.kind });
-    return { transactionId: tx.id, kind: "redirect", location: toClient({ code: code.value }) };
+    // Who signed in, for this browser's next consent page and its /account, under a new browser
+    // session id; the consent this sign-in completes goes along.
+    const browserSessionId = await this.browserIdentities.signIn(input.browserSessionId, {
+      subject: identity.subject,
+      login: identity.login,
+      provider: this.ctx.provider.kind,
+    });
+    await this.consents.remember({ browserSessionId, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });
+    return { transactionId: tx.id, browserSessionId, kind: "redirect", location: toClient({ code: code.value }) };
   }
 }

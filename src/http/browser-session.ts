@@ -1,9 +1,9 @@
 // The browser session: a signed, HttpOnly cookie that holds only a random id. What is remembered
 // for "this browser" (consents, who signed in) is stored server-side under that id. A pending
 // authorization is bound to the browser by a cookie of its own (transaction-cookie.ts).
-import { randomBytes } from "node:crypto";
 import type Koa from "koa";
 import session from "koa-session";
+import { BROWSER_SESSION_ID, newBrowserSessionId } from "../grants/browser-identities.ts";
 
 export interface BrowserSessionOptions {
   readonly https: boolean;
@@ -60,8 +60,18 @@ export function browserSessionId(ctx: Koa.Context, create: false): string | null
 export function browserSessionId(ctx: Koa.Context, create: boolean): string | null {
   const data = (ctx as unknown as { session: SessionData | null }).session;
   if (!data) return null;
-  if (typeof data.sid === "string" && /^[A-Za-z0-9_-]{43}$/.test(data.sid)) return data.sid;
+  if (typeof data.sid === "string" && BROWSER_SESSION_ID.test(data.sid)) return data.sid;
   if (!create) return null;
-  data.sid = randomBytes(32).toString("base64url");
+  data.sid = newBrowserSessionId();
   return data.sid;
+}
+
+/**
+ * Moves this browser to another session id (set in its cookie with this answer): the id a sign-in
+ * made (grants/browser-identities.ts), or a fresh one when signing out. Whatever was bound to the
+ * old id stays behind with it.
+ */
+export function useBrowserSessionId(ctx: Koa.Context, sid: string = newBrowserSessionId()): void {
+  const data = (ctx as unknown as { session: SessionData | null }).session;
+  if (data && BROWSER_SESSION_ID.test(sid)) data.sid = sid;
 }

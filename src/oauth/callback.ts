@@ -6,7 +6,7 @@ import { callbackPath, callbackUrl } from "../config.ts";
 import type Koa from "koa";
 import Router from "@koa/router";
 import type { UpstreamLogin } from "../grants/upstream-login.ts";
-import { browserSessionId } from "../http/browser-session.ts";
+import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
 import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
 import { publicPaths } from "../http/public-paths.ts";
 import { paramsToRecord } from "../http/body.ts";
@@ -40,6 +40,8 @@ export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, 
       ip: ctx.ip,
     });
     clearTransactionCookie(ctx, outcome.transactionId);
+    // A sign-in moves the browser to a new session id: a copy of the old one gains nothing.
+    if (outcome.browserSessionId) useBrowserSessionId(ctx, outcome.browserSessionId);
     ctx.set("Cache-Control", "no-store");
     if (outcome.kind === "redirect") {
       ctx.redirect(outcome.location);

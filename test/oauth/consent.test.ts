@@ -10,6 +10,7 @@ import { answerAs, HttpBrowser } from "../support/http-browser.ts";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import {
   authorizeUrl,
+  browserSessionIdOf,
   countRows,
   decide,
   openConsent,
@@ -253,10 +254,17 @@ describe("the signed-in user, and Not you?", () => {
     // The consent alice gave is gone; the one given now is remembered.
     expect(await db().consent.findMany({ where: { browserSessionId: sid }, select: { scope: true } })).toEqual([{ scope: "mcp offline_access" }]);
 
-    // The upstream login asks again (the IdP's session of alice does not carry over): bob signs in.
+    // The upstream login asks again (the IdP's session of alice does not carry over): bob signs in,
+    // and the browser gets a new session id with him.
     const back = await browser.walk(upstream.href, app.redirect_uri, answerSwitchingTo("bob"));
     expect(back.searchParams.get("state")).toBe("other-account");
-    expect(await t.broker.services.grants.browserIdentities.of(sid)).toMatchObject({ subject: "demo:bob", login: "bob" });
+    const bobs = browserSessionIdOf(browser, t.url)!;
+    expect(bobs).not.toBe(sid);
+    expect(await t.broker.services.grants.browserIdentities.of(sid)).toBeNull();
+    expect(await t.broker.services.grants.browserIdentities.of(bobs)).toMatchObject({ subject: "demo:bob", login: "bob" });
+    // Only the consent bob completed is remembered, under his session.
+    expect(await db().consent.findMany({ where: { browserSessionId: bobs }, select: { scope: true } })).toEqual([{ scope: "mcp offline_access" }]);
+    expect(await db().consent.count({ where: { browserSessionId: sid } })).toBe(0);
     const next = await consentFor({ redirect_uri: "http://localhost:7778/other" }, browser);
     expect(next.html).toContain('<strong id="signed-in-as">bob</strong>');
   });
