@@ -6,6 +6,7 @@ import { z } from "zod";
 import { PageError } from "../http/errors.ts";
 import { readForm } from "../http/body.ts";
 import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
+import { setTransactionCookie } from "../http/transaction-cookie.ts";
 import { accountUrl, type AccountDeps } from "./deps.ts";
 
 // A missing token is refused like a wrong one (403), not as a malformed form.
@@ -51,7 +52,9 @@ export function accountActionHandler(deps: AccountDeps): Koa.Middleware {
     ctx.status = 303;
 
     if (form.action === "sign_in") {
-      ctx.redirect(await deps.signIn.start(sid, { selectAccount: form.select_account === "1" }));
+      const login = await deps.signIn.start(sid, { selectAccount: form.select_account === "1" });
+      setTransactionCookie(ctx, login.loginId, deps.signIn.binding(login.loginId), login.expiresAt);
+      ctx.redirect(login.url);
       return;
     }
     if (form.action === "sign_out") {

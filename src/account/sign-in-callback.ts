@@ -4,6 +4,7 @@
 // failed otherwise.
 import type Koa from "koa";
 import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
+import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
 import { PageError } from "../http/errors.ts";
 import { sendHtml } from "../http/html-page.ts";
 import type { CallbackBranch } from "../oauth/callback.ts";
@@ -32,7 +33,13 @@ export function accountSignInCallback(deps: AccountDeps): CallbackBranch {
   return {
     owns: (state) => deps.signIn.owns(state),
     async complete(ctx: Koa.Context, callbackUrl: URL) {
-      const outcome = await deps.signIn.complete({ callbackUrl, browserSessionId: browserSessionId(ctx, false), ip: ctx.ip });
+      const outcome = await deps.signIn.complete({
+        callbackUrl,
+        browserSessionId: browserSessionId(ctx, false),
+        bindingOf: (loginId) => transactionBinding(ctx, loginId),
+        ip: ctx.ip,
+      });
+      clearTransactionCookie(ctx, outcome.loginId);
       ctx.set("Cache-Control", "no-store");
       if (outcome.kind === "failed") throw failure(outcome.reason, deps.providerName);
       if (outcome.kind === "signed_in") {

@@ -1,13 +1,15 @@
-// The cookie that binds one pending authorization to the browser that started it: only that
-// browser may see and answer its consent page and bring back its upstream callback. One cookie
-// per transaction, its name carrying the transaction id (as node-oidc-provider keeps a cookie per
-// interaction), so authorizations started together in one browser do not replace each other's
-// binding: VS Code and Cursor connect their servers at once, claude.ai registers twice per
-// attempt, and a fresh browser answers each of their first requests with a session of its own.
-// The value is the transaction's binding (grants/transactions.ts), an HMAC nobody can make
-// without the server's key, after the time it was set (for eviction). A cookie lives as long as
-// its transaction and is removed when the transaction ends; a browser that holds more than
-// MAX_TRANSACTION_COOKIES loses the oldest ones (their authorizations then end on a page saying so).
+// The cookie that binds one pending authorization (or sign-in at the connected-apps page) to the
+// browser that started it: only that browser may see and answer its consent page and bring back
+// its upstream callback. One cookie per transaction, its name carrying the transaction id (as
+// node-oidc-provider keeps a cookie per interaction), so authorizations started together in one
+// browser do not replace each other's binding: VS Code and Cursor connect their servers at once,
+// claude.ai registers twice per attempt, and a fresh browser answers each of their first requests
+// with a session of its own; and a sign-in, which gives the browser a new session id, cancels no
+// other pending one. The value is the transaction's binding (grants/transactions.ts,
+// grants/account-sign-in.ts), an HMAC nobody can make without the server's key, after the time it
+// was set (for eviction). A cookie lives as long as its transaction and is removed when the
+// transaction ends; a browser that holds more than MAX_TRANSACTION_COOKIES loses the oldest ones
+// (their authorizations then end on a page saying so).
 import type Koa from "koa";
 import { secureCookies } from "./browser-session.ts";
 

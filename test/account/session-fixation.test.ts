@@ -139,6 +139,24 @@ describe("what survives the new session id", () => {
     expect(back.searchParams.get("state")).toBe("mid-flight");
   });
 
+  it("a sign-in at /account under way completes after a client's authorization signed in the same browser", async () => {
+    const browser = new HttpBrowser();
+    const visitor = new AccountVisitor(t.url, browser);
+    const { csrf } = await visitor.open();
+    const started = await visitor.post({ action: "sign_in", csrf });
+    const accountCallback = await browser.walk(started.headers.get("location")!, `${t.url}/oauth/callback`, answerAs("bea"));
+    // Meanwhile, in another tab, a client's authorization signs bea in: a new session id.
+    const before = browser.cookies(t.url).mab_session;
+    const client = await registerClient(t.url, { client_name: "Bea's editor" });
+    await authorize(t.url, client, { user: "bea", browser });
+    expect(browser.cookies(t.url).mab_session).not.toBe(before);
+
+    const back = await browser.request(accountCallback.href);
+    expect(back.status).toBe(302);
+    expect(back.headers.get("location")).toBe(`${t.url}/account`);
+    expect((await view(browser)).signedInAs).toBe("bea");
+  });
+
   it("the consents of the same person, across a second sign-in; not those of another person", async () => {
     const browser = new HttpBrowser();
     const client = await registerClient(t.url, { client_name: "Zoe's editor" });
