@@ -96,6 +96,8 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     new ClientAssertions(new ClientKeys(fetcher, clock), context.hot, clock, { issuer, tokenEndpoint: endpoints.token }),
     endpoints,
   );
+  const transactions = new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock);
+  const consents = new Consents(input.db, clock);
   return {
     context,
     bus,
@@ -105,10 +107,10 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     validator,
     clients,
     clientAuthentication,
-    transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
-    consents: new Consents(input.db, clock),
+    transactions,
+    consents,
     tokens: createTokenIssuer({ ...context, clients, lifecycle, sessions, validator, bus }),
-    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities),
+    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities, transactions, consents),
     browserIdentities,
     accountSignIn: new AccountSignIn(context, browserIdentities, purposeKey(input.config.secretKey, "account-csrf/v1")),
     connectedApps: new ConnectedApps(context, lifecycle),

@@ -134,7 +134,9 @@ for (const spec of UPSTREAMS) {
 
     it("the consent page named the client, where it returns to, and the upstream provider", () => {
       const consent = runs[0]!.pages[0]!;
-      expect(consent.text).toContain("Allow SDK e2e client to connect?");
+      // Self-registered with a loopback redirect: named by where its code goes, its name a claim.
+      expect(consent.text).toContain("It calls itself “SDK e2e client”");
+      expect(consent.text).toContain("Allow this app to connect?");
       expect(consent.text).toContain(new URL(callback.url).host);
       expect(consent.text).toContain(`sign in with ${upstream.providerName}`);
       expect(consent.text).toContain(connected.provider.clientInfo!.client_id);

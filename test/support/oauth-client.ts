@@ -156,6 +156,17 @@ export function authorizeUrl(
   return url;
 }
 
+/**
+ * The browser session id in `browser`'s session cookie for the broker at `brokerUrl` (the cookie
+ * is koa-session's base64 JSON, signed beside it), or null without one. A sign-in changes it.
+ */
+export function browserSessionIdOf(browser: HttpBrowser, brokerUrl: string): string | null {
+  const value = browser.cookies(brokerUrl).mab_session;
+  if (!value) return null;
+  const data = JSON.parse(Buffer.from(value, "base64").toString("utf8")) as { sid?: unknown };
+  return typeof data.sid === "string" ? data.sid : null;
+}
+
 /** The parameters of a redirect's Location (an error or success redirect to the client). */
 export function redirectParams(res: HttpResult | Response, base?: string): { url: URL; params: Record<string, string> } {
   const location = res.headers.get("location");
