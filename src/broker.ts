@@ -19,6 +19,7 @@ import { accountRouter, type AccountDeps } from "./account/router.ts";
 import { accountSignInCallback } from "./account/sign-in-callback.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
+import { misfitWarnings } from "./gateway/mcp-server-misfits.ts";
 import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
 import { SessionRegistry } from "./stdio/session-registry.ts";
 import { systemClock, type Clock } from "./grants/clock.ts";
@@ -30,6 +31,9 @@ import { DEFAULT_SCOPE } from "./grants/types.ts";
 import { knownScopes } from "./grants/scope.ts";
 import { publicPaths } from "./http/public-paths.ts";
 import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
+import { runStartProbes } from "./diagnostics/start-probes.ts";
+import type { Finding } from "./diagnostics/finding.ts";
+import { packageVersion } from "./package-version.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
@@ -55,6 +59,11 @@ export interface BrokerOptions {
    * their own DNS answers and the CA of their https document server.
    */
   readonly documentFetch?: Partial<Pick<GuardedFetchOptions, "lookup" | "ca" | "timeoutMs" | "maxBytes">>;
+  /**
+   * Outside demo mode, probe the identity provider and the MCP server at start and log what is
+   * wrong (default true). Tests that count an emulator's calls turn it off.
+   */
+  readonly startProbes?: boolean;
 }
 
 export interface Broker {
@@ -67,6 +76,8 @@ export interface Broker {
   readonly demoMcpUrl: string | undefined;
   /** The stdio MCP sessions and their children, when the broker fronts MCP_SERVER_COMMAND. */
   readonly stdioSessions: SessionRegistry | undefined;
+  /** What the start-up probes found (undefined in demo mode or when they are off). */
+  readonly startProbes: Promise<Finding[]> | undefined;
   /** Starts listening on config.host:config.port (0 = ephemeral), and on METRICS_PORT when set. */
   listen(): Promise<RunningServer>;
   /** Where /metrics listens on its own (METRICS_PORT), once listening. */
@@ -123,11 +134,9 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const documentFetcher = createGuardedFetcher({ allowPrivateNetworks: config.clients.cimd.allowPrivateNetworks, ...options.documentFetch });
   const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
   const { grants } = services;
-  // An unreachable issuer is reported at start with what to check; the broker still starts and
-  // retries discovery on first use (the IdP may just be late).
-  if (!config.demoMode) {
-    services.provider.prepare?.().catch((err: unknown) => logger.error({ err: (err as Error).message }, "upstream identity provider check failed at start"));
-  }
+  // The identity provider and the MCP server are probed as `check` probes them, each problem logged
+  // once with what to change; the broker starts anyway (either may just be late).
+  const startProbes = !config.demoMode && (options.startProbes ?? true) ? runStartProbes(config, services.provider, logger, packageVersion) : undefined;
 
   const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
   const stdioServer = options.mcpHandler ? undefined : config.stdioServer;
@@ -156,6 +165,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
           sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
           mountPaths,
           observer: metrics,
+          answered: misfitWarnings({ logger, targetUrl: config.mcpServerUrl ?? demoMcp!.url }),
           publicUrl: config.publicUrl,
           // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
           challenge: {
@@ -230,6 +240,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     app,
     demoMcpUrl: demoMcp?.url,
     stdioSessions,
+    startProbes,
     async listen() {
       running = await listen(app.callback(), config.port, config.host);
       if (config.metricsPort !== undefined) metricsServer = await listen(metricsApp(metrics, config.metricsToken), config.metricsPort, "127.0.0.1");

@@ -21,6 +21,7 @@ import { pump } from "./pump.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
 import { isStreamed, upstreamBody } from "./request-body.ts";
 import { rpcMethods } from "./rpc-methods.ts";
+import type { McpServerAnswer } from "../outbound/mcp-server-answer.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
 
 export interface McpProxyOptions {
@@ -48,6 +49,8 @@ export interface McpProxyOptions {
   readonly challenge?: ChallengeOptions & { readonly knownScopes: readonly string[] };
   /** Told how long the MCP server took to answer, and why a request to it failed (metrics). */
   readonly observer?: ProxyObserver;
+  /** Told of every answer of the MCP server (mcp-server-misfits.ts warns about the ones that make no sense). */
+  readonly answered?: (answer: McpServerAnswer) => void;
 }
 
 export interface ProxyObserver {
@@ -342,6 +345,14 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       }
 
       const status = upstream.statusCode;
+      options.answered?.({
+        status,
+        method: ctx.method,
+        contentType: upstream.headers["content-type"] as string | undefined,
+        wwwAuthenticate: upstream.headers["www-authenticate"],
+        sessionSent: sessionId !== undefined,
+        tokenSent: options.forwardUpstreamToken,
+      });
       if (status === 401 || status === 403) {
         const refusal = backendRefusal(status, upstream.headers["www-authenticate"], identity, options.challenge, log);
         if (refusal) {
