@@ -16,6 +16,9 @@ export async function runStartProbes(config: Config, provider: UpstreamProvider,
     config.stdioServer ? undefined : checkMcpServer(config, version),
   ]);
   const found = findings.filter((f): f is Finding => f !== undefined);
-  for (const finding of found) if (!finding.ok) logger.warn({ check: finding.check }, `${finding.check} check failed at start: ${finding.detail}`);
+  for (const finding of found) {
+    if (finding.ok) logger.debug({ check: finding.check }, `${finding.check} check passed at start: ${finding.detail}`);
+    else logger.warn({ check: finding.check }, `${finding.check} check failed at start: ${finding.detail}`);
+  }
   return found;
 }

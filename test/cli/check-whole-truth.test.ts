@@ -21,8 +21,12 @@ async function check(env: Record<string, string>, cwd = tmp()): Promise<Finished
   const code = await runCli(["check"], {
     cwd,
     env: cleanEnv(env),
-    out: (s) => void (stdout += s),
-    err: (s) => void (stderr += s),
+    out: (s) => {
+      stdout += s;
+    },
+    err: (s) => {
+      stderr += s;
+    },
   });
   return { code, stdout, stderr };
 }
@@ -99,7 +103,8 @@ describe("check on an MCP_SERVER_URL that is not an MCP server", () => {
     ],
     [
       "a web page",
-      (res: import("node:http").ServerResponse) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<!doctype html><title>Welcome</title>"),
+      (res: import("node:http").ServerResponse) =>
+        res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<!doctype html><title>Welcome</title>"),
       "answered an HTML page (HTTP 200): it is not an MCP endpoint; is the path in MCP_SERVER_URL right (often …/mcp)?",
     ],
   ])("%s", async (_, answer, expected) => {
@@ -122,9 +127,17 @@ describe("check on an MCP_SERVER_URL that is not an MCP server", () => {
     const tlsUrl = plain.url.replace("http:", "https:");
     try {
       const cases: Array<[string, Record<string, string>, string]> = [
-        ["http://127.0.0.1:9/mcp", {}, "connection refused by 127.0.0.1:9 (nothing listens there); start the MCP server, or correct the host and port in MCP_SERVER_URL"],
+        [
+          "http://127.0.0.1:9/mcp",
+          {},
+          "connection refused by 127.0.0.1:9 (nothing listens there); start the MCP server, or correct the host and port in MCP_SERVER_URL",
+        ],
         ["http://mcp.invalid/mcp", {}, "DNS: the host name mcp.invalid does not resolve"],
-        [tlsUrl, {}, "TLS: the server does not answer in TLS there (ERR_SSL_WRONG_VERSION_NUMBER); if the MCP server speaks plain HTTP on that port, write http:// in MCP_SERVER_URL"],
+        [
+          tlsUrl,
+          {},
+          "TLS: the server does not answer in TLS there (ERR_SSL_WRONG_VERSION_NUMBER); if the MCP server speaks plain HTTP on that port, write http:// in MCP_SERVER_URL",
+        ],
         [silentUrl, { PROXY_TIMEOUT_SECONDS: "1" }, "timeout: the MCP server did not answer in time"],
       ];
       for (const [url, extra, cause] of cases) {
@@ -160,7 +173,10 @@ describe("check exits 0 only when npm start would succeed", () => {
       const res = await check({ PORT: String(await freePort()) }, dir);
       expect(res.code).toBe(1);
       expect(res.stdout).toMatch(
-        new RegExp(`^FAIL +data folder +cannot create or write the data folder ${path.join(dir, "data")} \\(E(ACCES|PERM)\\), where demo mode keeps its generated key`, "m"),
+        new RegExp(
+          `^FAIL +data folder +cannot create or write the data folder ${path.join(dir, "data")} \\(E(ACCES|PERM)\\), where demo mode keeps its generated key`,
+          "m",
+        ),
       );
     } finally {
       restore();

@@ -87,12 +87,12 @@ describe("start-up probes outside demo mode", () => {
       LOG_LEVEL: "debug",
     });
     try {
-      // The probes are done once the MCP server has seen the probe's initialize and its DELETE.
-      await new Promise<void>((resolve) => {
-        const seen = () => mcp.requests.some((r) => r.method === "DELETE");
-        if (seen()) return resolve();
-        const timer = setInterval(() => seen() && (clearInterval(timer), resolve()), 20);
-      });
+      const output = await outputMatching(
+        right.child,
+        right.output,
+        /identity provider check passed[\s\S]*MCP server check passed|MCP server check passed[\s\S]*identity provider check passed/,
+      );
+      expect(output).toMatch(/MCP server check passed at start: http:\/\/127\.0\.0\.1:\d+\/mcp is an MCP server: mcp-auth-broker-demo/);
       expect(gh.count("POST /login/oauth/access_token")).toBeGreaterThan(0);
       expect(right.output()).not.toMatch(/check failed/);
     } finally {
