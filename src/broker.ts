@@ -19,6 +19,7 @@ import { accountRouter, type AccountDeps } from "./account/router.ts";
 import { accountSignInCallback } from "./account/sign-in-callback.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
+import { OpenStreams } from "./gateway/open-streams.ts";
 import { misfitWarnings } from "./gateway/mcp-server-misfits.ts";
 import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
 import { SessionRegistry } from "./stdio/session-registry.ts";
@@ -66,6 +67,13 @@ export interface BrokerOptions {
   readonly startProbes?: boolean;
 }
 
+/** Requests in flight, and of them the MCP event streams relayed: answering requests, or only listening (GET). */
+export interface Activity {
+  readonly requests: number;
+  readonly answering: number;
+  readonly listening: number;
+}
+
 export interface Broker {
   readonly config: Config;
   readonly logger: Logger;
@@ -82,11 +90,19 @@ export interface Broker {
   listen(): Promise<RunningServer>;
   /** Where /metrics listens on its own (METRICS_PORT), once listening. */
   metricsPort(): number | undefined;
-  /** Graceful stop: the server (if listening) drains within the deadline, then everything closes. */
+  /** What a stop would wait for now. */
+  activity(): Activity;
+  /**
+   * Graceful stop: the server (if listening) drains within the deadline, then everything closes.
+   * MCP event streams that answer no request end at once; the others end just before the
+   * deadline, with a JSON-RPC error for each request still unanswered.
+   */
   stop(deadlineMs?: number): Promise<void>;
 }
 
 const TEN_MINUTES = 10 * 60 * 1000;
+/** How long before the shutdown deadline open MCP streams are ended, so that their last event is flushed before connections are cut. */
+const STREAM_END_MARGIN_MS = 500;
 /**
  * At 1 s, a revocation committed just after a poll waited a whole period plus the next poll's
  * queries: more than the second the README promises. Half a second bounds it near 0.5 s (two
@@ -154,6 +170,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     mountPaths,
   );
   grants.sessions.observer = metrics;
+  const streams = new OpenStreams();
   const proxy: McpProxy | undefined =
     options.mcpHandler || stdioSessions
       ? undefined
@@ -166,6 +183,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
           mountPaths,
           observer: metrics,
           answered: misfitWarnings({ logger, targetUrl: config.mcpServerUrl ?? demoMcp!.url }),
+          streams,
           publicUrl: config.publicUrl,
           // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
           challenge: {
@@ -247,16 +265,21 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       return running;
     },
     metricsPort: () => metricsServer?.port,
+    activity: () => ({ requests: running?.inFlight() ?? 0, ...streams.count() }),
     async stop(deadlineMs = 10_000) {
       if (sweepTimer) clearInterval(sweepTimer);
-      await grants.revocationFeed.stop();
       // Open GET streams would hold the drain below until its deadline.
+      streams.endListening();
       stdioSessions?.beginShutdown();
+      // Streams still answering a request get their JSON-RPC error before the deadline cuts connections.
+      const endStreams = setTimeout(() => streams.endAll(), Math.max(0, deadlineMs - STREAM_END_MARGIN_MS));
+      await grants.revocationFeed.stop();
       await metricsServer?.close(1000);
       if (running) {
         const { forced } = await running.close(deadlineMs);
         if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");
       }
+      clearTimeout(endStreams);
       await proxy?.close();
       await stdioSessions?.close();
       await documentFetcher.close();

@@ -5,10 +5,11 @@ import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.
 import type { Env } from "./config-values.ts";
 import { describeUnknownVariable, unknownVariables } from "./config-sources.ts";
 import { logFormatFor } from "./logger.ts";
-import type { Broker } from "./broker.ts";
+import type { Activity, Broker } from "./broker.ts";
 import type { RunningServer } from "./http/server.ts";
 import { MigrationError } from "./store/migration-error.ts";
 import { installProcessGuard } from "./process-guard.ts";
+import { constants as osConstants } from "node:os";
 import { describeListenFailure, listenFailure } from "./diagnostics/listen-probe.ts";
 import { DEMO_TOOLS } from "./demo/tools.ts";
 
@@ -91,10 +92,16 @@ async function start(io: ServeIo): Promise<number> {
   // Stoppable before the banner says it is running: whoever waits for the banner may signal at once.
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;
-    const shutdown = (signal: string) => {
-      if (stopping) return;
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        // The operator does not want to wait: stop now, with the shell's code for death by signal.
+        broker.logger.warn({ signal }, `second ${signal}: stopping at once, without waiting for what is in flight`);
+        resolve(128 + osConstants.signals[signal]);
+        return;
+      }
       stopping = true;
-      broker.logger.info({ signal }, "shutting down: finishing in-flight requests");
+      const activity = broker.activity();
+      broker.logger.info({ signal, ...activity, deadlineSeconds: SHUTDOWN_DEADLINE_MS / 1000 }, shutdownNotice(signal, activity));
       broker
         .stop(SHUTDOWN_DEADLINE_MS)
         .then(() => resolve(0))
@@ -129,6 +136,19 @@ async function start(io: ServeIo): Promise<number> {
   );
   if (!json) io.out(startBanner(config, running.port));
   return stopped;
+}
+
+/** The first line of a shutdown: what it waits for, until when, and how not to wait. */
+function shutdownNotice(signal: NodeJS.Signals, activity: Activity): string {
+  const again = signal === "SIGINT" ? "press Ctrl-C again" : `send ${signal} again`;
+  const draining = activity.requests - activity.listening;
+  const parts = [
+    draining > 0
+      ? `draining ${draining} request(s) in flight${activity.answering ? `, ${activity.answering} of them MCP stream(s) (a JSON-RPC error ends any still open at the deadline)` : ""}, for at most ${SHUTDOWN_DEADLINE_MS / 1000} s`
+      : "nothing in flight",
+    activity.listening ? `${activity.listening} MCP event stream(s) with no request pending end now` : "",
+  ];
+  return `shutting down (${signal}): ${parts.filter(Boolean).join("; ")}; ${again} to stop at once`;
 }
 
 /** The MCP Inspector's package asks for this Node version; the banner says so on an older one. */

@@ -22,6 +22,7 @@ import { jsonRpcError } from "./json-rpc-error.ts";
 import { isStreamed, upstreamBody } from "./request-body.ts";
 import { rpcMethods } from "./rpc-methods.ts";
 import type { McpServerAnswer } from "../outbound/mcp-server-answer.ts";
+import type { OpenStreams } from "./open-streams.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
 
 export interface McpProxyOptions {
@@ -51,6 +52,8 @@ export interface McpProxyOptions {
   readonly observer?: ProxyObserver;
   /** Told of every answer of the MCP server (mcp-server-misfits.ts warns about the ones that make no sense). */
   readonly answered?: (answer: McpServerAnswer) => void;
+  /** The event streams being relayed, which a shutdown ends properly (open-streams.ts). */
+  readonly streams?: OpenStreams;
 }
 
 export interface ProxyObserver {
@@ -319,9 +322,13 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     ctx.res.once("close", onClose);
     try {
       let upstream: Awaited<ReturnType<Pool["request"]>>;
+      let sent: Buffer | null = null;
       try {
         const body = await upstreamBody(ctx.req, controller.signal);
-        if (Buffer.isBuffer(body)) ctx.state.rpcMethods = rpcMethods(body);
+        if (Buffer.isBuffer(body)) {
+          sent = body;
+          ctx.state.rpcMethods = rpcMethods(body);
+        }
         if (release !== undefined) {
           if (isStreamed(body)) {
             deadline.streaming();
@@ -390,12 +397,17 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       delete headers["www-authenticate"];
       ctx.res.writeHead(status, headers);
       ctx.res.flushHeaders();
+      const streamed = /^text\/event-stream/i.test(String(upstream.headers["content-type"] ?? ""))
+        ? options.streams?.opened(ctx.res, upstream.body, ctx.method === "POST" ? (sent ?? Buffer.alloc(0)) : null)
+        : undefined;
       try {
         await pump(upstream.body, ctx.res);
       } catch (err) {
         if (!(controller.signal.reason instanceof ClientGone)) {
           log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
         }
+      } finally {
+        streamed?.();
       }
     } finally {
       deadline.disarm();
