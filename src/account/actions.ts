@@ -6,7 +6,7 @@ import type Koa from "koa";
 import { z } from "zod";
 import { PageError } from "../http/errors.ts";
 import { readForm } from "../http/body.ts";
-import { browserSessionId } from "../http/browser-session.ts";
+import { browserSessionId, rememberRevokedApp } from "../http/browser-session.ts";
 import { accountUrl, type AccountDeps } from "./deps.ts";
 
 // A missing token is refused like a wrong one (403), not as a malformed form.
@@ -70,7 +70,9 @@ export function accountActionHandler(deps: AccountDeps): Koa.Middleware {
     const identity = await deps.browserIdentities.forAccountPage(sid);
     if (!identity) throw SIGNED_OUT;
     if (form.action === "revoke") {
+      const app = (await deps.apps.list(identity.subject)).find((a) => a.grantId === form.grant);
       if (!(await deps.apps.revoke(identity.subject, form.grant, { ip: ctx.ip }))) throw NO_SUCH_APP;
+      rememberRevokedApp(ctx, app?.clientName ?? app?.clientId);
       ctx.redirect(accountUrl(deps.publicUrl, { notice: "revoked" }));
       return;
     }
