@@ -2,7 +2,7 @@
 // setting to change, and the broker starts anyway when they need not stop it.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { startBrokerProcess, type BrokerProcess } from "../support/broker-process.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { freePort } from "../support/start-broker.ts";
-import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
+import { projectRoot, runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { makeUnwritable, mechanism } from "../support/unwritable.ts";
 import { serve } from "../../src/serve.ts";
 import { DEMO_TOOLS } from "../../src/demo/tools.ts";
@@ -198,6 +198,13 @@ describe("the demo banner", () => {
     try {
       const banner = await waitForOutput(child, /Connect\./, 30_000);
       expect(banner).toContain(`in front of a demo MCP server (${DEMO_TOOLS.join(", ")}).`);
+      // The README's Quickstart lists the same tools.
+      const quickstart = readFileSync(path.join(projectRoot, "README.md"), "utf8").split("## GitHub login")[0]!.replace(/\s+/g, " ");
+      expect(quickstart).toContain(
+        `the tools ${DEMO_TOOLS.slice(0, -1)
+          .map((n) => `\`${n}\``)
+          .join(", ")} and \`${DEMO_TOOLS.at(-1)}\``,
+      );
       const [major, minor] = process.versions.node.split(".").map(Number) as [number, number];
       if (major < 22 || (major === 22 && minor < 19)) expect(banner).toContain("Try it with the MCP Inspector (it needs Node.js 22.19 or newer;");
     } finally {
