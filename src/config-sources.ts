@@ -39,6 +39,7 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "PORT",
   "HOST",
   "PUBLIC_URL",
+  "INSECURE_PUBLIC_URL",
   "DATABASE_URL",
   "MCP_SERVER_URL",
   "MCP_SERVER_COMMAND",

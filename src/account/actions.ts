@@ -5,7 +5,7 @@ import type Koa from "koa";
 import { z } from "zod";
 import { PageError } from "../http/errors.ts";
 import { readForm } from "../http/body.ts";
-import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
+import { browserSessionId, rememberRevokedApp, useBrowserSessionId } from "../http/browser-session.ts";
 import { setTransactionCookie } from "../http/transaction-cookie.ts";
 import { accountUrl, type AccountDeps } from "./deps.ts";
 
@@ -66,7 +66,9 @@ export function accountActionHandler(deps: AccountDeps): Koa.Middleware {
     const identity = await deps.browserIdentities.forAccountPage(sid);
     if (!identity) throw SIGNED_OUT;
     if (form.action === "revoke") {
+      const app = (await deps.apps.list(identity.subject)).find((a) => a.grantId === form.grant);
       if (!(await deps.apps.revoke(identity.subject, form.grant, { ip: ctx.ip }))) throw NO_SUCH_APP;
+      rememberRevokedApp(ctx, app?.clientName ?? app?.clientId);
       ctx.redirect(accountUrl(deps.publicUrl, { notice: "revoked" }));
       return;
     }

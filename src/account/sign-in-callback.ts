@@ -49,6 +49,7 @@ export function accountSignInCallback(deps: AccountDeps): CallbackBranch {
         return;
       }
       const signInAgainUrl = accountUrl(deps.publicUrl, { another: "1" });
+      ctx.state.refusal = "policy_denied";
       sendHtml(ctx, renderAccessRefusedPage({ account: outcome.account, resourceName: deps.resourceName, signInAgainUrl }), 403);
     },
   };

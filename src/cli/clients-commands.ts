@@ -144,6 +144,12 @@ export function registerClientCommands(program: Command, io: CliIo): void {
         const keys = keyOptions(io, opts);
         if (keys && opts.public)
           throw new CliError("invalid client: --public and --jwks-uri/--jwks-file exclude each other (a client with keys is confidential).", 2);
+        // Said in the options' words, before the registration rules speak of redirect_uris.
+        if (grantTypes.includes("authorization_code") && opts.redirectUri.length === 0)
+          throw new CliError(
+            "clients add needs --redirect-uri <uri>: where the client receives its authorization code (repeat for several); for a machine client without a user, use --grant-type client_credentials instead",
+            2,
+          );
         let metadata: ClientMetadata;
         try {
           metadata = parseClientMetadata(

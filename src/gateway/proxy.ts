@@ -22,6 +22,8 @@ import { jsonRpcError } from "./json-rpc-error.ts";
 import { BodyTooLarge, isStreamed, upstreamBody } from "./request-body.ts";
 import { HEADER_MISMATCH, headerMismatch, mirrorsBody, requestId } from "./header-consistency.ts";
 import { rpcMethods } from "./rpc-methods.ts";
+import type { McpServerAnswer } from "../outbound/mcp-server-answer.ts";
+import type { OpenStreams } from "./open-streams.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
 
 export interface McpProxyOptions {
@@ -49,6 +51,10 @@ export interface McpProxyOptions {
   readonly challenge?: ChallengeOptions & { readonly knownScopes: readonly string[] };
   /** Told how long the MCP server took to answer, and why a request to it failed (metrics). */
   readonly observer?: ProxyObserver;
+  /** Told of every answer of the MCP server (mcp-server-misfits.ts warns about the ones that make no sense). */
+  readonly answered?: (answer: McpServerAnswer) => void;
+  /** The event streams being relayed, which a shutdown ends properly (open-streams.ts). */
+  readonly streams?: OpenStreams;
 }
 
 export interface ProxyObserver {
@@ -340,11 +346,15 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     ctx.res.once("close", onClose);
     try {
       let upstream: Awaited<ReturnType<Pool["request"]>>;
+      let sent: Buffer | null = null;
       try {
         // Headers that mirror the body are checked against all of it, so it is read whole.
         const mirrored = mirrorsBody(ctx.req.headers);
         const body = await upstreamBody(ctx.req, controller.signal, mirrored);
-        if (Buffer.isBuffer(body)) ctx.state.rpcMethods = rpcMethods(body);
+        if (Buffer.isBuffer(body)) {
+          sent = body;
+          ctx.state.rpcMethods = rpcMethods(body);
+        }
         if (release !== undefined) {
           if (isStreamed(body)) {
             deadline.streaming();
@@ -376,6 +386,14 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       }
 
       const status = upstream.statusCode;
+      options.answered?.({
+        status,
+        method: ctx.method,
+        contentType: upstream.headers["content-type"] as string | undefined,
+        wwwAuthenticate: upstream.headers["www-authenticate"],
+        sessionSent: sessionId !== undefined,
+        tokenSent: options.forwardUpstreamToken,
+      });
       if (status === 401 || status === 403) {
         const refusal = backendRefusal(status, upstream.headers["www-authenticate"], identity, options.challenge, log);
         if (refusal) {
@@ -413,12 +431,17 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       delete headers["www-authenticate"];
       ctx.res.writeHead(status, headers);
       ctx.res.flushHeaders();
+      const streamed = /^text\/event-stream/i.test(String(upstream.headers["content-type"] ?? ""))
+        ? options.streams?.opened(ctx.res, upstream.body, ctx.method === "POST" ? (sent ?? Buffer.alloc(0)) : null)
+        : undefined;
       try {
         await pump(upstream.body, ctx.res);
       } catch (err) {
         if (!(controller.signal.reason instanceof ClientGone)) {
           log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
         }
+      } finally {
+        streamed?.();
       }
     } finally {
       deadline.disarm();

@@ -52,6 +52,28 @@ export function browserSession(app: Koa, options: BrowserSessionOptions): Koa.Mi
 
 interface SessionData {
   sid?: string;
+  /** The name of the application just disconnected, for the page after the redirect (read once). */
+  revokedApp?: string;
+}
+
+const sessionOf = (ctx: Koa.Context) => (ctx as unknown as { session: SessionData | null }).session;
+
+/**
+ * Keeps the name of the application just disconnected in this browser's session cookie, for the
+ * page the browser is sent to next: not in the redirect's query, where a link could make the page
+ * say that any name was disconnected.
+ */
+export function rememberRevokedApp(ctx: Koa.Context, name: string | undefined): void {
+  const data = sessionOf(ctx);
+  if (data && name) data.revokedApp = name.slice(0, 100);
+}
+
+/** The name rememberRevokedApp kept, once. */
+export function takeRevokedApp(ctx: Koa.Context): string | undefined {
+  const data = sessionOf(ctx);
+  const name = typeof data?.revokedApp === "string" ? data.revokedApp : undefined;
+  if (data && "revokedApp" in data) delete data.revokedApp;
+  return name;
 }
 
 /** The id of this browser's session; created (and the cookie set) when `create` is true. */

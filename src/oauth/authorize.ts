@@ -58,7 +58,8 @@ async function trustedTarget(params: Record<string, string>, clients: ClientRegi
     throw new PageError(
       400,
       "Unregistered redirect address",
-      "The address this request wants to return to is not registered for the application, so you were not sent there.",
+      // The address as sent (shown escaped, shortened): what the application's developer compares with the registration.
+      `The address this request wants to return to, ${requested.length > 200 ? `${requested.slice(0, 200)}…` : requested}, is not registered for the application, so you were not sent there.`,
       START_AGAIN,
     );
   }

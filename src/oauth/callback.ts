@@ -48,6 +48,7 @@ export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, 
       return;
     }
     const returnTo = { url: outcome.returnTo, clientName: outcome.clientName };
+    ctx.state.refusal = "policy_denied";
     sendHtml(ctx, renderAccessRefusedPage({ account: outcome.account, resourceName, returnTo }), 403);
   });
   return router;

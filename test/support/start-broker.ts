@@ -71,7 +71,13 @@ export async function startBroker(
       mcp = await startDemoMcpServer();
       config = read({ MCP_SERVER_URL: mcp.url });
     }
-    const broker = await createBroker(config, { ...brokerOptions, cwd: dir, logger: createLogger(config.logLevel, logDestination) });
+    // No start-up probes unless asked: they would add calls to the emulators that tests count.
+    const broker = await createBroker(config, {
+      ...brokerOptions,
+      startProbes: brokerOptions.startProbes ?? false,
+      cwd: dir,
+      logger: createLogger(config.logLevel, logDestination),
+    });
     try {
       await broker.listen();
     } catch (err) {
