@@ -7,6 +7,7 @@ import type { Clock } from "../grants/clock.ts";
 import type { StdioServerConfig } from "../stdio-server-config.ts";
 import { childEnvironment } from "./child-environment.ts";
 import { StdioChild } from "./child-process.ts";
+import type { ChildGuard } from "./child-guard.ts";
 import { BridgeSession, type SessionOwner } from "./bridge-session.ts";
 
 /** Over a limit: the client may retry after `retryAfterSeconds`. */
@@ -27,6 +28,8 @@ export interface SessionRegistryOptions {
   readonly parentEnv?: NodeJS.ProcessEnv;
   /** How long a child has between SIGTERM and SIGKILL (default 2 s). */
   readonly stopGraceMs?: number;
+  /** Makes the children die with the broker however it dies (the broker always gives one). */
+  readonly guard?: ChildGuard;
 }
 
 export class SessionRegistry {
@@ -79,7 +82,11 @@ export class SessionRegistry {
     }
     const token = server.tokenEnv !== undefined && owner.upstreamToken !== undefined ? { variable: server.tokenEnv, value: owner.upstreamToken } : undefined;
     const env = childEnvironment(this.options.parentEnv ?? process.env, server.env, token);
-    const child = await StdioChild.start({ command: server.command, args: server.args, cwd: server.cwd, env }, logger.child({ stdio: server.command }));
+    const child = await StdioChild.start(
+      { command: server.command, args: server.args, cwd: server.cwd, env },
+      logger.child({ stdio: server.command }),
+      this.options.guard,
+    );
     const log = logger.child({ stdio: server.command, pid: child.pid, grantId: owner.grantId });
     const session = new BridgeSession(child, owner, log, () => clock.now());
     this.sessions.add(session);
@@ -120,6 +127,7 @@ export class SessionRegistry {
     this.closing = true;
     clearInterval(this.reaper);
     await Promise.all([...this.sessions].map((s) => s.end("the broker is shutting down", this.grace)));
+    this.options.guard?.close();
   }
 
   private get grace(): number {

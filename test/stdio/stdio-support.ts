@@ -1,5 +1,6 @@
 // Shared by the stdio fronting tests: a broker in front of the fixture stdio server (or another
 // command), users signing in through the real SDK client, and waiting on child processes.
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -34,6 +35,8 @@ export function connectAs(brokerUrl: string, user: string, callback: CallbackSer
 export interface Whoami {
   readonly token: string | null;
   readonly pid: number;
+  /** The process the fixture started itself (SPAWN_GRANDCHILD=1). */
+  readonly grandchild: number | null;
   readonly environment: string[];
 }
 
@@ -93,6 +96,19 @@ export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a process runs, zombies counted as gone: a child orphaned by a killed broker is
+ * reparented to a process that may never reap it, and `kill(pid, 0)` still finds a zombie.
+ */
+export function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(")") + 2));
   } catch {
     return false;
   }
