@@ -12,6 +12,11 @@
 //   list changes) goes to the open GET stream, or when there is none to the newest request stream
 //   still open, so that a client that never opened GET still sees a sampling request its tool
 //   call waits on.
+// - A request the child has not answered within the deadline gets a JSON-RPC error, and the child
+//   a notifications/cancelled for it: a hung child does not hold a request open forever.
+// - Backpressure: when a stream of the session has more queued than its socket takes (the client
+//   reads slowly, or not at all), the child's stdout is no longer read until it drains. The
+//   child's writes then wait, instead of the broker buffering whatever the child writes.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { randomBytes } from "node:crypto";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -32,7 +37,10 @@ type Json = Record<string, unknown>;
 
 interface PendingRequest {
   readonly clientId: RequestId;
+  readonly method: string;
   readonly progressToken: string | undefined;
+  /** Fires at the request's deadline. */
+  readonly deadline: NodeJS.Timeout;
 }
 
 /** A message the bridge rewrote (an id, a request id): still the message it was. */
@@ -43,6 +51,13 @@ const idKey = (id: unknown): string => JSON.stringify(id);
 
 /** The SDK transport leaves a stream open until every request on it is answered: end them all. */
 const CHILD_GONE = -32603;
+/** The MCP SDKs' RequestTimeout code (implementation-defined range, as MCP names no timeout error). */
+const REQUEST_TIMEOUT = -32001;
+
+export interface BridgeSessionOptions {
+  /** How long the child may take to answer a request (MCP_STDIO_REQUEST_TIMEOUT_SECONDS). */
+  readonly requestTimeoutMs: number;
+}
 
 export class BridgeSession {
   readonly transport: StreamableHTTPServerTransport;
@@ -55,6 +70,8 @@ export class BridgeSession {
   private readonly childIdOf = new Map<string, number>();
   private readonly progressOwner = new Map<string, RequestId>();
   private openGetStreams = 0;
+  /** The HTTP responses of this session still open: what backpressure watches. */
+  private readonly streams = new Set<ServerResponse>();
   private ended = false;
   /** Called once when the session ends, whatever ended it. */
   onend: ((reason: string) => void) | undefined;
@@ -66,6 +83,7 @@ export class BridgeSession {
     readonly owner: SessionOwner,
     private readonly log: Logger,
     private readonly now: () => number,
+    private readonly options: BridgeSessionOptions,
   ) {
     this.lastActive = now();
     this.transport = new StreamableHTTPServerTransport({
@@ -99,6 +117,8 @@ export class BridgeSession {
     this.lastActive = this.now();
     const get = req.method === "GET";
     if (get) this.openGetStreams++;
+    this.streams.add(res);
+    res.once("close", () => this.streams.delete(res));
     try {
       await this.transport.handleRequest(req, res, body);
     } finally {
@@ -116,7 +136,9 @@ export class BridgeSession {
       const meta = (m.params as Json | undefined)?._meta as Json | undefined;
       const token = meta?.progressToken;
       const progressToken = token === undefined ? undefined : idKey(token);
-      this.pending.set(childId, { clientId, progressToken });
+      const deadline = setTimeout(() => this.expire(childId), this.options.requestTimeoutMs);
+      deadline.unref();
+      this.pending.set(childId, { clientId, method: m.method, progressToken, deadline });
       this.childIdOf.set(idKey(clientId), childId);
       if (progressToken !== undefined) this.progressOwner.set(progressToken, clientId);
       this.toChild(rewritten({ ...m, id: childId }));
@@ -176,7 +198,31 @@ export class BridgeSession {
     return newest?.clientId;
   }
 
+  /** The child did not answer in time: the client gets an error, the child a cancellation. */
+  private expire(childId: number): void {
+    const pending = this.pending.get(childId);
+    if (!pending || this.ended) return;
+    this.settle(childId, pending);
+    const seconds = this.options.requestTimeoutMs / 1000;
+    this.log.warn({ method: pending.method, timeoutSeconds: seconds }, "stdio MCP server did not answer in time; the request was cancelled");
+    this.toChild({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: childId, reason: `no answer within ${seconds} s` },
+    });
+    this.lastActive = this.now();
+    this.deliver({
+      jsonrpc: "2.0",
+      id: pending.clientId,
+      error: {
+        code: REQUEST_TIMEOUT,
+        message: `The MCP server did not answer within ${seconds} s (MCP_STDIO_REQUEST_TIMEOUT_SECONDS); the request was cancelled.`,
+      },
+    });
+  }
+
   private settle(childId: number, pending: PendingRequest): void {
+    clearTimeout(pending.deadline);
     this.pending.delete(childId);
     this.childIdOf.delete(idKey(pending.clientId));
     if (pending.progressToken !== undefined) this.progressOwner.delete(pending.progressToken);
@@ -187,6 +233,32 @@ export class BridgeSession {
       // The request's stream is gone (the client disconnected): nobody to tell.
       this.log.debug({ err: err.message }, "message from the stdio MCP server had no open stream; dropped");
     });
+    this.throttle();
+  }
+
+  /**
+   * Stops reading the child while a stream of this session has more queued than its socket takes,
+   * and reads on once none has. A message without a stream is dropped by the transport: nothing
+   * else buffers what the child writes.
+   */
+  private throttle(): void {
+    if (this.child.paused || this.ended || !this.waitForDrain()) return;
+    this.child.pause();
+    this.log.debug("a client reads slower than the stdio MCP server writes; reading from the server paused");
+  }
+
+  /** Waits for a stream that has too much queued, then for the next; resumes the child when none has. */
+  private waitForDrain(): boolean {
+    const full = [...this.streams].find((res) => res.writableNeedDrain && !res.destroyed);
+    if (!full) return false;
+    const next = () => {
+      full.off("drain", next);
+      full.off("close", next);
+      if (!this.waitForDrain()) this.child.resume();
+    };
+    full.once("drain", next);
+    full.once("close", next);
+    return true;
   }
 
   /**

@@ -102,6 +102,23 @@ export class StdioChild {
     return this.exitInfo === undefined;
   }
 
+  /**
+   * Stops reading the child's stdout (the messages of the chunk at hand are still delivered): its
+   * pipe fills and its writes wait, which is how a child is told to slow down for a slow reader.
+   */
+  pause(): void {
+    this.proc.stdout.pause();
+  }
+
+  resume(): void {
+    this.proc.stdout.resume();
+  }
+
+  /** Whether reading is paused (a slow reader downstream). */
+  get paused(): boolean {
+    return this.proc.stdout.isPaused();
+  }
+
   /** Writes one message to stdin; false when the child is gone. */
   send(message: JSONRPCMessage): boolean {
     if (!this.running || this.proc.stdin.destroyed) return false;

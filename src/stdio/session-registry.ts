@@ -88,7 +88,7 @@ export class SessionRegistry {
       this.options.guard,
     );
     const log = logger.child({ stdio: server.command, pid: child.pid, grantId: owner.grantId });
-    const session = new BridgeSession(child, owner, log, () => clock.now());
+    const session = new BridgeSession(child, owner, log, () => clock.now(), { requestTimeoutMs: server.requestTimeoutSeconds * 1000 });
     this.sessions.add(session);
     session.onend = (reason) => {
       this.sessions.delete(session);

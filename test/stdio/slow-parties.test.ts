@@ -1,0 +1,98 @@
+// The two ends the bridge cannot hurry: a stdio server that never answers gets its request ended at
+// MCP_STDIO_REQUEST_TIMEOUT_SECONDS with a JSON-RPC error (and is told to cancel it), and a client
+// that reads slower than the server writes slows the server down (its stdout is no longer read)
+// instead of the broker buffering everything the server writes.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { bearerFor, fixtureEnv, MCP_HEADERS, nextMessage, openSession, sseMessages } from "./stdio-support.ts";
+import { until } from "../support/wait.ts";
+
+const call = (
+  mcp: string,
+  auth: Record<string, string>,
+  session: string,
+  id: number,
+  name: string,
+  args: Record<string, unknown> = {},
+  meta?: Record<string, unknown>,
+) =>
+  fetch(mcp, {
+    method: "POST",
+    headers: { ...MCP_HEADERS, ...auth, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) } }),
+  });
+
+describe("a stdio server that never answers", () => {
+  let t: TestBroker;
+  let mcp: string;
+  beforeAll(async () => {
+    t = await startBroker(fixtureEnv({ MCP_STDIO_REQUEST_TIMEOUT_SECONDS: "1" }));
+    mcp = `${t.url}/mcp`;
+  }, 30_000);
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it("answers a request the server never answers with a JSON-RPC error at the deadline, and cancels it in the server", async () => {
+    const auth = await bearerFor(t.url, "nora");
+    const session = await openSession(mcp, auth);
+    const res = await call(mcp, auth, session, 7, "hang");
+    const answer = await nextMessage(sseMessages(res), (m) => m.id === 7);
+    expect(answer.error).toMatchObject({ code: -32001, message: expect.stringContaining("MCP_STDIO_REQUEST_TIMEOUT_SECONDS") });
+
+    // The server heard of it, for the request it was working on.
+    const cancelled = await nextMessage(sseMessages(await call(mcp, auth, session, 8, "cancellations")), (m) => m.id === 8);
+    expect(JSON.parse((cancelled.result as { content: Array<{ text: string }> }).content[0]!.text)).toEqual([expect.stringContaining("no answer within 1 s")]);
+  });
+});
+
+describe("a client that reads slower than the stdio server writes", () => {
+  let t: TestBroker;
+  let dir: string;
+  let mcp: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "mab-stdio-slow-"));
+    t = await startBroker(fixtureEnv());
+    mcp = `${t.url}/mcp`;
+  }, 30_000);
+  afterAll(async () => {
+    await t?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("stops reading a flooding server while its client does not read, and delivers everything once it does", async () => {
+    const auth = await bearerFor(t.url, "omar");
+    const session = await openSession(mcp, auth);
+    const report = path.join(dir, "flood-report");
+    // 32 MiB: several times what the sockets between the broker and the client can hold.
+    const count = 512;
+    const res = await call(mcp, auth, session, 1, "flood", { count, size: 64 * 1024, report }, { progressToken: "p" });
+    expect(res.status).toBe(200);
+    const child = t.broker.stdioSessions!.find(session)!.child;
+
+    // The client reads nothing yet: either the broker stops reading the server, or it reads
+    // everything the server writes (and holds it) until the flood is over.
+    const done = () => existsSync(report) && readFileSync(report, "utf8").includes("done");
+    await until(() => child.paused || done(), "the broker to pause the server or the flood to end", 20_000);
+    expect(done()).toBe(false);
+    expect(child.paused).toBe(true);
+
+    // Once the client reads, everything arrives, in order, and the server finishes.
+    const stream = sseMessages(res);
+    let progress = 0;
+    for (;;) {
+      const message = await nextMessage(stream);
+      if (message.method === "notifications/progress") {
+        expect((message.params as { progress: number }).progress).toBe(++progress);
+        continue;
+      }
+      expect(message).toMatchObject({ id: 1, result: { content: [{ text: `sent ${count}` }] } });
+      break;
+    }
+    expect(progress).toBe(count);
+    expect(done()).toBe(true);
+  }, 60_000);
+});
