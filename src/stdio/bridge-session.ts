@@ -23,6 +23,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.ts";
 import type { StdioChild } from "./child-process.ts";
+import { Throttle } from "./throttle.ts";
 
 export interface SessionOwner {
   /** sessionOwnerKey of the caller who opened the session: who may use it. */
@@ -73,6 +74,7 @@ export class BridgeSession {
   /** The HTTP responses of this session still open: what backpressure watches. */
   private readonly streams = new Set<ServerResponse>();
   private ended = false;
+  private readonly throttle: Throttle;
   /** Called once when the session ends, whatever ended it. */
   onend: ((reason: string) => void) | undefined;
   /** Called when the transport has issued the session id (before the initialize answer). */
@@ -86,6 +88,7 @@ export class BridgeSession {
     private readonly options: BridgeSessionOptions,
   ) {
     this.lastActive = now();
+    this.throttle = new Throttle(child, () => this.streams, log);
     this.transport = new StreamableHTTPServerTransport({
       // 256 random bits: the session id is a capability (bound to its owner besides).
       sessionIdGenerator: () => randomBytes(32).toString("base64url"),
@@ -233,32 +236,7 @@ export class BridgeSession {
       // The request's stream is gone (the client disconnected): nobody to tell.
       this.log.debug({ err: err.message }, "message from the stdio MCP server had no open stream; dropped");
     });
-    this.throttle();
-  }
-
-  /**
-   * Stops reading the child while a stream of this session has more queued than its socket takes,
-   * and reads on once none has. A message without a stream is dropped by the transport: nothing
-   * else buffers what the child writes.
-   */
-  private throttle(): void {
-    if (this.child.paused || this.ended || !this.waitForDrain()) return;
-    this.child.pause();
-    this.log.debug("a client reads slower than the stdio MCP server writes; reading from the server paused");
-  }
-
-  /** Waits for a stream that has too much queued, then for the next; resumes the child when none has. */
-  private waitForDrain(): boolean {
-    const full = [...this.streams].find((res) => res.writableNeedDrain && !res.destroyed);
-    if (!full) return false;
-    const next = () => {
-      full.off("drain", next);
-      full.off("close", next);
-      if (!this.waitForDrain()) this.child.resume();
-    };
-    full.once("drain", next);
-    full.once("close", next);
-    return true;
+    this.throttle.check();
   }
 
   /**

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { bearerFor, fixtureEnv, MCP_HEADERS, nextMessage, openSession, sseMessages } from "./stdio-support.ts";
+import { answerOf, bearerFor, fixtureEnv, MCP_HEADERS, modernRequest, nextMessage, openSession, sseMessages } from "./stdio-support.ts";
 import { until } from "../support/wait.ts";
 
 const call = (
@@ -46,6 +46,29 @@ describe("a stdio server that never answers", () => {
     // The server heard of it, for the request it was working on.
     const cancelled = await nextMessage(sseMessages(await call(mcp, auth, session, 8, "cancellations")), (m) => m.id === 8);
     expect(JSON.parse((cancelled.result as { content: Array<{ text: string }> }).content[0]!.text)).toEqual([expect.stringContaining("no answer within 1 s")]);
+  });
+
+  it("does the same for a request without a session (MCP 2026-07-28)", async () => {
+    const auth = await bearerFor(t.url, "pia");
+    const answer = await answerOf(await modernRequest(mcp, auth, 3, "tools/call", { name: "hang", arguments: {} }), 3);
+    expect(answer.error).toMatchObject({ code: -32001, message: expect.stringContaining("MCP_STDIO_REQUEST_TIMEOUT_SECONDS") });
+    const cancelled = await answerOf(await modernRequest(mcp, auth, 4, "tools/call", { name: "cancellations", arguments: {} }), 4);
+    expect(JSON.parse((cancelled.result as { content: Array<{ text: string }> }).content[0]!.text)).toEqual([expect.stringContaining("no answer within 1 s")]);
+  });
+
+  it("cancels a request without a session in the server when its client closes the stream", async () => {
+    const auth = await bearerFor(t.url, "quinn");
+    // The grant's warm child, started by a first request.
+    await answerOf(await modernRequest(mcp, auth, 1, "tools/list"), 1);
+    const child = t.broker.stdioSessions!.statelessChildren().find((c) => c.owner.key === "demo:quinn")!;
+    const abort = new AbortController();
+    const call = modernRequest(mcp, auth, 2, "tools/call", { name: "hang", arguments: {} }, { signal: abort.signal }).catch(() => undefined);
+    await until(() => !child.idle, "the call to reach the child");
+    abort.abort();
+    await call;
+    await until(() => child.idle, "the request to be cancelled");
+    const cancelled = await answerOf(await modernRequest(mcp, auth, 3, "tools/call", { name: "cancellations", arguments: {} }), 3);
+    expect(JSON.parse((cancelled.result as { content: Array<{ text: string }> }).content[0]!.text)).toEqual(["the client closed the request's stream"]);
   });
 });
 
@@ -94,5 +117,39 @@ describe("a client that reads slower than the stdio server writes", () => {
     }
     expect(progress).toBe(count);
     expect(done()).toBe(true);
+  }, 60_000);
+
+  it("does the same for a request without a session (MCP 2026-07-28)", async () => {
+    const auth = await bearerFor(t.url, "rosa");
+    const report = path.join(dir, "stateless-flood-report");
+    const count = 512;
+    const res = await modernRequest(
+      mcp,
+      auth,
+      9,
+      "tools/call",
+      { name: "flood", arguments: { count, size: 64 * 1024, report } },
+      { meta: { progressToken: "f" } },
+    );
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const child = t.broker.stdioSessions!.statelessChildren().find((c) => c.owner.key === "demo:rosa")!.child;
+
+    const done = () => existsSync(report) && readFileSync(report, "utf8").includes("done");
+    await until(() => child.paused || done(), "the broker to pause the server or the flood to end", 20_000);
+    expect(done()).toBe(false);
+    expect(child.paused).toBe(true);
+
+    const stream = sseMessages(res);
+    let progress = 0;
+    for (;;) {
+      const message = await nextMessage(stream);
+      if (message.method !== "notifications/progress") {
+        expect(message).toMatchObject({ id: 9, result: { content: [{ text: `sent ${count}` }] } });
+        break;
+      }
+      expect((message.params as { progress: number; progressToken: string }).progressToken).toBe("f");
+      expect((message.params as { progress: number }).progress).toBe(++progress);
+    }
+    expect(progress).toBe(count);
   }, 60_000);
 });

@@ -151,3 +151,47 @@ export async function nextMessage(
     if (match(value)) return value;
   }
 }
+
+/** The revision without sessions. */
+export const MODERN = "2026-07-28";
+
+/**
+ * A raw MCP 2026-07-28 request (no session, no initialize), with the envelope and headers the SDK
+ * v2 client sends (`_meta` protocol version and capabilities, MCP-Protocol-Version, Mcp-Method,
+ * Mcp-Name): the broker's answer, unread.
+ */
+export function modernRequest(
+  mcpUrl: string,
+  auth: Record<string, string>,
+  id: number,
+  method: string,
+  params: Record<string, unknown> = {},
+  init: { signal?: AbortSignal; meta?: Record<string, unknown> } = {},
+): Promise<Response> {
+  const name: Record<string, string> = typeof params.name === "string" ? { "mcp-name": params.name } : {};
+  return fetch(mcpUrl, {
+    method: "POST",
+    headers: { ...MCP_HEADERS, ...auth, "mcp-protocol-version": MODERN, "mcp-method": method, ...name },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": MODERN,
+          "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+          "io.modelcontextprotocol/clientCapabilities": {},
+          ...init.meta,
+        },
+      },
+    }),
+    signal: init.signal,
+  });
+}
+
+/** The answer to a request: a JSON body, or the message with its id on an SSE stream. */
+export async function answerOf(res: Response, id: number): Promise<Record<string, unknown>> {
+  if (res.headers.get("content-type")?.startsWith("application/json")) return (await res.json()) as Record<string, unknown>;
+  return nextMessage(sseMessages(res), (m) => m.id === id);
+}
