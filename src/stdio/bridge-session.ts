@@ -40,8 +40,8 @@ interface PendingRequest {
   readonly clientId: RequestId;
   readonly method: string;
   readonly progressToken: string | undefined;
-  /** Fires at the request's deadline. */
-  readonly deadline: NodeJS.Timeout;
+  /** Clock time the request reached the child: its deadline counts from here. */
+  readonly since: number;
 }
 
 /** A message the bridge rewrote (an id, a request id): still the message it was. */
@@ -139,9 +139,7 @@ export class BridgeSession {
       const meta = (m.params as Json | undefined)?._meta as Json | undefined;
       const token = meta?.progressToken;
       const progressToken = token === undefined ? undefined : idKey(token);
-      const deadline = setTimeout(() => this.expire(childId), this.options.requestTimeoutMs);
-      deadline.unref();
-      this.pending.set(childId, { clientId, method: m.method, progressToken, deadline });
+      this.pending.set(childId, { clientId, method: m.method, progressToken, since: this.now() });
       this.childIdOf.set(idKey(clientId), childId);
       if (progressToken !== undefined) this.progressOwner.set(progressToken, clientId);
       this.toChild(rewritten({ ...m, id: childId }));
@@ -201,6 +199,11 @@ export class BridgeSession {
     return newest?.clientId;
   }
 
+  /** Requests past their deadline at `now` (the registry asks every second). */
+  expireOverdue(now: number): void {
+    for (const [childId, pending] of [...this.pending]) if (now - pending.since >= this.options.requestTimeoutMs) this.expire(childId);
+  }
+
   /** The child did not answer in time: the client gets an error, the child a cancellation. */
   private expire(childId: number): void {
     const pending = this.pending.get(childId);
@@ -225,7 +228,6 @@ export class BridgeSession {
   }
 
   private settle(childId: number, pending: PendingRequest): void {
-    clearTimeout(pending.deadline);
     this.pending.delete(childId);
     this.childIdOf.delete(idKey(pending.clientId));
     if (pending.progressToken !== undefined) this.progressOwner.delete(pending.progressToken);

@@ -21,13 +21,12 @@ export interface ChildGuard {
  * Settles what brokers gone from `ledgerDir` left behind, then guards this broker's children.
  * `graceMs`: SIGTERM to SIGKILL when the watchdog acts.
  */
-export function openChildGuard(ledgerDir: string, log: Logger, graceMs?: number): ChildGuard & { readonly watchdog: Watchdog } {
+export function openChildGuard(ledgerDir: string, log: Logger, graceMs?: number): ChildGuard {
   reapLeftovers(ledgerDir, log);
   const ledger = new ChildLedger(ledgerDir, log);
   const watchdog = new Watchdog(log, graceMs);
   return {
     marker: { variable: CHILD_MARKER, value: ledger.marker },
-    watchdog,
     watch(pid) {
       ledger.add(pid);
       watchdog.watch(pid);

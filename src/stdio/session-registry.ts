@@ -35,6 +35,8 @@ export interface SessionRegistryOptions {
   readonly guard?: ChildGuard;
 }
 
+const DEADLINE_CHECK_MS = 1000;
+
 /** What the registry needs of either kind of child holder. */
 type Holder = BridgeSession | StatelessChild;
 
@@ -45,6 +47,7 @@ export class SessionRegistry {
   /** Each grant's warm child for stateless requests: `ready` while it starts, `child` once it runs. */
   private readonly warm = new Map<string, { readonly ready: Promise<StatelessChild>; child?: StatelessChild }>();
   private readonly reaper: NodeJS.Timeout;
+  private readonly deadlines: NodeJS.Timeout;
   private closing = false;
 
   constructor(private readonly options: SessionRegistryOptions) {
@@ -52,6 +55,13 @@ export class SessionRegistry {
     // Often enough that a child outlives its idle time by at most a half.
     this.reaper = setInterval(() => void this.reapIdle(), Math.min(Math.max(idleMs / 2, 250), 30_000));
     this.reaper.unref();
+    // Request deadlines by the registry's clock (tests move it), checked every second: a deadline
+    // is met within a second, and no request carries a timer of its own.
+    this.deadlines = setInterval(() => {
+      const now = options.clock.now();
+      for (const holder of this.holders) holder.expireOverdue(now);
+    }, DEADLINE_CHECK_MS);
+    this.deadlines.unref();
   }
 
   /** False once shutdown has begun: no new sessions, no new GET streams. */
@@ -194,6 +204,7 @@ export class SessionRegistry {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.reaper);
+    clearInterval(this.deadlines);
     await Promise.all([...this.holders].map((s) => s.end("the broker is shutting down", this.grace)));
     this.options.guard?.close();
   }

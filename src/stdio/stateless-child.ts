@@ -37,7 +37,8 @@ interface Pending {
   readonly method: string;
   /** The client's progress token: on stdin the request's own id replaces it (unique in the child). */
   readonly progressToken: unknown;
-  readonly deadline: NodeJS.Timeout;
+  /** Clock time the request reached the child: its deadline counts from here. */
+  readonly since: number;
   /** The child's answer (or the bridge's error in its place), as the child would send it. */
   answer(message: Json): void;
   progress(message: Json): void;
@@ -116,6 +117,8 @@ export class StatelessChild {
   /** Serves one request; resolves when its reply has ended (answered, or closed by the client). */
   async serve(message: Json, req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.lastActive = this.now();
+    // The client left while its child was being started: nothing to ask the child.
+    if (res.destroyed) return;
     const method = message.method as string;
     const reply = new Reply(res, req.headers.accept);
     const ended = new Promise<void>((resolve) => res.once("close", resolve));
@@ -155,12 +158,10 @@ export class StatelessChild {
 
   private request(method: string, params: unknown, handlers: Pick<Pending, "answer" | "progress"> & { readonly rewritesProgressToken?: boolean }): number {
     const childId = this.nextId++;
-    const deadline = setTimeout(() => this.expire(childId), this.options.requestTimeoutMs);
-    deadline.unref();
     const meta = (params as { _meta?: Json } | undefined)?._meta;
     const progressToken = meta?.progressToken;
     if (progressToken !== undefined && handlers.rewritesProgressToken) params = { ...(params as Json), _meta: { ...meta, progressToken: childId } };
-    this.pending.set(childId, { method, progressToken, deadline, answer: handlers.answer, progress: handlers.progress });
+    this.pending.set(childId, { method, progressToken, since: this.now(), answer: handlers.answer, progress: handlers.progress });
     const sent = this.child.send({ jsonrpc: "2.0", id: childId, method, ...(params === undefined ? {} : { params }) } as JSONRPCMessage);
     if (!sent) this.settle(childId, { error: { code: INTERNAL_ERROR, message: "The MCP server process has ended." } });
     return childId;
@@ -198,7 +199,6 @@ export class StatelessChild {
   private settle(childId: number, answer: Json): void {
     const pending = this.pending.get(childId);
     if (!pending) return;
-    clearTimeout(pending.deadline);
     this.pending.delete(childId);
     this.lastActive = this.now();
     pending.answer(answer);
@@ -209,9 +209,13 @@ export class StatelessChild {
     this.child.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: childId, reason } });
     const pending = this.pending.get(childId);
     if (!pending) return;
-    clearTimeout(pending.deadline);
     this.pending.delete(childId);
     if (this.retired && this.idle) void this.end("the upstream token was renewed");
+  }
+
+  /** Requests past their deadline at `now` (the registry asks every second). */
+  expireOverdue(now: number): void {
+    for (const [childId, pending] of [...this.pending]) if (now - pending.since >= this.options.requestTimeoutMs) this.expire(childId);
   }
 
   private expire(childId: number): void {

@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { ManualClock } from "../../src/grants/clock.ts";
 import { answerOf, bearerFor, fixtureEnv, MCP_HEADERS, modernRequest, nextMessage, openSession, sseMessages } from "./stdio-support.ts";
 import { until } from "../support/wait.ts";
 
@@ -28,32 +29,46 @@ const call = (
 describe("a stdio server that never answers", () => {
   let t: TestBroker;
   let mcp: string;
+  // Deadlines go by the broker's clock: the tests move it past them once the request is in the server.
+  const clock = new ManualClock();
   beforeAll(async () => {
-    t = await startBroker(fixtureEnv({ MCP_STDIO_REQUEST_TIMEOUT_SECONDS: "1" }));
+    t = await startBroker(fixtureEnv({ MCP_STDIO_REQUEST_TIMEOUT_SECONDS: "60" }), { clock });
     mcp = `${t.url}/mcp`;
   }, 30_000);
   afterAll(async () => {
     await t?.stop();
   });
 
+  const pastTheDeadline = async (busy: () => boolean) => {
+    await until(busy, "the request to reach the server");
+    clock.advance(60_000);
+  };
+  const cancellationsOf = (answer: Record<string, unknown>) => JSON.parse((answer.result as { content: Array<{ text: string }> }).content[0]!.text) as string[];
+
   it("answers a request the server never answers with a JSON-RPC error at the deadline, and cancels it in the server", async () => {
     const auth = await bearerFor(t.url, "nora");
     const session = await openSession(mcp, auth);
-    const res = await call(mcp, auth, session, 7, "hang");
-    const answer = await nextMessage(sseMessages(res), (m) => m.id === 7);
-    expect(answer.error).toMatchObject({ code: -32001, message: expect.stringContaining("MCP_STDIO_REQUEST_TIMEOUT_SECONDS") });
+    const stream = sseMessages(await call(mcp, auth, session, 7, "hang"));
+    await pastTheDeadline(() => !t.broker.stdioSessions!.find(session)!.idle);
+    const answer = await nextMessage(stream, (m) => m.id === 7);
+    expect(answer.error).toMatchObject({ code: -32001, message: expect.stringContaining("within 60 s (MCP_STDIO_REQUEST_TIMEOUT_SECONDS)") });
 
     // The server heard of it, for the request it was working on.
     const cancelled = await nextMessage(sseMessages(await call(mcp, auth, session, 8, "cancellations")), (m) => m.id === 8);
-    expect(JSON.parse((cancelled.result as { content: Array<{ text: string }> }).content[0]!.text)).toEqual([expect.stringContaining("no answer within 1 s")]);
+    expect(cancellationsOf(cancelled)).toEqual(["no answer within 60 s"]);
   });
 
   it("does the same for a request without a session (MCP 2026-07-28)", async () => {
     const auth = await bearerFor(t.url, "pia");
-    const answer = await answerOf(await modernRequest(mcp, auth, 3, "tools/call", { name: "hang", arguments: {} }), 3);
-    expect(answer.error).toMatchObject({ code: -32001, message: expect.stringContaining("MCP_STDIO_REQUEST_TIMEOUT_SECONDS") });
-    const cancelled = await answerOf(await modernRequest(mcp, auth, 4, "tools/call", { name: "cancellations", arguments: {} }), 4);
-    expect(JSON.parse((cancelled.result as { content: Array<{ text: string }> }).content[0]!.text)).toEqual([expect.stringContaining("no answer within 1 s")]);
+    await answerOf(await modernRequest(mcp, auth, 1, "tools/list"), 1);
+    const child = t.broker.stdioSessions!.statelessChildren().find((c) => c.owner.key === "demo:pia")!;
+    const hang = modernRequest(mcp, auth, 3, "tools/call", { name: "hang", arguments: {} });
+    await pastTheDeadline(() => !child.idle);
+    const answer = await answerOf(await hang, 3);
+    expect(answer.error).toMatchObject({ code: -32001, message: expect.stringContaining("within 60 s (MCP_STDIO_REQUEST_TIMEOUT_SECONDS)") });
+    expect(cancellationsOf(await answerOf(await modernRequest(mcp, auth, 4, "tools/call", { name: "cancellations", arguments: {} }), 4))).toEqual([
+      "no answer within 60 s",
+    ]);
   });
 
   it("cancels a request without a session in the server when its client closes the stream", async () => {
@@ -62,13 +77,14 @@ describe("a stdio server that never answers", () => {
     await answerOf(await modernRequest(mcp, auth, 1, "tools/list"), 1);
     const child = t.broker.stdioSessions!.statelessChildren().find((c) => c.owner.key === "demo:quinn")!;
     const abort = new AbortController();
-    const call = modernRequest(mcp, auth, 2, "tools/call", { name: "hang", arguments: {} }, { signal: abort.signal }).catch(() => undefined);
+    const hang = modernRequest(mcp, auth, 2, "tools/call", { name: "hang", arguments: {} }, { signal: abort.signal }).catch(() => undefined);
     await until(() => !child.idle, "the call to reach the child");
     abort.abort();
-    await call;
+    await hang;
     await until(() => child.idle, "the request to be cancelled");
-    const cancelled = await answerOf(await modernRequest(mcp, auth, 3, "tools/call", { name: "cancellations", arguments: {} }), 3);
-    expect(JSON.parse((cancelled.result as { content: Array<{ text: string }> }).content[0]!.text)).toEqual(["the client closed the request's stream"]);
+    expect(cancellationsOf(await answerOf(await modernRequest(mcp, auth, 3, "tools/call", { name: "cancellations", arguments: {} }), 3))).toEqual([
+      "the client closed the request's stream",
+    ]);
   });
 });
 
