@@ -106,7 +106,15 @@ export function stdioMcpHandler(options: StdioHandlerOptions): McpHandler {
 
   /** A request of the 2026-07-28 era: no session, the grant's warm child. */
   const stateless = async (ctx: Koa.Context, identity: CallerIdentity, log: Logger, message: Json) => {
-    const refused = refusal(message, ctx.get("mcp-protocol-version") || undefined);
+    // A header and body that both name a version and disagree were refused above; here one of the
+    // two is missing, which this revision's server must refuse the same way (the header is required).
+    if ((ctx.get("mcp-protocol-version") || undefined) !== envelopeVersion(message)) {
+      return rpcError(ctx, 400, message.id, {
+        code: HEADER_MISMATCH,
+        message: "Header mismatch: the MCP-Protocol-Version header and the request's _meta protocol version are both required, and must agree.",
+      });
+    }
+    const refused = refusal(message);
     if (refused) {
       const { status, ...error } = refused;
       return rpcError(ctx, status, message.id, error);

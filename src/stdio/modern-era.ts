@@ -26,8 +26,7 @@ export const META = {
   serverInfo: "io.modelcontextprotocol/serverInfo",
 } as const;
 
-/** Error codes the 2026-07-28 revision names. */
-export const HEADER_MISMATCH = -32020;
+/** Error codes the 2026-07-28 revision names (HeaderMismatch is the gateway's: header-consistency.ts). */
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 export const METHOD_NOT_FOUND = -32601;
 
@@ -63,22 +62,12 @@ export interface ModernRefusal {
 }
 
 /**
- * What must be refused before a modern message goes anywhere: a header that names another version
- * than the body (or none: the header is required), a version the bridge does not serve, a method
- * it does not serve. Undefined: serve it.
+ * What must be refused before a modern message goes anywhere (its headers agree with it, the
+ * gateway checked): a version the bridge does not serve, a method it does not serve. Undefined:
+ * serve it.
  */
-export function refusal(message: Json, headerVersion: string | undefined): ModernRefusal | undefined {
+export function refusal(message: Json): ModernRefusal | undefined {
   const claimed = envelopeVersion(message);
-  if (headerVersion !== claimed) {
-    return {
-      status: 400,
-      code: HEADER_MISMATCH,
-      message:
-        headerVersion === undefined
-          ? "Header mismatch: the MCP-Protocol-Version header is required and must name the request's _meta protocol version."
-          : `Header mismatch: the MCP-Protocol-Version header names ${headerVersion}, the request's _meta names ${claimed}.`,
-    };
-  }
   if (claimed === undefined || !MODERN_VERSIONS.includes(claimed)) {
     return {
       status: 400,

@@ -10,7 +10,7 @@ import { CallToolResultSchema, CreateMessageRequestSchema } from "@modelcontextp
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth, TestOAuthProvider } from "../support/mcp-oauth-client.ts";
 import { projectRoot } from "../support/spawn.ts";
-import { connectV2WithOAuth } from "../support/mcp-v2-oauth-client.ts";
+import { connectV2WithOAuth } from "../gateway/v2-client.ts";
 import { callText, signInAs } from "./stdio-support.ts";
 
 const everything = path.join(projectRoot, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -70,7 +70,7 @@ describe("server-everything (stdio) through the broker", () => {
   });
 
   it("serves the SDK v2 client pinned to 2026-07-28, progress included", async () => {
-    const v2 = await connectV2WithOAuth(`${t.url}/mcp`, callback, signInAs("nell", callback), { pin: "2026-07-28" });
+    const v2 = await connectV2WithOAuth(`${t.url}/mcp`, "2026-07-28", callback, signInAs("nell", callback));
     try {
       expect(v2.client.getProtocolEra()).toBe("modern");
       expect((await v2.client.listTools()).tools.map((tool) => tool.name)).toContain("echo");

@@ -7,13 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Client as V2Client } from "@modelcontextprotocol/client";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer } from "../support/mcp-oauth-client.ts";
-import { connectV2WithOAuth, type V2ConnectedClient } from "../support/mcp-v2-oauth-client.ts";
+import { connectV2WithOAuth, type Era, type V2Connection } from "../gateway/v2-client.ts";
 import {
   answerOf,
   bearerFor,
   connectAs,
   disconnect,
   fixtureEnv,
+  MODERN,
   modernRequest,
   nextMessage,
   signInAs,
@@ -21,8 +22,6 @@ import {
   whoami,
   type Whoami,
 } from "./stdio-support.ts";
-
-const MODERN = "2026-07-28";
 
 interface Received {
   readonly method: string;
@@ -44,7 +43,7 @@ const v2Received = async (client: V2Client): Promise<Received[]> => JSON.parse(a
 describe("MCP 2026-07-28 clients in front of a stdio server written for 2025-06-18", () => {
   let t: TestBroker;
   let callback: CallbackServer;
-  const clients: V2ConnectedClient[] = [];
+  const clients: V2Connection[] = [];
   beforeAll(async () => {
     [t, callback] = await Promise.all([startBroker(fixtureEnv({ MCP_SERVER_ENV: "ANSWER_PROTOCOL_VERSION=2025-06-18" })), new CallbackServer().start()]);
   }, 30_000);
@@ -54,8 +53,8 @@ describe("MCP 2026-07-28 clients in front of a stdio server written for 2025-06-
     await callback?.close();
   });
 
-  const connectV2 = async (user: string, mode: "auto" | { pin: string }) => {
-    const connected = await connectV2WithOAuth(`${t.url}/mcp`, callback, signInAs(user, callback), mode);
+  const connectV2 = async (user: string, era: Era) => {
+    const connected = await connectV2WithOAuth(`${t.url}/mcp`, era, callback, signInAs(user, callback));
     clients.push(connected);
     return connected.client;
   };
@@ -67,7 +66,7 @@ describe("MCP 2026-07-28 clients in front of a stdio server written for 2025-06-
   const statelessChildOf = (pid: number) => t.broker.stdioSessions!.statelessChildren().find((c) => c.child.pid === pid);
 
   it("serves the v2 client pinned to 2026-07-28: discovery, tools/list, tools/call, from one warm child", async () => {
-    const client = await connectV2("alice", { pin: MODERN });
+    const client = await connectV2("alice", MODERN);
     expect(client.getProtocolEra()).toBe("modern");
     expect(client.getNegotiatedProtocolVersion()).toBe(MODERN);
     expect(client.getServerVersion()).toMatchObject({ name: "stdio-fixture" });
@@ -107,7 +106,7 @@ describe("MCP 2026-07-28 clients in front of a stdio server written for 2025-06-
   });
 
   it("gives two users two children, each started with its own token, and never sends one's request to the other's", async () => {
-    const [dave, erin] = await Promise.all([connectV2("dave", { pin: MODERN }), connectV2("erin", { pin: MODERN })]);
+    const [dave, erin] = await Promise.all([connectV2("dave", MODERN), connectV2("erin", MODERN)]);
     const [d, e] = await Promise.all([v2Whoami(dave), v2Whoami(erin)]);
     expect(d.pid).not.toBe(e.pid);
     expect(d.token).toBe(await upstreamTokenOf("dave"));
@@ -172,6 +171,10 @@ describe("MCP 2026-07-28 clients in front of a stdio server written for 2025-06-
     const mismatch = await post({ "mcp-protocol-version": "2025-06-18", "mcp-method": "tools/list" }, request(MODERN));
     expect(mismatch.status).toBe(400);
     expect(await mismatch.json()).toMatchObject({ id: 5, error: { code: -32020 } });
+    // The header is required with the envelope (a server that reads the body checks both).
+    const missing = await post({ "mcp-method": "tools/list" }, request(MODERN));
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toMatchObject({ id: 5, error: { code: -32020 } });
     // A version the bridge does not serve: the list of those it does.
     const unknown = await post({ "mcp-protocol-version": "2099-01-01", "mcp-method": "tools/list" }, request("2099-01-01"));
     expect(unknown.status).toBe(400);

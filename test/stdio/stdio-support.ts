@@ -153,7 +153,7 @@ export async function nextMessage(
 }
 
 /** The revision without sessions. */
-export const MODERN = "2026-07-28";
+export const MODERN = "2026-07-28" as const;
 
 /**
  * A raw MCP 2026-07-28 request (no session, no initialize), with the envelope and headers the SDK
