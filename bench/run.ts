@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { runClosedLoop, type LoadResult } from "./load.ts";
-import { CONCURRENCY, mcpSession, REQUESTS, toolCalls } from "./mcp-calls.ts";
+import { CONCURRENCY, mcpSession, REQUESTS, statelessToolCalls, toolCalls } from "./mcp-calls.ts";
 import { startGitHubEmulator } from "../test/support/github-emulator.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
@@ -237,6 +237,13 @@ async function main(): Promise<void> {
       rows.push(["(f) same server through the broker's stdio bridge", fmt(through)]);
       rows.push(["    ratio to the SDK stdio client (req/s)", (through.rps / stdioDirect.rps).toFixed(2)]);
       rows.push(["    broker CPU per request (bridge included)", `${cpuPerRequest.toFixed(0)} µs`]);
+      // MCP 2026-07-28 without a session: the grant's warm child, initialized by the bridge.
+      await statelessToolCalls(`${bridge.url}/mcp`, auth); // warm-up (starts the warm child)
+      const cpuBeforeStateless = cpuMs(bridge.child.pid);
+      const stateless = await statelessToolCalls(`${bridge.url}/mcp`, auth);
+      const cpuPerStateless = ((cpuMs(bridge.child.pid) - cpuBeforeStateless) / stateless.requests) * 1000;
+      rows.push(["(f) same, 2026-07-28 stateless (the grant's warm child)", fmt(stateless)]);
+      rows.push(["    broker CPU per request (bridge included)", `${cpuPerStateless.toFixed(0)} µs`]);
     } finally {
       await stop(bridge.child);
     }

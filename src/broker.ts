@@ -3,6 +3,7 @@
 // main.ts runs one; tests start as many as they need on ephemeral ports.
 import Koa from "koa";
 import type { RequestListener } from "node:http";
+import path from "node:path";
 import { missingMcpServer, type Config } from "./config.ts";
 import { createLogger, logFormatFor, prettyDestination, type Logger } from "./logger.ts";
 import { openDatabase, type Database } from "./store/db.ts";
@@ -24,6 +25,7 @@ import { misfitWarnings } from "./gateway/mcp-server-misfits.ts";
 import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
 import { allowedOrigin } from "./gateway/origin-check.ts";
 import { SessionRegistry } from "./stdio/session-registry.ts";
+import { openChildGuard } from "./stdio/child-guard.ts";
 import { systemClock, type Clock } from "./grants/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
 import { createMcpSessionStore } from "./store/mcp-sessions.ts";
@@ -157,7 +159,15 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
 
   const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
   const stdioServer = options.mcpHandler ? undefined : config.stdioServer;
-  const stdioSessions = stdioServer ? new SessionRegistry({ server: stdioServer, logger, clock: options.clock ?? systemClock }) : undefined;
+  // Children of a broker that died with them still running are stopped before any new one starts.
+  const stdioSessions = stdioServer
+    ? new SessionRegistry({
+        server: stdioServer,
+        logger,
+        clock: options.clock ?? systemClock,
+        guard: openChildGuard(path.join(config.dataDir, "stdio-children"), logger),
+      })
+    : undefined;
   // A revoked grant's children stop at once, wherever the revocation came from (this process or the feed).
   if (stdioSessions) grants.bus.subscribe((revocation) => void stdioSessions.endGrants(revocation.grantIds ?? []));
   const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || stdioServer || options.mcpHandler ? undefined : await startDemoMcpServer();

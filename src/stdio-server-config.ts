@@ -21,11 +21,19 @@ export interface StdioServerConfig {
   readonly maxProcessesPerUser: number;
   /** MCP_STDIO_IDLE_SECONDS: a child without a request for this long is stopped (its session ends). */
   readonly idleSeconds: number;
+  /** MCP_STDIO_REQUEST_TIMEOUT_SECONDS: a request the child has not answered by then gets an error. */
+  readonly requestTimeoutSeconds: number;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const DEFAULT_MAX_PROCESSES = 32;
 const DEFAULT_IDLE_SECONDS = 900;
+/**
+ * The HTTP backend's PROXY_TIMEOUT_SECONDS default, so that a silent server costs the same wait
+ * behind either backend: long enough for slow tools and for a person answering an elicitation,
+ * short enough that a hung child does not hold a request (and the client's slot) forever.
+ */
+const DEFAULT_REQUEST_TIMEOUT_SECONDS = 300;
 
 /**
  * Splits a command line into words as a POSIX shell would quote them (single quotes, double quotes,
@@ -89,7 +97,14 @@ function variableName(name: string, variable: string): string {
 /** The stdio server to front, or undefined when MCP_SERVER_COMMAND is not set. */
 export function parseStdioServer(env: Env, cwd: string): StdioServerConfig | undefined {
   const line = env.MCP_SERVER_COMMAND?.trim();
-  const companions = ["MCP_SERVER_CWD", "MCP_SERVER_ENV", "MCP_SERVER_TOKEN_ENV", "MCP_STDIO_MAX_PROCESSES", "MCP_STDIO_IDLE_SECONDS"];
+  const companions = [
+    "MCP_SERVER_CWD",
+    "MCP_SERVER_ENV",
+    "MCP_SERVER_TOKEN_ENV",
+    "MCP_STDIO_MAX_PROCESSES",
+    "MCP_STDIO_IDLE_SECONDS",
+    "MCP_STDIO_REQUEST_TIMEOUT_SECONDS",
+  ];
   if (!line) {
     const orphan = companions.find((name) => env[name]?.trim());
     if (orphan) throw new ConfigError(orphan, "only applies to a stdio MCP server: set MCP_SERVER_COMMAND too, or remove it");
@@ -133,5 +148,6 @@ export function parseStdioServer(env: Env, cwd: string): StdioServerConfig | und
     maxProcesses,
     maxProcessesPerUser: Math.max(1, Math.floor(maxProcesses / 4)),
     idleSeconds: positiveInt(env, "MCP_STDIO_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, 7 * 24 * 3600),
+    requestTimeoutSeconds: positiveInt(env, "MCP_STDIO_REQUEST_TIMEOUT_SECONDS", DEFAULT_REQUEST_TIMEOUT_SECONDS, 24 * 3600),
   });
 }

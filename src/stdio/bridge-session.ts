@@ -12,12 +12,18 @@
 //   list changes) goes to the open GET stream, or when there is none to the newest request stream
 //   still open, so that a client that never opened GET still sees a sampling request its tool
 //   call waits on.
+// - A request the child has not answered within the deadline gets a JSON-RPC error, and the child
+//   a notifications/cancelled for it: a hung child does not hold a request open forever.
+// - Backpressure: when a stream of the session has more queued than its socket takes (the client
+//   reads slowly, or not at all), the child's stdout is no longer read until it drains. The
+//   child's writes then wait, instead of the broker buffering whatever the child writes.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { randomBytes } from "node:crypto";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.ts";
 import type { StdioChild } from "./child-process.ts";
+import { Throttle } from "./throttle.ts";
 
 export interface SessionOwner {
   /** sessionOwnerKey of the caller who opened the session: who may use it. */
@@ -32,7 +38,10 @@ type Json = Record<string, unknown>;
 
 interface PendingRequest {
   readonly clientId: RequestId;
+  readonly method: string;
   readonly progressToken: string | undefined;
+  /** Clock time the request reached the child: its deadline counts from here. */
+  readonly since: number;
 }
 
 /** A message the bridge rewrote (an id, a request id): still the message it was. */
@@ -43,6 +52,13 @@ const idKey = (id: unknown): string => JSON.stringify(id);
 
 /** The SDK transport leaves a stream open until every request on it is answered: end them all. */
 const CHILD_GONE = -32603;
+/** The MCP SDKs' RequestTimeout code (implementation-defined range, as MCP names no timeout error). */
+const REQUEST_TIMEOUT = -32001;
+
+export interface BridgeSessionOptions {
+  /** How long the child may take to answer a request (MCP_STDIO_REQUEST_TIMEOUT_SECONDS). */
+  readonly requestTimeoutMs: number;
+}
 
 export class BridgeSession {
   readonly transport: StreamableHTTPServerTransport;
@@ -55,7 +71,10 @@ export class BridgeSession {
   private readonly childIdOf = new Map<string, number>();
   private readonly progressOwner = new Map<string, RequestId>();
   private openGetStreams = 0;
+  /** The HTTP responses of this session still open: what backpressure watches. */
+  private readonly streams = new Set<ServerResponse>();
   private ended = false;
+  private readonly throttle: Throttle;
   /** Called once when the session ends, whatever ended it. */
   onend: ((reason: string) => void) | undefined;
   /** Called when the transport has issued the session id (before the initialize answer). */
@@ -66,8 +85,10 @@ export class BridgeSession {
     readonly owner: SessionOwner,
     private readonly log: Logger,
     private readonly now: () => number,
+    private readonly options: BridgeSessionOptions,
   ) {
     this.lastActive = now();
+    this.throttle = new Throttle(child, () => this.streams, log);
     this.transport = new StreamableHTTPServerTransport({
       // 256 random bits: the session id is a capability (bound to its owner besides).
       sessionIdGenerator: () => randomBytes(32).toString("base64url"),
@@ -99,6 +120,8 @@ export class BridgeSession {
     this.lastActive = this.now();
     const get = req.method === "GET";
     if (get) this.openGetStreams++;
+    this.streams.add(res);
+    res.once("close", () => this.streams.delete(res));
     try {
       await this.transport.handleRequest(req, res, body);
     } finally {
@@ -116,7 +139,7 @@ export class BridgeSession {
       const meta = (m.params as Json | undefined)?._meta as Json | undefined;
       const token = meta?.progressToken;
       const progressToken = token === undefined ? undefined : idKey(token);
-      this.pending.set(childId, { clientId, progressToken });
+      this.pending.set(childId, { clientId, method: m.method, progressToken, since: this.now() });
       this.childIdOf.set(idKey(clientId), childId);
       if (progressToken !== undefined) this.progressOwner.set(progressToken, clientId);
       this.toChild(rewritten({ ...m, id: childId }));
@@ -176,6 +199,34 @@ export class BridgeSession {
     return newest?.clientId;
   }
 
+  /** Requests past their deadline at `now` (the registry asks every second). */
+  expireOverdue(now: number): void {
+    for (const [childId, pending] of [...this.pending]) if (now - pending.since >= this.options.requestTimeoutMs) this.expire(childId);
+  }
+
+  /** The child did not answer in time: the client gets an error, the child a cancellation. */
+  private expire(childId: number): void {
+    const pending = this.pending.get(childId);
+    if (!pending || this.ended) return;
+    this.settle(childId, pending);
+    const seconds = this.options.requestTimeoutMs / 1000;
+    this.log.warn({ method: pending.method, timeoutSeconds: seconds }, "stdio MCP server did not answer in time; the request was cancelled");
+    this.toChild({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: childId, reason: `no answer within ${seconds} s` },
+    });
+    this.lastActive = this.now();
+    this.deliver({
+      jsonrpc: "2.0",
+      id: pending.clientId,
+      error: {
+        code: REQUEST_TIMEOUT,
+        message: `The MCP server did not answer within ${seconds} s (MCP_STDIO_REQUEST_TIMEOUT_SECONDS); the request was cancelled.`,
+      },
+    });
+  }
+
   private settle(childId: number, pending: PendingRequest): void {
     this.pending.delete(childId);
     this.childIdOf.delete(idKey(pending.clientId));
@@ -187,6 +238,7 @@ export class BridgeSession {
       // The request's stream is gone (the client disconnected): nobody to tell.
       this.log.debug({ err: err.message }, "message from the stdio MCP server had no open stream; dropped");
     });
+    this.throttle.check();
   }
 
   /**

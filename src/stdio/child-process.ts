@@ -1,11 +1,14 @@
 // One stdio MCP server process: newline-delimited JSON-RPC on stdin/stdout (the SDK's own framing),
 // stderr to the broker log, stopped with SIGTERM then SIGKILL. The child leads a process group of
-// its own, so that a launcher (`npx …`, a shell script) is stopped together with what it started.
+// its own, so that a launcher (`npx …`, a shell script) is stopped together with what it started,
+// and so is what it left running when it exited by itself. The guard (child-guard.ts) knows the
+// group from the moment it exists until it is gone, so that it dies with the broker too.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.ts";
 import { stderrLogger } from "./stderr-log.ts";
+import type { ChildGuard } from "./child-guard.ts";
 
 export interface ChildSpec {
   readonly command: string;
@@ -34,10 +37,15 @@ export class StdioChild {
   private constructor(
     private readonly proc: ChildProcessWithoutNullStreams,
     log: Logger,
+    guard: ChildGuard | undefined,
   ) {
     this.exited = new Promise((resolve) =>
       proc.once("exit", (code, signal) => {
         this.exitInfo = { code, signal };
+        // Whatever the server started and left behind holds its user's token too. The leader's
+        // pid stays reserved while its group has members, so this reaches only that group.
+        this.signal("SIGKILL");
+        guard?.forget(proc.pid!);
         resolve(this.exitInfo);
       }),
     );
@@ -69,15 +77,21 @@ export class StdioChild {
   }
 
   /** Starts the command; resolves once the process runs, throws ChildStartFailed when it cannot. */
-  static async start(spec: ChildSpec, log: Logger): Promise<StdioChild> {
-    const proc = spawn(spec.command, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
+  static async start(spec: ChildSpec, log: Logger, guard?: ChildGuard): Promise<StdioChild> {
+    const env = guard ? { [guard.marker.variable]: guard.marker.value, ...spec.env } : spec.env;
+    const proc = spawn(spec.command, [...spec.args], { cwd: spec.cwd, env, stdio: ["pipe", "pipe", "pipe"], detached: true });
+    // Before anything else can run: from here on the group dies with the broker, however it dies.
+    if (proc.pid !== undefined) guard?.watch(proc.pid);
     await new Promise<void>((resolve, reject) => {
       proc.once("spawn", resolve);
-      proc.once("error", (err: NodeJS.ErrnoException) => reject(new ChildStartFailed(`${spec.command}: ${err.code ?? err.message}`)));
+      proc.once("error", (err: NodeJS.ErrnoException) => {
+        if (proc.pid !== undefined) guard?.forget(proc.pid);
+        reject(new ChildStartFailed(`${spec.command}: ${err.code ?? err.message}`));
+      });
     });
     // After a successful spawn, errors are signal failures on a process already gone.
     proc.on("error", (err) => log.debug({ err: err.message }, "stdio MCP server process error"));
-    return new StdioChild(proc, log.child({ pid: proc.pid }));
+    return new StdioChild(proc, log.child({ pid: proc.pid }), guard);
   }
 
   get pid(): number {
@@ -86,6 +100,23 @@ export class StdioChild {
 
   get running(): boolean {
     return this.exitInfo === undefined;
+  }
+
+  /**
+   * Stops reading the child's stdout (the messages of the chunk at hand are still delivered): its
+   * pipe fills and its writes wait, which is how a child is told to slow down for a slow reader.
+   */
+  pause(): void {
+    this.proc.stdout.pause();
+  }
+
+  resume(): void {
+    this.proc.stdout.resume();
+  }
+
+  /** Whether reading is paused (a slow reader downstream). */
+  get paused(): boolean {
+    return this.proc.stdout.isPaused();
   }
 
   /** Writes one message to stdin; false when the child is gone. */

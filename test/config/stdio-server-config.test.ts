@@ -26,6 +26,10 @@ describe("stdio server configuration", () => {
     expect(load({}).stdioServer).toBeUndefined();
   });
 
+  it("gives a request five minutes by default, as the HTTP backend does", () => {
+    expect(load({ MCP_SERVER_COMMAND: "node s.js" }).stdioServer?.requestTimeoutSeconds).toBe(300);
+  });
+
   it("splits the command like a shell, quotes and escapes included, and reads the companions", () => {
     const dir = tmp();
     const config = loadConfig(
@@ -37,6 +41,7 @@ describe("stdio server configuration", () => {
         MCP_SERVER_TOKEN_ENV: "GITHUB_PERSONAL_ACCESS_TOKEN",
         MCP_STDIO_MAX_PROCESSES: "8",
         MCP_STDIO_IDLE_SECONDS: "60",
+        MCP_STDIO_REQUEST_TIMEOUT_SECONDS: "30",
       },
       tmp(),
     );
@@ -49,6 +54,7 @@ describe("stdio server configuration", () => {
       maxProcesses: 8,
       maxProcessesPerUser: 2,
       idleSeconds: 60,
+      requestTimeoutSeconds: 30,
     });
     expect(config.mcpServerUrl).toBeUndefined();
   });
@@ -67,6 +73,10 @@ describe("stdio server configuration", () => {
     expect(configError({ MCP_SERVER_COMMAND: "node s.js", MCP_SERVER_TOKEN_ENV: "T", MCP_SERVER_ENV: "T=x" })).toMatch(/^MCP_SERVER_ENV: T receives/);
     expect(configError({ MCP_SERVER_COMMAND: "node s.js", MCP_SERVER_CWD: "/nonexistent/folder" })).toMatch(/^MCP_SERVER_CWD: expected an existing folder/);
     expect(configError({ MCP_SERVER_COMMAND: "node s.js", MCP_STDIO_MAX_PROCESSES: "0" })).toMatch(/^MCP_STDIO_MAX_PROCESSES: expected a whole number/);
+    expect(configError({ MCP_SERVER_COMMAND: "node s.js", MCP_STDIO_REQUEST_TIMEOUT_SECONDS: "0" })).toMatch(
+      /^MCP_STDIO_REQUEST_TIMEOUT_SECONDS: expected a whole number/,
+    );
+    expect(configError({ MCP_STDIO_REQUEST_TIMEOUT_SECONDS: "30" })).toMatch(/^MCP_STDIO_REQUEST_TIMEOUT_SECONDS: only applies to a stdio MCP server/);
   });
 });
 

@@ -1,7 +1,7 @@
 // The MCP SDK v2 client (@modelcontextprotocol/client 2.4) in either era, doing its own OAuth flow
 // against the broker: discovery from the 401, dynamic registration, PKCE, `resource`, and RFC 9207
 // — v2's finishAuth checks `iss`, so it is handed the whole callback query.
-import { Client, StreamableHTTPClientTransport, UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/client";
+import { Client, StreamableHTTPClientTransport, UnauthorizedError, type OAuthClientProvider, type OAuthDiscoveryState } from "@modelcontextprotocol/client";
 import type { CallbackServer } from "../support/mcp-oauth-client.ts";
 
 type Stored<K extends "clientInformation" | "tokens"> = Awaited<ReturnType<OAuthClientProvider[K]>>;
@@ -14,6 +14,7 @@ export class V2OAuthProvider implements OAuthClientProvider {
   private info: Stored<"clientInformation">;
   private saved: Stored<"tokens">;
   private verifier = "";
+  private discovery: OAuthDiscoveryState | undefined;
 
   constructor(
     private readonly callbackUrl: string,
@@ -52,6 +53,13 @@ export class V2OAuthProvider implements OAuthClientProvider {
   }
   codeVerifier() {
     return this.verifier;
+  }
+  /** Kept with the verifier, as v2 asks, so that the callback is checked against the same server. */
+  saveDiscoveryState(state: OAuthDiscoveryState) {
+    this.discovery = state;
+  }
+  discoveryState() {
+    return this.discovery;
   }
   /** The access token the client holds (tests replay requests with it). */
   get accessToken(): string {

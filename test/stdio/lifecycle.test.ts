@@ -9,12 +9,14 @@ import { CallbackServer } from "../support/mcp-oauth-client.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
 import {
   alive,
+  answerOf,
   bearerFor,
   connectAs,
   disconnect,
   fixtureEnv,
   initializeRequest,
   MCP_HEADERS,
+  modernRequest,
   nextMessage,
   openSession,
   sseMessages,
@@ -136,6 +138,24 @@ describe("stdio children over their life", () => {
       await disconnect(ivy);
     }
     await until(() => t.broker.stdioSessions!.size === 0, "the sessions to end");
+  });
+
+  it("reaps the warm child of requests without a session (MCP 2026-07-28) when idle, and a revoked grant's at once", async () => {
+    const [kara, liam] = await Promise.all(["kara", "liam"].map((u) => bearerFor(t.url, u)));
+    const pidOf = async (auth: Record<string, string>, id: number) => {
+      const answer = await answerOf(await modernRequest(mcp, auth, id, "tools/call", { name: "whoami", arguments: {} }), id);
+      return (JSON.parse((answer.result as { content: Array<{ text: string }> }).content[0]!.text) as { pid: number }).pid;
+    };
+    const [karas, liams] = [await pidOf(kara!, 1), await pidOf(liam!, 1)];
+    expect(await pidOf(kara!, 2)).toBe(karas);
+
+    clock.advance(1500);
+    await until(() => !alive(karas) && !alive(liams), "the idle children to be reaped");
+    const again = await pidOf(kara!, 3);
+    expect(again).not.toBe(karas);
+
+    await t.broker.services.grants.lifecycle.revokeSubject("demo:kara", "operator");
+    await until(() => !alive(again), "the revoked grant's child to stop", 2000);
   });
 
   it("stops a revoked grant's children at once", async () => {

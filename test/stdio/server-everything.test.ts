@@ -1,6 +1,7 @@
 // @modelcontextprotocol/server-everything in stdio mode behind the broker, driven by the real SDK
 // client through its real OAuth flow: the reference server's environment, progress and sampling
-// requests reach the client through the bridge.
+// requests reach the client through the bridge. The reference server speaks the revisions with
+// initialize; the SDK v2 client pinned to 2026-07-28 uses it through the bridge all the same.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -9,6 +10,7 @@ import { CallToolResultSchema, CreateMessageRequestSchema } from "@modelcontextp
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth, TestOAuthProvider } from "../support/mcp-oauth-client.ts";
 import { projectRoot } from "../support/spawn.ts";
+import { connectV2WithOAuth } from "../gateway/v2-client.ts";
 import { callText, signInAs } from "./stdio-support.ts";
 
 const everything = path.join(projectRoot, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -65,6 +67,25 @@ describe("server-everything (stdio) through the broker", () => {
     );
     expect(progress).toEqual([1, 2, 3]);
     expect(result.content[0]).toMatchObject({ type: "text", text: expect.stringContaining("Long running operation completed") });
+  });
+
+  it("serves the SDK v2 client pinned to 2026-07-28, progress included", async () => {
+    const v2 = await connectV2WithOAuth(`${t.url}/mcp`, "2026-07-28", callback, signInAs("nell", callback));
+    try {
+      expect(v2.client.getProtocolEra()).toBe("modern");
+      expect((await v2.client.listTools()).tools.map((tool) => tool.name)).toContain("echo");
+      const echo = await v2.client.callTool({ name: "echo", arguments: { message: "from 2026" } });
+      expect(echo.content[0]).toMatchObject({ type: "text", text: expect.stringContaining("from 2026") });
+      const progress: number[] = [];
+      const long = await v2.client.callTool(
+        { name: "trigger-long-running-operation", arguments: { duration: 0.2, steps: 3 } },
+        { onprogress: (p) => progress.push(p.progress) },
+      );
+      expect(progress).toEqual([1, 2, 3]);
+      expect(long.content[0]).toMatchObject({ type: "text", text: expect.stringContaining("Long running operation completed") });
+    } finally {
+      await v2.client.close();
+    }
   });
 
   it("carries the server's sampling request to the client and its answer back", async () => {

@@ -1,5 +1,6 @@
 // Shared by the stdio fronting tests: a broker in front of the fixture stdio server (or another
 // command), users signing in through the real SDK client, and waiting on child processes.
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -34,6 +35,8 @@ export function connectAs(brokerUrl: string, user: string, callback: CallbackSer
 export interface Whoami {
   readonly token: string | null;
   readonly pid: number;
+  /** The process the fixture started itself (SPAWN_GRANDCHILD=1). */
+  readonly grandchild: number | null;
   readonly environment: string[];
 }
 
@@ -98,6 +101,19 @@ export function alive(pid: number): boolean {
   }
 }
 
+/**
+ * Whether a process runs, zombies counted as gone: a child orphaned by a killed broker is
+ * reparented to a process that may never reap it, and `kill(pid, 0)` still finds a zombie.
+ */
+export function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(")") + 2));
+  } catch {
+    return false;
+  }
+}
+
 /** The JSON-RPC messages of an SSE response body, as they arrive. */
 export async function* sseMessages(res: Response): AsyncGenerator<Record<string, unknown>> {
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
@@ -134,4 +150,48 @@ export async function nextMessage(
     if (done) throw new Error("the stream ended first");
     if (match(value)) return value;
   }
+}
+
+/** The revision without sessions. */
+export const MODERN = "2026-07-28" as const;
+
+/**
+ * A raw MCP 2026-07-28 request (no session, no initialize), with the envelope and headers the SDK
+ * v2 client sends (`_meta` protocol version and capabilities, MCP-Protocol-Version, Mcp-Method,
+ * Mcp-Name): the broker's answer, unread.
+ */
+export function modernRequest(
+  mcpUrl: string,
+  auth: Record<string, string>,
+  id: number,
+  method: string,
+  params: Record<string, unknown> = {},
+  init: { signal?: AbortSignal; meta?: Record<string, unknown> } = {},
+): Promise<Response> {
+  const name: Record<string, string> = typeof params.name === "string" ? { "mcp-name": params.name } : {};
+  return fetch(mcpUrl, {
+    method: "POST",
+    headers: { ...MCP_HEADERS, ...auth, "mcp-protocol-version": MODERN, "mcp-method": method, ...name },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": MODERN,
+          "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+          "io.modelcontextprotocol/clientCapabilities": {},
+          ...init.meta,
+        },
+      },
+    }),
+    signal: init.signal,
+  });
+}
+
+/** The answer to a request: a JSON body, or the message with its id on an SSE stream. */
+export async function answerOf(res: Response, id: number): Promise<Record<string, unknown>> {
+  if (res.headers.get("content-type")?.startsWith("application/json")) return (await res.json()) as Record<string, unknown>;
+  return nextMessage(sseMessages(res), (m) => m.id === id);
 }

@@ -1,12 +1,13 @@
 // Upstream tokens over time, with the GitHub emulator handing out expiring user tokens (GitHub App
 // mode): once the broker has renewed a user's token, the session whose child holds the old one
-// ends with 404 at its next request, and the new session's child gets the new token.
+// ends with 404 at its next request, and the new session's child gets the new token. Requests
+// without a session (MCP 2026-07-28) simply go to a new warm child with the new token.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
-import { alive, fixtureEnv, MCP_HEADERS, nextMessage, openSession, sseMessages, type Whoami } from "./stdio-support.ts";
+import { alive, answerOf, fixtureEnv, MCP_HEADERS, modernRequest, nextMessage, openSession, sseMessages, type Whoami } from "./stdio-support.ts";
 import { until } from "../support/wait.ts";
 
 describe("a renewed upstream token", () => {
@@ -59,5 +60,24 @@ describe("a renewed upstream token", () => {
     expect(after.token).toMatch(/^ghu_/);
     expect(after.token).not.toBe(before.token);
     expect(after.pid).not.toBe(before.pid);
+  });
+
+  it("retires the warm child of requests without a session; the next request goes to a new one with the new token", async () => {
+    gh.autoApprove = "hubot";
+    const { tokens } = await obtainTokens(t.url, { user: "hubot" });
+    const auth = { authorization: `Bearer ${tokens.access_token}` };
+    const whoami = async (id: number) => {
+      const answer = await answerOf(await modernRequest(`${t.url}/mcp`, auth, id, "tools/call", { name: "whoami", arguments: {} }), id);
+      return JSON.parse((answer.result as { content: Array<{ text: string }> }).content[0]!.text) as Whoami;
+    };
+    const before = await whoami(1);
+    expect(before.token).toMatch(/^ghu_/);
+
+    clock.advance(91_000);
+    const after = await whoami(2);
+    expect(after.token).toMatch(/^ghu_/);
+    expect(after.token).not.toBe(before.token);
+    expect(after.pid).not.toBe(before.pid);
+    await until(() => !alive(before.pid), "the child with the old token to stop");
   });
 });

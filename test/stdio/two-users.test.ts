@@ -37,13 +37,13 @@ describe("a stdio MCP server fronted for two users", () => {
     expect(a.token).not.toBe(b.token);
   });
 
-  it("passes nothing of the broker's environment but the allow-list", async () => {
+  it("passes nothing of the broker's environment but the allow-list (and the marker that names the broker run)", async () => {
     const { environment } = await whoami(alice.client);
     expect(environment).toContain("PATH");
     expect(environment).toContain("UPSTREAM_TOKEN");
     for (const name of environment)
       expect(name).toMatch(
-        /^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|TZ|TMPDIR|TEMP|TMP|LC_[A-Z_]+|UPSTREAM_TOKEN|.*_proxy|.*_PROXY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR)$/,
+        /^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|TZ|TMPDIR|TEMP|TMP|LC_[A-Z_]+|UPSTREAM_TOKEN|MCP_AUTH_BROKER_LEDGER|.*_proxy|.*_PROXY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR)$/,
       );
   });
 
