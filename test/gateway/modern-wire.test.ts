@@ -3,8 +3,8 @@
 // a request whose headers disagree with its body is refused before anything is forwarded.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startGateway, toolText, type TestGateway } from "./harness.ts";
-import { connectV2 } from "./v2-client.ts";
-import { startV2McpServer, type V2McpServer } from "./v2-mcp-server.ts";
+import { connectV2 } from "../support/v2-client.ts";
+import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 
 let server: V2McpServer;
 let gateway: TestGateway;

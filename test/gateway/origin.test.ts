@@ -11,7 +11,7 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { loadConfig, ConfigError } from "../../src/config.ts";
 import { parseAllowedOrigins } from "../../src/client-interop-config.ts";
-import { startV2McpServer, type V2McpServer } from "./v2-mcp-server.ts";
+import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 
 const INSPECTOR = "http://localhost:6274";
 const APP = "https://app.example.com";

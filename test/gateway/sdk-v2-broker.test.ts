@@ -6,8 +6,8 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { toolText } from "./harness.ts";
-import { connectV2WithOAuth, type Era } from "./v2-client.ts";
-import { startV2McpServer, type V2McpServer } from "./v2-mcp-server.ts";
+import { connectV2WithOAuth, type Era } from "../support/v2-client.ts";
+import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 
 let server: V2McpServer;
 let t: TestBroker;

@@ -4,7 +4,7 @@
 // forwarded, so it cannot be bound to the guesser and the user it is later issued to keeps it.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { connectClient, sessionHeaders, startGateway, toolText, type TestGateway } from "./harness.ts";
-import { startV2McpServer, type V2McpServer } from "./v2-mcp-server.ts";
+import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 
 let server: V2McpServer;
 let gateway: TestGateway;

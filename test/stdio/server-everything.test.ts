@@ -10,7 +10,7 @@ import { CallToolResultSchema, CreateMessageRequestSchema } from "@modelcontextp
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth, TestOAuthProvider } from "../support/mcp-oauth-client.ts";
 import { projectRoot } from "../support/spawn.ts";
-import { connectV2WithOAuth } from "../gateway/v2-client.ts";
+import { connectV2WithOAuth } from "../support/v2-client.ts";
 import { callText, signInAs } from "./stdio-support.ts";
 
 const everything = path.join(projectRoot, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Client as V2Client } from "@modelcontextprotocol/client";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer } from "../support/mcp-oauth-client.ts";
-import { connectV2WithOAuth, type Era, type V2Connection } from "../gateway/v2-client.ts";
+import { connectV2WithOAuth, type Era, type V2Connection } from "../support/v2-client.ts";
 import {
   answerOf,
   bearerFor,

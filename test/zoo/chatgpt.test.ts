@@ -34,8 +34,9 @@ import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } 
 import { postForm } from "../support/oauth-client.ts";
 import { assertionClaims, assertionForm, hmacWithPublicKey, keySet, sign, signingKey, unsigned, type SigningKey } from "../support/client-assertion.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
+import { CHATGPT_CONNECTOR, CHATGPT_CONNECTOR_CALLBACK, CHATGPT_DCR_CALLBACK, CHATGPT_KID, CHATGPT_REGISTRATION, chatgptDocument } from "./replays.ts";
 
-const CALLBACK = "https://chatgpt.com/connector_platform_oauth_redirect";
+const CALLBACK = CHATGPT_DCR_CALLBACK;
 
 let t: TestBroker;
 beforeAll(async () => {
@@ -47,13 +48,7 @@ async function register(redirect = CALLBACK): Promise<string> {
   const res = await fetch(`${t.url}/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      client_name: "ChatGPT",
-      redirect_uris: [redirect],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    }),
+    body: JSON.stringify({ ...CHATGPT_REGISTRATION, redirect_uris: [redirect] }),
   });
   expect(res.status).toBe(201);
   return ((await res.json()) as { client_id: string }).client_id;
@@ -124,35 +119,8 @@ describe("ChatGPT connectors (DCR, https redirect)", () => {
 
 // ---- The metadata document and private_key_jwt -------------------------------------------------
 
-/** The id in ChatGPT's document URLs (the one in Altinity/altinity-mcp#118's log). */
-const CONNECTOR = "kDmjx77UnKOM";
-const CONNECTOR_CALLBACK = `https://chatgpt.com/connector/oauth/${CONNECTOR}`;
-/** The kid of ChatGPT's published key (engram-app/Engram#1633). */
-const CHATGPT_KID = "cimd-20260428030119";
-
-/**
- * ChatGPT's document, field for field, served by the test's https server under the name chatgpt.com
- * (answered by the broker's injected DNS lookup; nothing leaves the machine). The one difference
- * from the real one: the server cannot take port 443, so its URLs carry the test server's port.
- */
-function chatgptDocument(origin: string, id = CONNECTOR, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    client_id: `${origin}/oauth/${id}/client.json`,
-    client_uri: "https://chatgpt.com/",
-    redirect_uris: [`https://chatgpt.com/connector/oauth/${id}`],
-    grant_types: ["authorization_code", "refresh_token"],
-    response_types: ["code"],
-    client_name: "ChatGPT",
-    token_endpoint_auth_method: "private_key_jwt",
-    token_endpoint_auth_methods_supported: ["none", "private_key_jwt"],
-    token_endpoint_auth_signing_alg: "RS256",
-    jwks_uri: `${origin}/oauth/jwks.json`,
-    ...extra,
-  };
-}
-
 /** Signs in as `user` through ChatGPT's connector: the callback's code and the PKCE verifier. */
-async function connectorCode(brokerUrl: string, clientId: string, callback = CONNECTOR_CALLBACK, user = "alice") {
+async function connectorCode(brokerUrl: string, clientId: string, callback = CHATGPT_CONNECTOR_CALLBACK, user = "alice") {
   const verifier = randomBytes(32).toString("base64url");
   const url = new URL(`${brokerUrl}/authorize`);
   for (const [k, v] of Object.entries({
@@ -176,7 +144,7 @@ async function introduce(brokerUrl: string, clientId: string): Promise<void> {
   const query = {
     response_type: "code",
     client_id: clientId,
-    redirect_uri: CONNECTOR_CALLBACK,
+    redirect_uri: CHATGPT_CONNECTOR_CALLBACK,
     code_challenge: s256Challenge("v".repeat(43)),
     code_challenge_method: "S256",
   };
@@ -196,9 +164,9 @@ describe("ChatGPT (metadata document, private_key_jwt)", () => {
   beforeAll(async () => {
     docs = await startDocumentServer(["chatgpt.com"]);
     const origin = `https://chatgpt.com:${docs.port}`;
-    clientId = `${origin}/oauth/${CONNECTOR}/client.json`;
+    clientId = `${origin}/oauth/${CHATGPT_CONNECTOR}/client.json`;
     key = await signingKey(CHATGPT_KID, "RS256");
-    docs.json(`/oauth/${CONNECTOR}/client.json`, chatgptDocument(origin));
+    docs.json(`/oauth/${CHATGPT_CONNECTOR}/client.json`, chatgptDocument(origin));
     docs.json("/oauth/jwks.json", keySet(key), { "cache-control": "public, max-age=3600" });
     broker = await startBroker(
       { CIMD_ALLOW_PRIVATE_NETWORKS: "true" },
@@ -232,7 +200,7 @@ describe("ChatGPT (metadata document, private_key_jwt)", () => {
     const tokens = await tokenRequest(broker.url, {
       grant_type: "authorization_code",
       code,
-      redirect_uri: CONNECTOR_CALLBACK,
+      redirect_uri: CHATGPT_CONNECTOR_CALLBACK,
       code_verifier: verifier,
       client_id: clientId,
       resource: `${broker.url}/mcp`,
@@ -279,7 +247,7 @@ describe("ChatGPT (metadata document, private_key_jwt)", () => {
     postForm(`${broker.url}/token`, {
       grant_type: "authorization_code",
       code: "never-issued",
-      redirect_uri: CONNECTOR_CALLBACK,
+      redirect_uri: CHATGPT_CONNECTOR_CALLBACK,
       code_verifier: "v".repeat(43),
       client_id: clientId,
       ...clientAuth,
@@ -388,9 +356,9 @@ describe("ChatGPT (metadata document, private_key_jwt)", () => {
   beforeAll(async () => {
     docs = await startDocumentServer(["chatgpt.com"]);
     const origin = `https://chatgpt.com:${docs.port}`;
-    clientId = `${origin}/oauth/${CONNECTOR}/client.json`;
+    clientId = `${origin}/oauth/${CHATGPT_CONNECTOR}/client.json`;
     key = await signingKey(CHATGPT_KID, "RS256");
-    docs.json(`/oauth/${CONNECTOR}/client.json`, chatgptDocument(origin));
+    docs.json(`/oauth/${CHATGPT_CONNECTOR}/client.json`, chatgptDocument(origin));
     docs.json("/oauth/jwks.json", keySet(key));
     database = await createPostgresDatabase();
     mcp = await startDemoMcpServer();
@@ -413,7 +381,7 @@ describe("ChatGPT (metadata document, private_key_jwt)", () => {
     const exchanged = await postForm(`${b.origin}/token`, {
       grant_type: "authorization_code",
       code,
-      redirect_uri: CONNECTOR_CALLBACK,
+      redirect_uri: CHATGPT_CONNECTOR_CALLBACK,
       code_verifier: verifier,
       client_id: clientId,
       ...assertionForm(spent),

@@ -13,20 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorize, tokenRequest } from "../support/oauth-flow.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
+import { CLAUDE_AI_CALLBACK, CLAUDE_AI_REGISTRATION } from "./replays.ts";
 
 /** One of Anthropic's egress addresses (160.79.104.0/21). */
 const EGRESS = "160.79.104.10";
-const CALLBACK = "https://claude.ai/api/mcp/auth_callback";
-
-/** modelcontextprotocol/modelcontextprotocol#653, verbatim. */
-const CLAUDE_AI_REGISTRATION = {
-  client_name: "claudeai",
-  grant_types: ["authorization_code", "refresh_token"],
-  response_types: ["code"],
-  token_endpoint_auth_method: "none",
-  scope: "claudeai",
-  redirect_uris: [CALLBACK],
-};
+const CALLBACK = CLAUDE_AI_CALLBACK;
 
 let t: TestBroker;
 let mcp: DemoMcpServer;

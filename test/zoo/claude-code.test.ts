@@ -18,6 +18,7 @@ import { startDocumentServer, type DocumentServer } from "../support/document-se
 import { authorize, tokenRequest } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { initializeAs, mcpPostTo } from "../support/mcp-probe.ts";
+import { claudeCodeDocument } from "./replays.ts";
 
 describe("Claude Code (CIMD client_id, ephemeral loopback port, resource with a query)", () => {
   let docs: DocumentServer;
@@ -27,20 +28,7 @@ describe("Claude Code (CIMD client_id, ephemeral loopback port, resource with a 
   beforeAll(async () => {
     docs = await startDocumentServer(["claude.ai"]);
     clientId = `https://claude.ai:${docs.port}/oauth/claude-code-client-metadata`;
-    // The document as anthropics/claude-code#41011 and #42301 quote it (no application_type, no port).
-    docs.json(
-      "/oauth/claude-code-client-metadata",
-      {
-        client_id: clientId,
-        client_name: "Claude Code",
-        client_uri: "https://claude.ai",
-        redirect_uris: ["http://localhost/callback", "http://127.0.0.1/callback"],
-        grant_types: ["authorization_code", "refresh_token"],
-        response_types: ["code"],
-        token_endpoint_auth_method: "none",
-      },
-      { "cache-control": "public, max-age=3600" },
-    );
+    docs.json("/oauth/claude-code-client-metadata", claudeCodeDocument(clientId), { "cache-control": "public, max-age=3600" });
     broker = await startBroker(
       { CIMD_ALLOW_PRIVATE_NETWORKS: "true", CIMD_TRUSTED_HOSTS: "claude.ai" },
       { documentFetch: { lookup: docs.lookup({ "claude.ai": "127.0.0.1" }), ca: docs.caCert } },

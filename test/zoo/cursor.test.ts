@@ -16,15 +16,10 @@ import { s256Challenge } from "../../src/grants/pkce.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { tokenRequest } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { CURSOR_APP_CALLBACK, CURSOR_REGISTRATION } from "./replays.ts";
 
-const APP = "cursor://anysphere.cursor-mcp/oauth/callback";
-const REGISTRATION = {
-  redirect_uris: [APP, "https://www.cursor.com/agents/mcp/oauth/callback", "http://localhost:8787/callback"],
-  token_endpoint_auth_method: "none",
-  grant_types: ["authorization_code", "refresh_token"],
-  response_types: ["code"],
-  client_name: "Cursor",
-};
+const APP = CURSOR_APP_CALLBACK;
+const REGISTRATION = CURSOR_REGISTRATION;
 
 let t: TestBroker;
 beforeAll(async () => {

@@ -18,6 +18,7 @@ import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { tokenRequest } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { initializeAs, mcpPost } from "../support/mcp-probe.ts";
+import { VSCODE_WANTED_GRANTS, vscodeRegistration } from "./replays.ts";
 
 let t: TestBroker;
 beforeAll(async () => {
@@ -30,20 +31,12 @@ async function registerAsVsCode(): Promise<Record<string, unknown>> {
     registration_endpoint: string;
     grant_types_supported?: string[];
   };
-  const wanted = ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"];
   const res = await fetch(as.registration_endpoint, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      client_name: "Visual Studio Code",
-      client_uri: "https://code.visualstudio.com",
-      grant_types: as.grant_types_supported ? as.grant_types_supported.filter((g) => wanted.includes(g)) : wanted,
-      response_types: ["code"],
-      redirect_uris: ["https://insiders.vscode.dev/redirect", "https://vscode.dev/redirect", "http://127.0.0.1/", "http://127.0.0.1:33418/"],
-      scope: "mcp",
-      token_endpoint_auth_method: "none",
-      application_type: "native",
-    }),
+    body: JSON.stringify(
+      vscodeRegistration(as.grant_types_supported ? as.grant_types_supported.filter((g) => VSCODE_WANTED_GRANTS.includes(g)) : VSCODE_WANTED_GRANTS),
+    ),
   });
   expect(res.status).toBe(201);
   return (await res.json()) as Record<string, unknown>;

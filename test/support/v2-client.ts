@@ -2,7 +2,7 @@
 // against the broker: discovery from the 401, dynamic registration, PKCE, `resource`, and RFC 9207
 // — v2's finishAuth checks `iss`, so it is handed the whole callback query.
 import { Client, StreamableHTTPClientTransport, UnauthorizedError, type OAuthClientProvider, type OAuthDiscoveryState } from "@modelcontextprotocol/client";
-import type { CallbackServer } from "../support/mcp-oauth-client.ts";
+import type { CallbackServer } from "./mcp-oauth-client.ts";
 
 type Stored<K extends "clientInformation" | "tokens"> = Awaited<ReturnType<OAuthClientProvider[K]>>;
 
