@@ -199,7 +199,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     logger,
     metrics: metrics.middleware(),
     routers: [
-      healthRouter(database),
+      healthRouter(database, logger),
       // On the public listener only behind METRICS_TOKEN; METRICS_PORT serves it on loopback.
       ...(config.metricsToken ? [metricsRouter(metrics, config.metricsToken)] : []),
       ...(demoIdp ? [demoIdp.router] : []),
