@@ -7,6 +7,8 @@ import { copyMigratedSqlite } from "../support/template-db.ts";
 import { mountSmallDisk, smallDiskAvailable, type SmallDisk } from "../support/small-disk.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { WriteFailures, WRITE_FAILURE_WINDOW_MS } from "../../src/store/readiness.ts";
+import pg from "pg";
+import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 
 interface LogLine {
   readonly level: number;
@@ -78,6 +80,46 @@ if (!smallDiskAvailable) process.stdout.write("[notice] cannot mount a tmpfs her
     expect((await register()).status).toBe(201);
     expect(readiness().at(-1)).toMatchObject({ level: 30, msg: "ready again: the database answers and takes writes" });
   }, 60_000);
+});
+
+(postgresAvailable ? describe : describe.skip)("a PostgreSQL server that refuses writes for a full disk", () => {
+  let database: TestPostgresDatabase;
+  let t: TestBroker;
+  beforeAll(async () => {
+    database = await createPostgresDatabase();
+    t = await startBroker({ DATABASE_URL: database.url });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await database?.drop();
+  });
+
+  it("makes /readyz say 503 with the server's own reason once a write was refused so", async () => {
+    expect((await fetch(`${t.url}/readyz`)).status).toBe(200);
+    // The server's answer when it cannot extend a table's file (SQLSTATE 53100), for new clients.
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`);
+      await admin.query(`CREATE TRIGGER full_disk BEFORE INSERT ON "Client" FOR EACH ROW EXECUTE FUNCTION full_disk()`);
+    } finally {
+      await admin.end();
+    }
+    const refused = await fetch(`${t.url}/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" }),
+    });
+    expect(refused.status).toBe(503);
+    const notReady = await fetch(`${t.url}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.json()).toEqual({
+      status: "not ready",
+      database: "not writable",
+      reason: "a write failed: the PostgreSQL server's disk is full (53100 disk_full)",
+    });
+  });
 });
 
 describe("write failures no probe can see", () => {
