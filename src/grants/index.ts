@@ -88,6 +88,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
       clock,
     ),
     context.hot,
+    { max: input.config.unusedRegistrations.max, logger: input.logger },
   );
   return {
     context,
@@ -117,6 +118,8 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
         now: dateOf(clock),
         mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds,
         retainAuditSeconds: input.config.auditRetentionDays * 86400,
+        unusedClientSeconds: input.config.unusedRegistrations.lifetimeSeconds,
+        evictedClients: clients.takeEvicted(),
         ...options,
       }),
   };
