@@ -220,6 +220,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         validator: grants.validator,
         resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
         requiredScope: DEFAULT_SCOPE,
+        scopeImplies: config.clients.scopes.implies,
         handler:
           options.mcpHandler ??
           (stdioSessions ? stdioMcpHandler({ registry: stdioSessions, passesToken: stdioServer?.tokenEnv !== undefined, logger }) : proxy!.middleware),

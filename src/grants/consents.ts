@@ -1,8 +1,10 @@
 // Remembered consents: a server-side record that this browser approved this client, with this
-// redirect URI and these scopes. Only an exact match lets the consent page be skipped.
+// redirect URI and these scopes. The consent page is skipped only for a request that asks for no
+// more than one approval gave (with what its scopes imply, SCOPE_IMPLIES).
 import { randomUUID } from "node:crypto";
 import type { Db } from "../store/db.ts";
 import { dateOf, systemClock, type Clock } from "./clock.ts";
+import { covers, scopeList, type ScopeImplications } from "./scope.ts";
 
 export const CONSENT_TTL_SECONDS = 30 * 86400;
 
@@ -17,6 +19,8 @@ export class Consents {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock = systemClock,
+    /** SCOPE_IMPLIES: an approval of docs:write covers a request for docs:read. */
+    private readonly implies: ScopeImplications = {},
   ) {}
 
   async remember(key: ConsentKey): Promise<void> {
@@ -28,9 +32,19 @@ export class Consents {
     });
   }
 
+  /**
+   * Whether a live approval of this browser, client and redirect URI covers `key.scope`: every
+   * scope asked was approved, or is implied by one that was. Never more than was approved:
+   * offline_access, or a scope no approval implies, shows the page again.
+   */
   async given(key: ConsentKey): Promise<boolean> {
-    const row = await this.db.consent.findUnique({ where: { browserSessionId_clientId_redirectUri_scope: key } });
-    return Boolean(row && row.expiresAt > dateOf(this.clock));
+    const { browserSessionId, clientId, redirectUri } = key;
+    const approvals = await this.db.consent.findMany({
+      where: { browserSessionId, clientId, redirectUri, expiresAt: { gt: dateOf(this.clock) } },
+      select: { scope: true },
+    });
+    const asked = scopeList(key.scope);
+    return approvals.some((approval) => covers(scopeList(approval.scope), asked, this.implies));
   }
 
   /**

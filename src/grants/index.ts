@@ -99,7 +99,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     validator,
     clients,
     transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
-    consents: new Consents(input.db, clock),
+    consents: new Consents(input.db, clock, input.config.clients.scopes.implies),
     tokens: createTokenIssuer({ ...context, clients, lifecycle, sessions, validator, bus }),
     upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities),
     browserIdentities,
