@@ -12,6 +12,7 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorize, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { loadConfig } from "../../src/config.ts";
+import { approvalCovers } from "../../src/grants/consents.ts";
 
 /**
  * An MCP server stand-in that refuses as a real one would: tools/call `deny` → 401, `write` →
@@ -190,5 +191,20 @@ describe("SCOPE_IMPLIES", () => {
       "docs:write": ["docs:read"],
       "docs:read": ["docs:write"],
     });
+  });
+});
+
+describe("which remembered approval stands for a request", () => {
+  const implies = { "docs:write": ["docs:read"], admin: ["docs:read", "docs:write", "mcp"] };
+  it.each([
+    [["docs:write", "mcp"], ["docs:read", "mcp"], true],
+    [["docs:read", "docs:write", "mcp"], ["docs:read", "mcp"], true],
+    [["mcp", "offline_access"], ["mcp", "offline_access"], true],
+    // Leaving a scope out is another request (as before hierarchies): the page again.
+    [["mcp", "offline_access"], ["mcp"], false],
+    [["docs:read", "mcp"], ["docs:write", "mcp"], false],
+    [["docs:write", "mcp"], ["docs:read", "mcp", "offline_access"], false],
+  ])("approved %j, asked %j: %p", (approved, asked, expected) => {
+    expect(approvalCovers(approved, asked, implies)).toBe(expected);
   });
 });
