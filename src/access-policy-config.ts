@@ -18,8 +18,13 @@ export interface AccessPolicyConfig {
   readonly groups: readonly string[];
   /** UPSTREAM_GROUPS_CLAIM: the OIDC claim that carries the groups. */
   readonly groupsClaim: string;
-  /** ALLOW_ANY_USER=true, or demo mode without any rule. */
+  /** ALLOW_ANY_USER=true, or demo mode without any rule: every person the IdP signs in. */
   readonly anyUser: boolean;
+  /**
+   * Demo mode without any rule: every machine client too. ALLOW_ANY_USER alone never admits one
+   * (it speaks of people); ALLOWED_USERS must name it (`client:<id>`, `client:*`).
+   */
+  readonly anyMachine: boolean;
 }
 
 // GitHub org and team slugs: letters, digits, `-`, `_`, `.`.
@@ -34,11 +39,18 @@ export function parseAccessPolicy(env: Env, provider: UpstreamKind, allowAnyUser
     if (/\s/.test(entry)) throw new ConfigError("ALLOWED_USERS", `expected comma-separated entries without spaces, got ${JSON.stringify(entry)}`);
     if (/^\*+$/.test(entry)) throw new ConfigError("ALLOWED_USERS", 'a lone "*" would admit everyone: set ALLOW_ANY_USER=true if that is what you mean');
   }
-  const emailDomains = commaList(env.ALLOWED_EMAIL_DOMAINS).map((d) => d.replace(/^@/, "").toLowerCase());
-  for (const domain of emailDomains) {
-    if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(domain))
-      throw new ConfigError("ALLOWED_EMAIL_DOMAINS", `expected domain names such as acme.com, got ${JSON.stringify(domain)}`);
-  }
+  // Checked before lower-casing: toLowerCase() would turn a look-alike such as "\u212Aaka.com"
+  // (KELVIN SIGN) into kaka.com. ASCII only, so the policy compares them in ASCII (grants/glob.ts);
+  // an internationalized domain is written in its xn-- form.
+  const emailDomains = commaList(env.ALLOWED_EMAIL_DOMAINS).map((d) => {
+    const domain = d.replace(/^@/, "");
+    if (!/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/.test(domain))
+      throw new ConfigError(
+        "ALLOWED_EMAIL_DOMAINS",
+        `expected domain names such as acme.com (xn-- form for international ones), got ${JSON.stringify(domain)}`,
+      );
+    return domain.toLowerCase();
+  });
   const githubOrgs = commaList(env.ALLOWED_GITHUB_ORGS).map((entry) => {
     const [org, team, ...rest] = entry.split("/");
     if (!org || !SLUG.test(org) || (team !== undefined && !SLUG.test(team)) || rest.length)
@@ -68,5 +80,6 @@ export function parseAccessPolicy(env: Env, provider: UpstreamKind, allowAnyUser
     );
   }
   // Demo mode stays open unless the operator wrote a rule (anyone can be anyone there anyway).
-  return { users, emailDomains, githubOrgs, groups, groupsClaim, anyUser: allowAnyUser || (provider === "demo" && !anyRule) };
+  const openDemo = provider === "demo" && !anyRule;
+  return { users, emailDomains, githubOrgs, groups, groupsClaim, anyUser: allowAnyUser || openDemo, anyMachine: openDemo };
 }

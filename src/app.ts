@@ -27,7 +27,7 @@ export function createApp({ config, logger, routers, metrics }: AppParts): Koa {
   if (metrics) app.use(metrics);
   app.use(requestContext(logger, ["/healthz", "/readyz"], publicPaths(config.publicUrl, "/mcp")));
   app.use(securityHeaders({ https: config.publicUrl.startsWith("https:") }));
-  app.use(errorHandler());
+  app.use(errorHandler({ frontPage: `${config.publicUrl}/` }));
   const https = config.publicUrl.startsWith("https:");
   app.use(browserSession(app, { https, keys: cookieKeys(config.secretKey, config.previousSecretKeys) }));
   for (const router of routers) {

@@ -19,7 +19,10 @@ import { accountRouter, type AccountDeps } from "./account/router.ts";
 import { accountSignInCallback } from "./account/sign-in-callback.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
+import { OpenStreams } from "./gateway/open-streams.ts";
+import { misfitWarnings } from "./gateway/mcp-server-misfits.ts";
 import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
+import { allowedOrigin } from "./gateway/origin-check.ts";
 import { SessionRegistry } from "./stdio/session-registry.ts";
 import { systemClock, type Clock } from "./grants/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
@@ -31,6 +34,9 @@ import { knownScopes } from "./grants/scope.ts";
 import { publicPaths } from "./http/public-paths.ts";
 import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
 import { firstLine } from "./store/errors.ts";
+import { runStartProbes } from "./diagnostics/start-probes.ts";
+import type { Finding } from "./diagnostics/finding.ts";
+import { packageVersion } from "./package-version.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
@@ -56,6 +62,18 @@ export interface BrokerOptions {
    * their own DNS answers and the CA of their https document server.
    */
   readonly documentFetch?: Partial<Pick<GuardedFetchOptions, "lookup" | "ca" | "timeoutMs" | "maxBytes">>;
+  /**
+   * Outside demo mode, probe the identity provider and the MCP server at start and log what is
+   * wrong (default true). Tests that count an emulator's calls turn it off.
+   */
+  readonly startProbes?: boolean;
+}
+
+/** Requests in flight, and of them the MCP event streams relayed: answering requests, or only listening (GET). */
+export interface Activity {
+  readonly requests: number;
+  readonly answering: number;
+  readonly listening: number;
 }
 
 export interface Broker {
@@ -68,15 +86,25 @@ export interface Broker {
   readonly demoMcpUrl: string | undefined;
   /** The stdio MCP sessions and their children, when the broker fronts MCP_SERVER_COMMAND. */
   readonly stdioSessions: SessionRegistry | undefined;
+  /** What the start-up probes found (undefined in demo mode or when they are off). */
+  readonly startProbes: Promise<Finding[]> | undefined;
   /** Starts listening on config.host:config.port (0 = ephemeral), and on METRICS_PORT when set. */
   listen(): Promise<RunningServer>;
   /** Where /metrics listens on its own (METRICS_PORT), once listening. */
   metricsPort(): number | undefined;
-  /** Graceful stop: the server (if listening) drains within the deadline, then everything closes. */
+  /** What a stop would wait for now. */
+  activity(): Activity;
+  /**
+   * Graceful stop: the server (if listening) drains within the deadline, then everything closes.
+   * MCP event streams that answer no request end at once; the others end just before the
+   * deadline, with a JSON-RPC error for each request still unanswered.
+   */
   stop(deadlineMs?: number): Promise<void>;
 }
 
 const TEN_MINUTES = 10 * 60 * 1000;
+/** How long before the shutdown deadline open MCP streams are ended, so that their last event is flushed before connections are cut. */
+const STREAM_END_MARGIN_MS = 500;
 /**
  * At 1 s, a revocation committed just after a poll waited a whole period plus the next poll's
  * queries: more than the second the README promises. Half a second bounds it near 0.5 s (two
@@ -144,11 +172,9 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
   const { grants } = services;
   await endUnreadableGrants(services, logger);
-  // An unreachable issuer is reported at start with what to check; the broker still starts and
-  // retries discovery on first use (the IdP may just be late).
-  if (!config.demoMode) {
-    services.provider.prepare?.().catch((err: unknown) => logger.error({ err: (err as Error).message }, "upstream identity provider check failed at start"));
-  }
+  // The identity provider and the MCP server are probed as `check` probes them, each problem logged
+  // once with what to change; the broker starts anyway (either may just be late).
+  const startProbes = !config.demoMode && (options.startProbes ?? true) ? runStartProbes(config, services.provider, logger, packageVersion) : undefined;
 
   const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
   const stdioServer = options.mcpHandler ? undefined : config.stdioServer;
@@ -166,6 +192,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     mountPaths,
   );
   grants.sessions.observer = metrics;
+  const streams = new OpenStreams();
   const proxy: McpProxy | undefined =
     options.mcpHandler || stdioSessions
       ? undefined
@@ -177,6 +204,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
           sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
           mountPaths,
           observer: metrics,
+          answered: misfitWarnings({ logger, targetUrl: config.mcpServerUrl ?? demoMcp!.url }),
+          streams,
           publicUrl: config.publicUrl,
           // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
           challenge: {
@@ -206,6 +235,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       authorizationServerRouter({
         config,
         clients: grants.clients,
+        clientAuthentication: grants.clientAuthentication,
         transactions: grants.transactions,
         consents: grants.consents,
         tokens: grants.tokens,
@@ -225,6 +255,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
           options.mcpHandler ??
           (stdioSessions ? stdioMcpHandler({ registry: stdioSessions, passesToken: stdioServer?.tokenEnv !== undefined, logger }) : proxy!.middleware),
         mountPaths,
+        allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
       }),
     ],
   });
@@ -252,22 +283,28 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     app,
     demoMcpUrl: demoMcp?.url,
     stdioSessions,
+    startProbes,
     async listen() {
       running = await listen(app.callback(), config.port, config.host);
       if (config.metricsPort !== undefined) metricsServer = await listen(metricsApp(metrics, config.metricsToken), config.metricsPort, "127.0.0.1");
       return running;
     },
     metricsPort: () => metricsServer?.port,
+    activity: () => ({ requests: running?.inFlight() ?? 0, ...streams.count() }),
     async stop(deadlineMs = 10_000) {
       if (sweepTimer) clearInterval(sweepTimer);
-      await grants.revocationFeed.stop();
       // Open GET streams would hold the drain below until its deadline.
+      streams.endListening();
       stdioSessions?.beginShutdown();
+      // Streams still answering a request get their JSON-RPC error before the deadline cuts connections.
+      const endStreams = setTimeout(() => streams.endAll(), Math.max(0, deadlineMs - STREAM_END_MARGIN_MS));
+      await grants.revocationFeed.stop();
       await metricsServer?.close(1000);
       if (running) {
         const { forced } = await running.close(deadlineMs);
         if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");
       }
+      clearTimeout(endStreams);
       await proxy?.close();
       await stdioSessions?.close();
       await documentFetcher.close();

@@ -118,3 +118,49 @@ export function parseClientInterop(env: Env, switches: InteropSwitches): ClientI
     scopes: parseScopes(env),
   };
 }
+
+// ALLOWED_ORIGINS: the web origins, besides PUBLIC_URL's own, whose pages may call /mcp from a
+// browser (Streamable HTTP: a present Origin that is not allowed MUST get 403, against DNS
+// rebinding). Browser-based MCP clients need theirs listed: the MCP Inspector's web UI is
+// http://localhost:6274 by default.
+
+export interface AllowedOrigins {
+  /** Listed origins in their serialized form (lower-case scheme and host, no default port). */
+  readonly origins: readonly string[];
+  /** Any http(s) origin on a loopback host (localhost, 127.0.0.1, [::1]): the default in demo mode. */
+  readonly loopback: boolean;
+}
+
+/** One origin as a browser sends it: scheme, host and port, nothing else. */
+const origin = z.string().transform((value, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    ctx.addIssue({ code: "custom", message: "not a URL" });
+    return z.NEVER;
+  }
+  // A trailing "/" is tolerated (it is how a URL is often copied); a path, query or user is not.
+  const bare = url.pathname === "/" && !value.includes("?") && !value.includes("#") && !url.username && !url.password;
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || !bare) {
+    ctx.addIssue({ code: "custom", message: "not an origin" });
+    return z.NEVER;
+  }
+  return url.origin;
+});
+
+export function parseAllowedOrigins(env: Env, demoMode: boolean): AllowedOrigins {
+  const raw = env.ALLOWED_ORIGINS;
+  if (raw === undefined || raw.trim() === "") return { origins: [], loopback: demoMode };
+  const origins = commaList(raw).map((entry) => {
+    const parsed = origin.safeParse(entry);
+    if (!parsed.success) {
+      throw new ConfigError(
+        "ALLOWED_ORIGINS",
+        `expected comma-separated web origins (scheme, host and port only), e.g. https://app.example.com,http://localhost:6274, got ${JSON.stringify(entry.length > 60 ? `${entry.slice(0, 60)}…` : entry)}`,
+      );
+    }
+    return parsed.data;
+  });
+  return { origins: [...new Set(origins)], loopback: false };
+}

@@ -1,18 +1,22 @@
 // The environment variables of the outside contract (the shared contract file), parsed once at start into a typed, frozen object.
 // Every problem is reported as one line naming the variable and what it expects.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { userInfo } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { parse as parseDotenv } from "dotenv";
 import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
-import { type AccessPolicyConfig, parseAccessPolicy } from "./access-policy-config.ts";
-import { type ClientInteropConfig, parseClientInterop } from "./client-interop-config.ts";
+import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy-config.ts";
+import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop-config.ts";
 import { ConfigError, commaList, type Env } from "./config-values.ts";
 import { withSecretFiles } from "./config-sources.ts";
 import { parseStdioServer, type StdioServerConfig } from "./stdio-server-config.ts";
 
 export { ConfigError };
+
+/** Demo mode cannot write its data folder; the message says which and what to do. */
+export class DataFolderError extends Error {}
 
 export type UpstreamKind = "github" | "google" | "oidc" | "demo";
 
@@ -67,6 +71,8 @@ export interface Config {
   readonly unusedRegistrations: { readonly max: number; readonly lifetimeSeconds: number };
   /** App-scheme redirects, Client ID Metadata Documents, scopes (ALLOW_APP_SCHEME_REDIRECTS, CIMD*, SCOPE*). */
   readonly clients: ClientInteropConfig;
+  /** ALLOWED_ORIGINS: browser origins besides PUBLIC_URL's that may call /mcp (demo mode: loopback ones). */
+  readonly allowedOrigins: AllowedOrigins;
   readonly forwardUpstreamToken: boolean;
   readonly logLevel: string;
   /** LOG_FORMAT: pretty (readable lines) or json; undefined: pretty on a terminal, else json. */
@@ -77,6 +83,8 @@ export interface Config {
   /** METRICS_TOKEN: the bearer token /metrics requires (on the main listener, and on METRICS_PORT's if both are set). */
   readonly metricsToken: string | undefined;
   readonly allowDemoOnPublicHost: boolean;
+  /** INSECURE_PUBLIC_URL=true in effect: PUBLIC_URL is plain http on a non-loopback host (warned at every start). */
+  readonly insecurePublicUrl: boolean;
   readonly trustProxy: boolean;
   readonly dataDir: string;
 }
@@ -107,28 +115,75 @@ export function missingMcpServer(config: Config, servesInProcess = false): Confi
 }
 
 /**
- * Every configuration problem at once, not only the first: each offending variable is set aside
- * and the rest read again. Nothing is written (no demo key). Empty when the configuration loads.
+ * What a required variable that is not set is replaced with while the rest is read, so that the
+ * problems after it are found too. A stand-in is never used to run anything: what depends on it
+ * is not probed (ConfigInspection.unsettled).
  */
-export function configProblems(env: Env, cwd: string): ConfigError[] {
+const STAND_INS: Readonly<Record<string, Env>> = {
+  SECRET_KEY: { SECRET_KEY: "0".repeat(64) },
+  UPSTREAM_CLIENT_ID: { UPSTREAM_CLIENT_ID: "(not set)" },
+  UPSTREAM_CLIENT_SECRET: { UPSTREAM_CLIENT_SECRET: "(not set)" },
+  UPSTREAM_ISSUER: { UPSTREAM_ISSUER: "https://issuer.invalid" },
+  // Nobody admitted: the rest is read as if anyone were.
+  ALLOWED_USERS: { ALLOW_ANY_USER: "true" },
+};
+
+export interface ConfigInspection {
+  /** Every problem, in the order found; empty when the configuration loads as it is. */
+  readonly problems: readonly ConfigError[];
+  /** The configuration read with the offending variables set aside or stood in for, when that loads. */
+  readonly config: Config | undefined;
+  /** The variables set aside or stood in for: what depends on them cannot be checked. */
+  readonly unsettled: ReadonlySet<string>;
+}
+
+/**
+ * Every configuration problem at once, not only the first: each offending variable is set aside
+ * (or, when a required one is missing, stood in for) and the rest read again. Nothing is written
+ * (no demo key). Includes the missing MCP server outside demo mode.
+ */
+export function inspectConfig(env: Env, cwd: string): ConfigInspection {
   const problems: ConfigError[] = [];
+  const unsettled = new Set<string>();
+  const stoodIn = new Set<string>();
   let remaining: Env = { ...env };
   for (let pass = 0; pass < 64; pass++) {
     try {
-      loadConfig(remaining, cwd, { createDemoSecret: false });
-      return problems;
+      const config = loadConfig(remaining, cwd, { createDemoSecret: false });
+      const missing = missingMcpServer(config);
+      if (missing) problems.push(missing);
+      return { problems, config, unsettled };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      // Setting aside a secret's _FILE variable only makes the secret missing: the same problem again.
-      const echo = problems.some((p) => p.message === err.message || p.variable === `${err.variable}_FILE`);
+      // A variable set aside may leave its neighbour missing (an unreadable SECRET_KEY_FILE: no
+      // SECRET_KEY; an invalid ALLOWED_USERS: nobody admitted): the same problem, said once.
+      const echo = problems.some(
+        (p) =>
+          p.variable === err.variable ||
+          p.variable === `${err.variable}_FILE` ||
+          p.message === err.message ||
+          (err.variable === "ALLOWED_USERS" && (POLICY_VARIABLES as readonly string[]).includes(p.variable)),
+      );
       if (!echo) problems.push(err);
-      // A variable that is missing cannot be set aside: the problems after it stay unknown.
-      if (echo || remaining[err.variable] === undefined) return problems;
-      const { [err.variable]: _, ...rest } = remaining;
-      remaining = rest;
+      unsettled.add(err.variable);
+      if (remaining[err.variable] !== undefined && !stoodIn.has(err.variable)) {
+        const { [err.variable]: _, ...rest } = remaining;
+        remaining = rest;
+        continue;
+      }
+      const standIn = STAND_INS[err.variable];
+      // Nothing to stand in with: the problems after this one stay unknown.
+      if (!standIn || stoodIn.has(err.variable)) return { problems, config: undefined, unsettled };
+      stoodIn.add(err.variable);
+      remaining = { ...remaining, ...standIn };
     }
   }
-  return problems;
+  return { problems, config: undefined, unsettled };
+}
+
+/** Every configuration problem at once (inspectConfig's problems). */
+export function configProblems(env: Env, cwd: string): ConfigError[] {
+  return [...inspectConfig(env, cwd).problems];
 }
 
 /** Reads `.env` in cwd if present; real environment variables win over it. */
@@ -193,6 +248,41 @@ export function decodeSecretKey(value: string): Buffer | null {
 const secretKeyExpectation =
   "at least 32 bytes of key material as hex (64+ hex digits) or base64 (44+ characters); generate one with: node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"";
 
+/** The user the broker runs as, for messages. */
+function runningAs(): string {
+  try {
+    return `user ${userInfo().username}`;
+  } catch {
+    return `uid ${process.getuid?.() ?? "?"}`;
+  }
+}
+
+/**
+ * Why files cannot be created in `dir` by this process: the error code of the folder, or of the
+ * nearest one above it that exists (where it would be made); undefined when they can.
+ */
+export function folderWriteFailure(dir: string): string | undefined {
+  let existing = dir;
+  while (!existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+  try {
+    accessSync(existing, constants.W_OK);
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? "EACCES";
+  }
+}
+
+/**
+ * Why demo mode cannot keep its files (generated key, SQLite database) in `dataDir`, said like the
+ * read-only database: which folder, and what to do. Undefined when it can (the folder, or the
+ * nearest one above it that exists, is writable).
+ */
+export function dataFolderProblem(dataDir: string, err?: NodeJS.ErrnoException): string | undefined {
+  const code = err ? (err.code ?? err.message) : folderWriteFailure(dataDir);
+  if (code === undefined) return undefined;
+  return `cannot create or write the data folder ${dataDir} (${code}), where demo mode keeps its generated key and its database: start the broker in a folder ${runningAs()} can write, or create ${dataDir} writable for that user`;
+}
+
 function loadOrCreateDemoSecret(dataDir: string): Buffer {
   const file = path.join(dataDir, "secret.key");
   if (existsSync(file)) {
@@ -200,9 +290,14 @@ function loadOrCreateDemoSecret(dataDir: string): Buffer {
     if (!key) throw new ConfigError("SECRET_KEY", `the demo key file ${file} is corrupt; delete it and start again`);
     return key;
   }
-  mkdirSync(dataDir, { recursive: true });
   const key = randomBytes(32);
-  writeFileSync(file, `${key.toString("base64")}\n`, { mode: 0o600 });
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, `${key.toString("base64")}\n`, { mode: 0o600 });
+  } catch (err) {
+    const problem = dataFolderProblem(dataDir, err as NodeJS.ErrnoException);
+    throw new DataFolderError(problem!);
+  }
   return key;
 }
 
@@ -222,8 +317,13 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
 
   const publicUrlRaw = parseVar(env, "PUBLIC_URL", httpUrl.optional(), "an absolute http(s) URL without query or fragment, e.g. https://mcp.example.com");
   const publicUrlParsed = new URL(publicUrlRaw ?? `http://localhost:${port}`);
-  if (publicUrlParsed.protocol !== "https:" && !isLoopbackHost(publicUrlParsed.hostname)) {
-    throw new ConfigError("PUBLIC_URL", `expected an https:// URL (plain http is allowed only for localhost/127.0.0.1), got ${JSON.stringify(publicUrlRaw)}`);
+  const allowInsecurePublicUrl = parseVar(env, "INSECURE_PUBLIC_URL", bool(false), "true or false");
+  const insecurePublicUrl = publicUrlParsed.protocol !== "https:" && !isLoopbackHost(publicUrlParsed.hostname);
+  if (insecurePublicUrl && !allowInsecurePublicUrl) {
+    throw new ConfigError(
+      "PUBLIC_URL",
+      `expected an https:// URL (plain http is allowed only for localhost/127.0.0.1), got ${JSON.stringify(publicUrlRaw)}; put a TLS reverse proxy in front (README: "Behind a reverse proxy"), or set INSECURE_PUBLIC_URL=true to try it on a LAN without TLS`,
+    );
   }
   // The URL parser lower-cases scheme and host and drops default ports: the canonical form.
   const publicUrl = (publicUrlParsed.origin + publicUrlParsed.pathname).replace(/\/+$/, "");
@@ -311,6 +411,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     cimd: parseVar(env, "CIMD", bool(true), "true or false"),
     cimdAllowPrivateNetworks: parseVar(env, "CIMD_ALLOW_PRIVATE_NETWORKS", bool(false), "true or false"),
   });
+  const allowedOrigins = parseAllowedOrigins(env, demoMode);
   const allowDemoOnPublicHost = parseVar(env, "DEMO_ALLOW_PUBLIC_HOST", bool(false), "true or false");
   const trustProxy = parseVar(env, "TRUST_PROXY", bool(false), "true or false");
   const logLevel =
@@ -388,6 +489,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     dynamicRegistration,
     unusedRegistrations,
     clients: Object.freeze(clients),
+    allowedOrigins: Object.freeze(allowedOrigins),
     forwardUpstreamToken,
     logLevel,
     logFormat,
@@ -395,6 +497,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     metricsPort,
     metricsToken,
     allowDemoOnPublicHost,
+    insecurePublicUrl,
     trustProxy,
     dataDir,
   });

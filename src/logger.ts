@@ -1,5 +1,5 @@
-// pino logger with redaction: tokens, codes, secrets and cookies never reach the log. JSON lines
-// for log collectors, or readable lines (pino-pretty) for a person at a terminal.
+// pino logger with redaction: tokens, authorization codes, secrets and cookies never reach the log.
+// JSON lines for log collectors, or readable lines (pino-pretty) for a person at a terminal.
 import pino from "pino";
 import pretty from "pino-pretty";
 
@@ -13,7 +13,7 @@ const SENSITIVE_KEYS = [
   "access_token",
   "refresh_token",
   "id_token",
-  "code",
+  "authorization_code",
   "code_verifier",
   "client_secret",
   "secret",
@@ -37,6 +37,20 @@ const SENSITIVE = new Set(SENSITIVE_KEYS);
 const CENSORED = "[redacted]";
 
 /**
+ * `code` names an authorization code in OAuth (a token request's form, a callback's query) and an
+ * error's code everywhere else (ECONNREFUSED, HPE_INVALID_CHUNK_SIZE, invalid_grant, aborted): what
+ * an operator needs to read. A `code` field is shown when its value has an error code's shape,
+ * hidden otherwise. (Query strings are redacted by redactUrl below; request bodies are never logged.)
+ */
+const ERROR_CODE = /^(?:[A-Z][A-Z0-9_]*|[a-z]+(?:_[a-z]+)*)$/;
+
+function hidden(key: string, value: unknown): boolean {
+  const name = key.toLowerCase();
+  if (name === "code") return !(typeof value === "number" || (typeof value === "string" && ERROR_CODE.test(value)));
+  return SENSITIVE.has(name);
+}
+
+/**
  * `value` with every sensitive key's value replaced, on the object itself and two levels below it
  * (`headers.authorization`, `req.headers.cookie`), compared without case. Copies only what it
  * changes: the caller's objects are never modified, and a line with nothing to hide costs a scan.
@@ -50,7 +64,7 @@ export function censorSensitive<T>(value: T, depth = 2): T {
   let copy: Record<string, unknown> | undefined;
   for (const key of Object.keys(source)) {
     const original = source[key];
-    const shown = SENSITIVE.has(key.toLowerCase()) ? CENSORED : depth > 0 ? censorSensitive(original, depth - 1) : original;
+    const shown = hidden(key, original) ? CENSORED : depth > 0 ? censorSensitive(original, depth - 1) : original;
     if (shown === original) continue;
     copy ??= (Array.isArray(source) ? [...source] : { ...source }) as Record<string, unknown>;
     copy[key] = shown;

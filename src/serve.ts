@@ -5,10 +5,16 @@ import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.
 import type { Env } from "./config-values.ts";
 import { describeUnknownVariable, unknownVariables } from "./config-sources.ts";
 import { logFormatFor } from "./logger.ts";
-import type { Broker } from "./broker.ts";
+import type { Activity, Broker } from "./broker.ts";
 import type { RunningServer } from "./http/server.ts";
 import { MigrationError } from "./store/migration-error.ts";
 import { installProcessGuard } from "./process-guard.ts";
+import { constants as osConstants } from "node:os";
+import { describeListenFailure, listenFailure } from "./diagnostics/listen-probe.ts";
+import { DEMO_TOOLS } from "./demo/tools.ts";
+
+/** How long a shutdown waits for requests in flight before it ends streams and cuts connections. */
+const SHUTDOWN_DEADLINE_MS = 10_000;
 
 /** Where the server reads its configuration and prints its banner and start-up errors. */
 export interface ServeIo {
@@ -54,6 +60,10 @@ async function start(io: ServeIo): Promise<number> {
     if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
     throw err;
   }
+  // Said before the migrations run: they can take seconds, and the start fails on the port anyway.
+  const portProblem = await listenFailure(config.host, config.port);
+  if (portProblem !== undefined)
+    fail(describeListenFailure(portProblem, config.host, config.port) ?? `cannot listen on ${config.host}:${config.port} (${portProblem})`);
   let broker: Broker;
   try {
     // Loaded only once the configuration holds: a mistake in it is reported in a fraction of the
@@ -75,21 +85,25 @@ async function start(io: ServeIo): Promise<number> {
     // What the broker opened (database, writer thread, demo servers) must not outlive a start that
     // failed: `mcp-auth-broker serve` in a caller's process returns instead of exiting.
     await broker.stop(0).catch(() => undefined);
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is already in use; set PORT to a free port`);
-    if (code === "EACCES") fail(`not allowed to listen on ${config.host}:${config.port}; choose a PORT above 1024`);
-    if (code === "EADDRNOTAVAIL") fail(`HOST=${config.host} is not an address of this machine`);
+    const why = describeListenFailure((err as NodeJS.ErrnoException).code, config.host, config.port);
+    if (why) fail(why);
     throw err;
   }
   // Stoppable before the banner says it is running: whoever waits for the banner may signal at once.
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;
-    const shutdown = (signal: string) => {
-      if (stopping) return;
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        // The operator does not want to wait: stop now, with the shell's code for death by signal.
+        broker.logger.warn({ signal }, `second ${signal}: stopping at once, without waiting for what is in flight`);
+        resolve(128 + osConstants.signals[signal]);
+        return;
+      }
       stopping = true;
-      broker.logger.info({ signal }, "shutting down: finishing in-flight requests");
+      const activity = broker.activity();
+      broker.logger.info({ signal, ...activity, deadlineSeconds: SHUTDOWN_DEADLINE_MS / 1000 }, shutdownNotice(signal, activity));
       broker
-        .stop(10_000)
+        .stop(SHUTDOWN_DEADLINE_MS)
         .then(() => resolve(0))
         .catch((err: unknown) => {
           broker.logger.error({ err }, "error during shutdown");
@@ -100,6 +114,11 @@ async function start(io: ServeIo): Promise<number> {
     process.on("SIGINT", () => shutdown("SIGINT"));
   });
   installProcessGuard(broker.logger);
+  if (config.insecurePublicUrl)
+    broker.logger.warn(
+      { publicUrl: config.publicUrl },
+      `INSECURE_PUBLIC_URL=true: PUBLIC_URL ${config.publicUrl} is plain http on a network address: tokens, codes and cookies cross the network unencrypted; for anything but a test, put a TLS reverse proxy in front (README: "Behind a reverse proxy")`,
+    );
   // A misspelt setting is ignored, which would silently change behaviour: say so at every start.
   for (const unknown of unknownVariables(env))
     broker.logger.warn({ variable: unknown.name, nearest: unknown.nearest }, `${describeUnknownVariable(unknown)}; it is ignored`);
@@ -119,6 +138,28 @@ async function start(io: ServeIo): Promise<number> {
   return stopped;
 }
 
+/** The first line of a shutdown: what it waits for, until when, and how not to wait. */
+function shutdownNotice(signal: NodeJS.Signals, activity: Activity): string {
+  const again = signal === "SIGINT" ? "press Ctrl-C again" : `send ${signal} again`;
+  const draining = activity.requests - activity.listening;
+  const parts = [
+    draining > 0
+      ? `draining ${draining} request(s) in flight${activity.answering ? `, ${activity.answering} of them MCP stream(s) (a JSON-RPC error ends any still open at the deadline)` : ""}, for at most ${SHUTDOWN_DEADLINE_MS / 1000} s`
+      : "nothing in flight",
+    activity.listening ? `${activity.listening} MCP event stream(s) with no request pending end now` : "",
+  ];
+  return `shutting down (${signal}): ${parts.filter(Boolean).join("; ")}; ${again} to stop at once`;
+}
+
+/** The MCP Inspector's package asks for this Node version; the banner says so on an older one. */
+const INSPECTOR_NODE = [22, 19] as const;
+
+function inspectorNote(): string {
+  const [major, minor] = process.versions.node.split(".").map(Number) as [number, number];
+  const old = major < INSPECTOR_NODE[0] || (major === INSPECTOR_NODE[0] && minor < INSPECTOR_NODE[1]);
+  return old ? ` (it needs Node.js ${INSPECTOR_NODE.join(".")} or newer; this is ${process.versions.node})` : "";
+}
+
 function startBanner(config: Config, port: number): string {
   const lines = [
     "",
@@ -130,8 +171,8 @@ function startBanner(config: Config, port: number): string {
     lines.push(
       "",
       "DEMO MODE: no upstream identity provider is configured, so the built-in demo IdP lets anyone",
-      "sign in with any user name (no password), in front of a demo MCP server (whoami, echo, countdown).",
-      "Try it with the MCP Inspector:",
+      `sign in with any user name (no password), in front of a demo MCP server (${DEMO_TOOLS.join(", ")}).`,
+      `Try it with the MCP Inspector${inspectorNote()}:`,
       "  npx @modelcontextprotocol/inspector",
       `  then choose transport "Streamable HTTP", URL ${config.resourceUrl}, and Connect.`,
       "For a real login, set UPSTREAM_PROVIDER and its credentials in .env (see README.md).",

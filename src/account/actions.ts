@@ -1,12 +1,12 @@
 // POST /account: sign in, revoke one app, revoke all, sign out. Every form carries the CSRF token
 // of this browser session (checked before anything else); revoking needs a recent sign-in and
 // touches only the signed-in user's grants. Answers 303 back to the page (or to the IdP).
-import { randomBytes } from "node:crypto";
 import type Koa from "koa";
 import { z } from "zod";
 import { PageError } from "../http/errors.ts";
 import { readForm } from "../http/body.ts";
-import { browserSessionId } from "../http/browser-session.ts";
+import { browserSessionId, rememberRevokedApp, useBrowserSessionId } from "../http/browser-session.ts";
+import { setTransactionCookie } from "../http/transaction-cookie.ts";
 import { accountUrl, type AccountDeps } from "./deps.ts";
 
 // A missing token is refused like a wrong one (403), not as a malformed form.
@@ -34,12 +34,6 @@ const NO_SUCH_APP = new PageError(
   "Open the connected apps page again to see the current list.",
 );
 
-/** Replaces this browser's session id: what was bound to the old one stays behind. */
-function renewSessionId(ctx: Koa.Context): void {
-  const data = (ctx as unknown as { session: { sid?: string } | null }).session;
-  if (data) data.sid = randomBytes(32).toString("base64url");
-}
-
 export function accountActionHandler(deps: AccountDeps): Koa.Middleware {
   return async (ctx) => {
     ctx.state.errorFormat = "page";
@@ -58,19 +52,23 @@ export function accountActionHandler(deps: AccountDeps): Koa.Middleware {
     ctx.status = 303;
 
     if (form.action === "sign_in") {
-      ctx.redirect(await deps.signIn.start(sid, { selectAccount: form.select_account === "1" }));
+      const login = await deps.signIn.start(sid, { selectAccount: form.select_account === "1" });
+      setTransactionCookie(ctx, login.loginId, deps.signIn.binding(login.loginId), login.expiresAt);
+      ctx.redirect(login.url);
       return;
     }
     if (form.action === "sign_out") {
       await deps.signIn.signOut(sid, ctx.ip);
-      renewSessionId(ctx);
+      useBrowserSessionId(ctx);
       ctx.redirect(accountUrl(deps.publicUrl, { notice: "signed_out" }));
       return;
     }
     const identity = await deps.browserIdentities.forAccountPage(sid);
     if (!identity) throw SIGNED_OUT;
     if (form.action === "revoke") {
+      const app = (await deps.apps.list(identity.subject)).find((a) => a.grantId === form.grant);
       if (!(await deps.apps.revoke(identity.subject, form.grant, { ip: ctx.ip }))) throw NO_SUCH_APP;
+      rememberRevokedApp(ctx, app?.clientName ?? app?.clientId);
       ctx.redirect(accountUrl(deps.publicUrl, { notice: "revoked" }));
       return;
     }

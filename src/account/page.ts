@@ -3,7 +3,7 @@
 // carries a CSRF token bound to it.
 import type Koa from "koa";
 import { paramsToRecord } from "../http/body.ts";
-import { browserSessionId } from "../http/browser-session.ts";
+import { browserSessionId, takeRevokedApp } from "../http/browser-session.ts";
 import { ACCOUNT_NOTICES, renderAccountSignInPage, renderConnectedAppsPage, type AccountNotice } from "../views/account-page.ts";
 import type { AccountDeps } from "./deps.ts";
 import { sendHtml } from "../http/html-page.ts";
@@ -15,7 +15,14 @@ export function accountPageHandler(deps: AccountDeps): Koa.Middleware {
     const notice = ACCOUNT_NOTICES.find((n): n is AccountNotice => n === query.notice);
     const sid = browserSessionId(ctx, true);
     const identity = await deps.browserIdentities.forAccountPage(sid);
-    const common = { resourceName: deps.resourceName, providerName: deps.providerName, csrfToken: deps.signIn.csrfToken(sid), notice };
+    const revokedApp = takeRevokedApp(ctx);
+    const common = {
+      resourceName: deps.resourceName,
+      providerName: deps.providerName,
+      csrfToken: deps.signIn.csrfToken(sid),
+      notice,
+      revokedApp: notice === "revoked" ? revokedApp : undefined,
+    };
     ctx.set("Cache-Control", "no-store");
     if (!identity) {
       sendHtml(ctx, renderAccountSignInPage({ ...common, selectAccount: query.another === "1" }));

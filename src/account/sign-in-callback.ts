@@ -3,7 +3,8 @@
 // try another account) when the access policy does not admit the account; a page saying what
 // failed otherwise.
 import type Koa from "koa";
-import { browserSessionId } from "../http/browser-session.ts";
+import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
+import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
 import { PageError } from "../http/errors.ts";
 import { sendHtml } from "../http/html-page.ts";
 import type { CallbackBranch } from "../oauth/callback.ts";
@@ -32,14 +33,23 @@ export function accountSignInCallback(deps: AccountDeps): CallbackBranch {
   return {
     owns: (state) => deps.signIn.owns(state),
     async complete(ctx: Koa.Context, callbackUrl: URL) {
-      const outcome = await deps.signIn.complete({ callbackUrl, browserSessionId: browserSessionId(ctx, false), ip: ctx.ip });
+      const outcome = await deps.signIn.complete({
+        callbackUrl,
+        browserSessionId: browserSessionId(ctx, false),
+        bindingOf: (loginId) => transactionBinding(ctx, loginId),
+        ip: ctx.ip,
+      });
+      clearTransactionCookie(ctx, outcome.loginId);
       ctx.set("Cache-Control", "no-store");
       if (outcome.kind === "failed") throw failure(outcome.reason, deps.providerName);
       if (outcome.kind === "signed_in") {
+        // A new session id: whoever holds a copy of the old one (planted before the sign-in) sees nothing.
+        useBrowserSessionId(ctx, outcome.browserSessionId);
         ctx.redirect(accountUrl(deps.publicUrl));
         return;
       }
       const signInAgainUrl = accountUrl(deps.publicUrl, { another: "1" });
+      ctx.state.refusal = "policy_denied";
       sendHtml(ctx, renderAccessRefusedPage({ account: outcome.account, resourceName: deps.resourceName, signInAgainUrl }), 403);
     },
   };

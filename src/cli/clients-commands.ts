@@ -1,6 +1,9 @@
 // `clients list|add|show|remove`: the operator's registry of MCP clients. `add` is the manual
 // registration of spec §5.3 for clients that cannot register themselves (or when
-// DYNAMIC_REGISTRATION=false); it prints the client secret once.
+// DYNAMIC_REGISTRATION=false); it prints the client secret once, or registers the client's public
+// keys instead (--jwks-uri, --jwks-file: private_key_jwt, no secret at all).
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printFields, printJson, printTable } from "./output.ts";
@@ -16,12 +19,22 @@ function registrationOf(client: RegisteredClient): string {
   return doc ? `cimd (${doc.host}${doc.verified ? ", verified" : ""})` : client.registrationType;
 }
 
+/** Where a private_key_jwt client's keys are: its published set, or the one registered with it. */
+function keysOf(client: RegisteredClient): string | undefined {
+  if (client.jwksUri) return client.jwksUri;
+  if (client.jwks) return `registered key set (${client.jwks.keys.length} key${client.jwks.keys.length === 1 ? "" : "s"})`;
+  return undefined;
+}
+
 function describe(client: RegisteredClient): Record<string, string> {
+  const keys = keysOf(client);
   return {
     id: client.id,
     name: client.clientName ?? "-",
     type: client.tokenEndpointAuthMethod === "none" ? "public" : "confidential",
-    "auth method": client.tokenEndpointAuthMethod,
+    "auth method": client.fallbackAuthMethod ? `${client.tokenEndpointAuthMethod} (or ${client.fallbackAuthMethod})` : client.tokenEndpointAuthMethod,
+    ...(keys ? { keys } : {}),
+    "application type": client.applicationType ?? "-",
     "grant types": client.grantTypes.join(" "),
     "redirect uris": client.redirectUris.join(" ") || "-",
     registered: `${registrationOf(client)} at ${iso(client.createdAt)}`,
@@ -36,6 +49,11 @@ function clientJson(client: RegisteredClient): Record<string, unknown> {
     clientName: client.clientName,
     type: client.tokenEndpointAuthMethod === "none" ? "public" : "confidential",
     tokenEndpointAuthMethod: client.tokenEndpointAuthMethod,
+    fallbackAuthMethod: client.fallbackAuthMethod,
+    jwksUri: client.jwksUri,
+    jwks: client.jwks,
+    signingAlg: client.signingAlg,
+    applicationType: client.applicationType,
     grantTypes: client.grantTypes,
     responseTypes: client.responseTypes,
     redirectUris: client.redirectUris,
@@ -53,6 +71,25 @@ function clientJson(client: RegisteredClient): Record<string, unknown> {
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+/** --jwks-uri or --jwks-file as registration metadata (jwks_uri or jwks); undefined when neither is given. */
+function keyOptions(io: CliIo, opts: { jwksUri?: string; jwksFile?: string }): { jwks_uri: string } | { jwks: unknown } | undefined {
+  if (opts.jwksUri !== undefined && opts.jwksFile !== undefined) throw new CliError("invalid client: give --jwks-uri or --jwks-file, not both.", 2);
+  if (opts.jwksUri !== undefined) return { jwks_uri: opts.jwksUri };
+  if (opts.jwksFile === undefined) return undefined;
+  const file = path.resolve(io.cwd, opts.jwksFile);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new CliError(`cannot read --jwks-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 2);
+  }
+  try {
+    return { jwks: JSON.parse(text) as unknown };
+  } catch {
+    throw new CliError(`--jwks-file ${file} is not JSON: it must hold a JWK Set ({"keys": [...]}) with the client's public keys.`, 2);
+  }
+}
+
 export function registerClientCommands(program: Command, io: CliIo): void {
   const clients = program.command("clients").description("list, add, show and remove registered MCP clients");
 
@@ -67,6 +104,7 @@ export function registerClientCommands(program: Command, io: CliIo): void {
           name: c.clientName ?? "-",
           type: c.tokenEndpointAuthMethod === "none" ? "public" : "confidential",
           registered: registrationOf(c),
+          app: c.applicationType ?? "-",
           lastUsed: iso(c.lastUsedAt),
         })),
         "No clients registered.",
@@ -78,7 +116,9 @@ export function registerClientCommands(program: Command, io: CliIo): void {
     .requiredOption("--name <name>", "the name shown on the consent page")
     .option("--redirect-uri <uri>", "an allowed redirect URI (repeat for several)", collect, [])
     .option("--public", "a public client (no secret; PKCE only), like most MCP clients")
-    .option("--auth-method <method>", "client_secret_basic (default for confidential clients) or client_secret_post")
+    .option("--auth-method <method>", "client_secret_basic (default for confidential clients), client_secret_post or private_key_jwt")
+    .option("--jwks-uri <url>", "private_key_jwt: the https URL where the client publishes its public keys (a JWK Set); no secret is made")
+    .option("--jwks-file <file>", "private_key_jwt: a file holding the client's public keys (a JWK Set, JSON); no secret is made")
     .option(
       "--grant-type <type>",
       "authorization_code, refresh_token, client_credentials (repeat; default authorization_code + refresh_token); client_credentials makes a machine client that reaches the MCP server as client:<id>, without a user",
@@ -96,16 +136,28 @@ export function registerClientCommands(program: Command, io: CliIo): void {
         grantType: string[];
         clientUri?: string;
         logoUri?: string;
+        jwksUri?: string;
+        jwksFile?: string;
         json?: boolean;
       }) => {
         const grantTypes = opts.grantType.length ? opts.grantType : ["authorization_code", "refresh_token"];
+        const keys = keyOptions(io, opts);
+        if (keys && opts.public)
+          throw new CliError("invalid client: --public and --jwks-uri/--jwks-file exclude each other (a client with keys is confidential).", 2);
+        // Said in the options' words, before the registration rules speak of redirect_uris.
+        if (grantTypes.includes("authorization_code") && opts.redirectUri.length === 0)
+          throw new CliError(
+            "clients add needs --redirect-uri <uri>: where the client receives its authorization code (repeat for several); for a machine client without a user, use --grant-type client_credentials instead",
+            2,
+          );
         let metadata: ClientMetadata;
         try {
           metadata = parseClientMetadata(
             {
               client_name: opts.name,
               redirect_uris: opts.redirectUri,
-              token_endpoint_auth_method: opts.public ? "none" : (opts.authMethod ?? "client_secret_basic"),
+              token_endpoint_auth_method: opts.public ? "none" : (opts.authMethod ?? (keys ? "private_key_jwt" : "client_secret_basic")),
+              ...keys,
               grant_types: grantTypes,
               response_types: grantTypes.includes("authorization_code") ? ["code"] : [],
               ...(opts.clientUri ? { client_uri: opts.clientUri } : {}),

@@ -1,6 +1,5 @@
 // The operator CLI as a function of its arguments and its I/O: the binary (main.ts) runs it on
 // the process; tests run it in-process. Exit codes: 0 done, 1 failed (message on stderr), 2 usage.
-import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { registerGrantCommands } from "./grants-commands.ts";
 import { registerMaintenanceCommands } from "./maintenance-commands.ts";
@@ -10,10 +9,8 @@ import { registerAuditCommand } from "./audit-command.ts";
 import { CliError } from "./output.ts";
 import type { CliIo } from "./io.ts";
 import { MigrationError } from "../store/migration-error.ts";
-import { projectRoot } from "../project-root.ts";
+import { packageVersion as version } from "../package-version.ts";
 import { DatabaseNotWritableError } from "../store/writability.ts";
-
-const version = (JSON.parse(readFileSync(`${projectRoot}/package.json`, "utf8")) as { version: string }).version;
 
 /** Runs one command line (the arguments after the program name); resolves to the exit code. */
 export async function runCli(args: readonly string[], io: CliIo): Promise<number> {

@@ -4,16 +4,31 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import type { CallerIdentity } from "./identity.ts";
 
-/** Client headers the MCP server needs; everything else (Authorization, Cookie, X-Auth-*, …) is dropped. */
-const FORWARDED_REQUEST_HEADERS = [
+/**
+ * Client headers the MCP server needs; everything else (Authorization, Cookie, X-Auth-*, …) is
+ * dropped. MCP 2026-07-28 mirrors body fields into Mcp-Method and Mcp-Name (required: its servers
+ * refuse a request without them) and tool arguments into Mcp-Param-* (which intermediaries MUST
+ * forward), and carries W3C trace context; Origin goes on so the MCP server can apply its own
+ * rules after the broker's (origin-check.ts).
+ */
+const FORWARDED_REQUEST_HEADERS = new Set([
   "mcp-session-id",
   "mcp-protocol-version",
+  "mcp-method",
+  "mcp-name",
   "last-event-id",
   "accept",
   "content-type",
   "content-length",
   "user-agent",
-] as const;
+  "origin",
+  "traceparent",
+  "tracestate",
+  "baggage",
+]);
+
+/** Tool parameters mirrored into headers (`x-mcp-header`): forwarded whatever their name. */
+const MCP_PARAM_PREFIX = "mcp-param-";
 
 /** RFC 9110 §7.6.1 hop-by-hop headers, plus the legacy Proxy-Connection. */
 const HOP_BY_HOP = new Set([
@@ -87,9 +102,11 @@ export function upstreamRequestHeaders(
   forwardUpstreamToken: boolean,
 ): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const name of FORWARDED_REQUEST_HEADERS) {
+  // One pass over what the client sent (Node's header names are lower case): a set lookup and a
+  // prefix test per header, nothing allocated but the copy.
+  for (const name in incoming) {
     const value = incoming[name];
-    if (typeof value === "string") headers[name] = value;
+    if (typeof value === "string" && (FORWARDED_REQUEST_HEADERS.has(name) || name.startsWith(MCP_PARAM_PREFIX))) headers[name] = value;
   }
   if (identity.subject !== null) headers["x-auth-subject"] = headerValue(identity.subject);
   if (identity.user !== null) headers["x-auth-user"] = headerValue(identity.user);

@@ -19,8 +19,11 @@ import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamReque
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
-import { isStreamed, upstreamBody } from "./request-body.ts";
+import { BodyTooLarge, isStreamed, upstreamBody } from "./request-body.ts";
+import { HEADER_MISMATCH, headerMismatch, mirrorsBody, requestId } from "./header-consistency.ts";
 import { rpcMethods } from "./rpc-methods.ts";
+import type { McpServerAnswer } from "../outbound/mcp-server-answer.ts";
+import type { OpenStreams } from "./open-streams.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
 
 export interface McpProxyOptions {
@@ -48,6 +51,10 @@ export interface McpProxyOptions {
   readonly challenge?: ChallengeOptions & { readonly knownScopes: readonly string[] };
   /** Told how long the MCP server took to answer, and why a request to it failed (metrics). */
   readonly observer?: ProxyObserver;
+  /** Told of every answer of the MCP server (mcp-server-misfits.ts warns about the ones that make no sense). */
+  readonly answered?: (answer: McpServerAnswer) => void;
+  /** The event streams being relayed, which a shutdown ends properly (open-streams.ts). */
+  readonly streams?: OpenStreams;
 }
 
 export interface ProxyObserver {
@@ -63,6 +70,8 @@ export interface McpProxy {
 }
 
 const ALLOWED_METHODS = ["GET", "POST", "DELETE"];
+/** The transport's "Session not found" (the MCP SDKs' code for it). */
+const SESSION_NOT_FOUND = -32001;
 const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
 /** Abort reasons: why the upstream request was cut. */
@@ -223,6 +232,15 @@ function backendRefusal(
   });
 }
 
+/** The body parsed; undefined when it is not JSON (nothing to compare: the MCP server answers it). */
+function parsedJson(body: Buffer): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(body.toString("utf8")) as unknown };
+  } catch {
+    return undefined;
+  }
+}
+
 function errorCode(err: unknown): string | undefined {
   const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
   const code = e?.code ?? e?.cause?.code;
@@ -250,6 +268,12 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       // The rest of the body is not wanted: the connection closes after this answer.
       ctx.set("Connection", "close");
       jsonRpcError(ctx, 408, -32000, reason.message);
+      return;
+    }
+    if (err instanceof BodyTooLarge) {
+      // The rest of the body is not wanted: the connection closes after this answer.
+      ctx.set("Connection", "close");
+      jsonRpcError(ctx, 413, -32000, err.message);
       return;
     }
     if (reason instanceof ShuttingDown) {
@@ -288,6 +312,12 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     const owner = sessionOwnerKey(identity);
     const sessionId = ctx.get("mcp-session-id") || undefined;
     const bound = sessionId === undefined ? undefined : await options.sessionBinding.ownerOf(sessionId);
+    // Only ids the MCP server issued are bound (below): any other is unknown, whoever guessed or kept
+    // it. 404 is what the transport says of an ended session: the client initializes a new one.
+    if (sessionId !== undefined && bound === undefined) {
+      log().info({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session id the broker never saw issued (or forgot): 404");
+      return jsonRpcError(ctx, 404, SESSION_NOT_FOUND, "Session not found: initialize a new MCP session.");
+    }
     if (bound !== undefined && bound !== owner) {
       log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
       ctx.state.refusal = "session_owner";
@@ -316,14 +346,28 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     ctx.res.once("close", onClose);
     try {
       let upstream: Awaited<ReturnType<Pool["request"]>>;
+      let sent: Buffer | null = null;
       try {
-        const body = await upstreamBody(ctx.req, controller.signal);
-        if (Buffer.isBuffer(body)) ctx.state.rpcMethods = rpcMethods(body);
+        // Headers that mirror the body are checked against all of it, so it is read whole.
+        const mirrored = mirrorsBody(ctx.req.headers);
+        const body = await upstreamBody(ctx.req, controller.signal, mirrored);
+        if (Buffer.isBuffer(body)) {
+          sent = body;
+          ctx.state.rpcMethods = rpcMethods(body);
+        }
         if (release !== undefined) {
           if (isStreamed(body)) {
             deadline.streaming();
             ctx.req.once("end", release);
           } else release();
+        }
+        if (mirrored && Buffer.isBuffer(body)) {
+          const message = parsedJson(body);
+          const mismatch = message && headerMismatch(ctx.req.headers, message.value);
+          if (message && mismatch !== undefined) {
+            log().info({ clientId: identity.clientId, grantId: identity.grantId, mismatch }, "MCP request refused: its headers disagree with its body");
+            return jsonRpcError(ctx, 400, HEADER_MISMATCH, mismatch, requestId(message.value));
+          }
         }
         const asked = performance.now();
         upstream = await pool.request({
@@ -342,6 +386,14 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       }
 
       const status = upstream.statusCode;
+      options.answered?.({
+        status,
+        method: ctx.method,
+        contentType: upstream.headers["content-type"] as string | undefined,
+        wwwAuthenticate: upstream.headers["www-authenticate"],
+        sessionSent: sessionId !== undefined,
+        tokenSent: options.forwardUpstreamToken,
+      });
       if (status === 401 || status === 403) {
         const refusal = backendRefusal(status, upstream.headers["www-authenticate"], identity, options.challenge, log);
         if (refusal) {
@@ -354,11 +406,11 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         try {
           if (ctx.method === "DELETE" && sessionId !== undefined) {
             await options.sessionBinding.release(sessionId);
-          } else {
+          } else if (sessionId === undefined) {
+            // The MCP server issues a session in its answer to an initialize (sent without one):
+            // bound now to the caller, before the client can learn the id from this answer.
             const issued = upstream.headers["mcp-session-id"];
-            // The session of the request, already known to be the caller's, needs no new claim.
-            const alreadyOwned = issued === sessionId && bound === owner;
-            refused = typeof issued === "string" && !alreadyOwned && (await options.sessionBinding.claim(issued, owner)) !== owner;
+            refused = typeof issued === "string" && (await options.sessionBinding.claim(issued, owner)) !== owner;
           }
         } catch (err) {
           // The binding's store failed (database down): the MCP server's answer goes nowhere.
@@ -379,12 +431,17 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       delete headers["www-authenticate"];
       ctx.res.writeHead(status, headers);
       ctx.res.flushHeaders();
+      const streamed = /^text\/event-stream/i.test(String(upstream.headers["content-type"] ?? ""))
+        ? options.streams?.opened(ctx.res, upstream.body, ctx.method === "POST" ? (sent ?? Buffer.alloc(0)) : null)
+        : undefined;
       try {
         await pump(upstream.body, ctx.res);
       } catch (err) {
         if (!(controller.signal.reason instanceof ClientGone)) {
           log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
         }
+      } finally {
+        streamed?.();
       }
     } finally {
       deadline.disarm();

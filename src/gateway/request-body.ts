@@ -11,10 +11,27 @@ export const SMALL_BODY_BYTES = 64 * 1024;
 /** A Buffer, or an async iterable undici streams; null without a body. */
 export type UpstreamBody = Buffer | AsyncIterable<Buffer> | null;
 
-export async function upstreamBody(request: IncomingMessage, signal: AbortSignal): Promise<UpstreamBody> {
+/**
+ * The largest body read whole so that the broker can check it before forwarding (a body whose
+ * headers mirror its fields, header-consistency.ts): the SDKs' own servers refuse larger ones.
+ */
+export const CHECKED_BODY_BYTES = 4 * 1024 * 1024;
+
+/** A body that must be read whole (`whole`) and is larger than CHECKED_BODY_BYTES. */
+export class BodyTooLarge extends Error {
+  constructor() {
+    super(
+      `The request body is larger than ${CHECKED_BODY_BYTES / (1024 * 1024)} MiB, the most the broker reads to check a request's Mcp-Method and Mcp-Name headers against it.`,
+    );
+  }
+}
+
+/** `whole`: the body is read whole (it is to be checked), never streamed; BodyTooLarge beyond CHECKED_BODY_BYTES. */
+export async function upstreamBody(request: IncomingMessage, signal: AbortSignal, whole = false): Promise<UpstreamBody> {
   if (request.method !== "POST") return null;
-  const head = await readHead(request, signal, SMALL_BODY_BYTES);
+  const head = await readHead(request, signal, whole ? CHECKED_BODY_BYTES : SMALL_BODY_BYTES);
   if (head.ended) return head.data;
+  if (whole) throw new BodyTooLarge();
   // An iterator that undici may abandon on failure without destroying the client's request (and
   // with it the socket), so that the client can still be answered 502/504.
   return prefixed(head.data, request.iterator({ destroyOnReturn: false }) as AsyncIterableIterator<Buffer>);

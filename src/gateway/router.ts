@@ -1,4 +1,4 @@
-// PUBLIC_URL/mcp and below: bearer authentication, then the streaming proxy (or, for library use,
+// PUBLIC_URL/mcp and below: the Origin check, bearer authentication, then the streaming proxy (or, for library use,
 // any Koa handler that serves MCP in-process).
 //
 // Every error of this router reaches the client as a JSON-RPC error body, whoever raised it (the
@@ -10,12 +10,19 @@ import type Koa from "koa";
 import { bearerAuth, type BearerOptions } from "./bearer.ts";
 import { cors } from "../http/cors.ts";
 import type { CallerIdentity } from "./identity.ts";
+import { originCheck, type OriginPredicate } from "./origin-check.ts";
 
 export type McpHandler = (ctx: Koa.Context, identity: CallerIdentity) => Promise<void>;
 
 export type McpRouterOptions = {
   readonly handler: McpHandler;
   readonly mountPaths?: readonly string[];
+  /**
+   * The browser origins that may call the endpoint (origin-check.ts); a request with another
+   * Origin gets 403 before anything else. Without it (an application that checks Origin in front
+   * of the router) Origin is not checked and CORS grants any origin.
+   */
+  readonly allowedOrigin?: OriginPredicate;
 } & (
   | BearerOptions
   | {
@@ -37,17 +44,20 @@ export function mcpRouter(options: McpRouterOptions): Router {
   const router = new Router();
   const mounts = [...(options.mountPaths ?? ["/mcp"])];
   const auth = "authenticate" in options ? options.authenticate : bearerAuth(options);
+  // Origin first: a page of a foreign site gets nothing, not even a preflight grant or a challenge.
+  const origins: Koa.Middleware = options.allowedOrigin ? originCheck(options.allowedOrigin) : (_ctx, next) => next();
   // Browser-based clients (the MCP Inspector) preflight without a token.
-  const allowBrowsers = cors({ methods: "GET, POST, DELETE, OPTIONS" });
+  const allowBrowsers = cors({ methods: "GET, POST, DELETE, OPTIONS", ...(options.allowedOrigin ? { allowOrigin: options.allowedOrigin } : {}) });
   const forward: Koa.Middleware = async (ctx) => {
     const { identity } = ctx.state;
     if (!identity) throw new Error("the MCP route's authentication set no caller identity");
     await options.handler(ctx, identity);
   };
-  router.all(mounts, jsonRpcErrors, allowBrowsers, auth, forward);
+  router.all(mounts, jsonRpcErrors, origins, allowBrowsers, auth, forward);
   router.all(
     mounts.map((mount) => `${mount}/{*rest}`),
     jsonRpcErrors,
+    origins,
     allowBrowsers,
     auth,
     forward,

@@ -1,5 +1,7 @@
 // Binds each MCP session (Mcp-Session-Id) to the caller that opened it, so a session id that
-// leaks to another user cannot be used to read or drive someone else's session. The broker uses
+// leaks to another user cannot be used to read or drive someone else's session. A session is bound
+// when the MCP server issues it (the answer to an initialize); an id never seen issued is unknown,
+// and the proxy answers it 404 without forwarding it. The broker uses
 // the database-backed binding (database-session-binding.ts), shared by all its instances; the
 // in-memory one here serves a proxy used on its own (library use, tests).
 import { boundedCache } from "../grants/bounded-cache.ts";
@@ -9,8 +11,9 @@ export interface McpSessionBinding {
   /** The owner key bound to the session, or undefined when the session is unknown. */
   ownerOf(sessionId: string): Promise<string | undefined>;
   /**
-   * Binds the session to `owner` unless it is already bound; returns the owner bound afterwards
-   * (the earlier one when another caller got there first). Must be atomic in shared stores.
+   * Binds a session the MCP server has just issued to `owner` unless it is already bound; returns
+   * the owner bound afterwards (the earlier one when the server issued the id twice). Must be atomic
+   * in shared stores.
    */
   claim(sessionId: string, owner: string): Promise<string>;
   /** Forgets the session (it has ended). */
@@ -32,9 +35,8 @@ export interface MemorySessionBindingOptions {
 }
 
 /**
- * Single-instance binding. A forgotten (evicted) session is "unknown" again and is re-bound to
- * the next caller the MCP server accepts it from; session ids are unguessable, so in practice
- * that is its owner.
+ * Single-instance binding. A forgotten (evicted or idle) session is unknown again: its next request
+ * is answered 404 and the client initializes a new session.
  */
 export function createMemorySessionBinding(options: MemorySessionBindingOptions = {}): McpSessionBinding {
   const owners = boundedCache<string, string>(options.maxSessions ?? 100_000, {

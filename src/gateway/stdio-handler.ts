@@ -9,6 +9,7 @@ import type { McpHandler } from "./router.ts";
 import type { CallerIdentity } from "./identity.ts";
 import { sessionOwnerKey } from "./session-binding.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
+import { HEADER_MISMATCH, headerMismatch, requestId } from "./header-consistency.ts";
 import { readRaw } from "../http/body.ts";
 import { ProcessLimitReached, type SessionRegistry } from "../stdio/session-registry.ts";
 import { ChildStartFailed } from "../stdio/child-process.ts";
@@ -93,6 +94,8 @@ export function stdioMcpHandler(options: StdioHandlerOptions): McpHandler {
     }
     const body = await readBody(ctx, limit);
     if (body === "invalid") return jsonRpcError(ctx, 400, -32700, "Parse error: the request body is not valid JSON.");
+    const mismatch = body && headerMismatch(ctx.req.headers, body.value);
+    if (body && mismatch !== undefined) return jsonRpcError(ctx, 400, HEADER_MISMATCH, mismatch, requestId(body.value));
 
     if (sessionId === undefined) {
       const messages = Array.isArray(body?.value) ? (body.value as unknown[]) : [body?.value];

@@ -1,8 +1,10 @@
 // Sign-in to the connected-apps page (/account): an upstream login with no client behind it. It
 // produces no grant and keeps no upstream token; only who signed in, remembered for this browser
 // (browser-identities.ts). It comes back through the one registered callback: the callback
-// recognizes its state (owns) and hands it here. Every form of the page carries a CSRF token
-// derived from the browser session, like the consent form's (transactions.ts), with its own key.
+// recognizes its state (owns) and hands it here. A pending sign-in is bound to the browser by a
+// cookie of its own, like an authorization's (transactions.ts), so that a sign-in elsewhere in the
+// same browser (which gives it a new session id) does not cancel it. Every form of the page
+// carries a CSRF token derived from the browser session, with its own key.
 import { createHmac, randomUUID } from "node:crypto";
 import { callbackUrl } from "../config.ts";
 import { constantTimeEqual } from "../store/secrets.ts";
@@ -24,8 +26,14 @@ export const ACCOUNT_LOGIN_TTL_SECONDS = 600;
 const UPSTREAM_CALLS_PER_CALLBACK = 3;
 const EXCHANGE_MARGIN_MS = 60_000;
 
-export type AccountSignInOutcome =
-  | { readonly kind: "signed_in"; readonly identity: Omit<BrowserIdentity, "signedInAt"> }
+export type AccountSignInOutcome = AccountSignInResult & {
+  /** The sign-in that ended (its binding cookie can go). */
+  readonly loginId: string;
+};
+
+export type AccountSignInResult =
+  /** With the browser's new session id (browser-identities.ts: signIn). */
+  | { readonly kind: "signed_in"; readonly identity: Omit<BrowserIdentity, "signedInAt">; readonly browserSessionId: string }
   /** The access policy does not admit the account: it gets nothing, the page says so. */
   | { readonly kind: "refused"; readonly account: RefusedAccount }
   /** The IdP cancelled, refused, failed or could not be reached. */
@@ -51,11 +59,20 @@ export class AccountSignIn {
     return Boolean(browserSessionId && presented && constantTimeEqual(presented, this.csrfToken(browserSessionId)));
   }
 
+  /** What the browser that started the sign-in holds in its cookie (http/transaction-cookie.ts). */
+  binding(loginId: string): string {
+    return createHmac("sha256", this.csrfKey).update(`browser.${loginId}`).digest("base64url");
+  }
+
   /**
-   * Starts an upstream sign-in for this browser and returns the IdP's authorization URL. With
-   * `selectAccount` the IdP is asked to let the person pick another account.
+   * Starts an upstream sign-in for this browser and returns the IdP's authorization URL, and the
+   * sign-in to bind to the browser until it expires. With `selectAccount` the IdP is asked to let
+   * the person pick another account.
    */
-  async start(browserSessionId: string, options: { readonly selectAccount?: boolean } = {}): Promise<string> {
+  async start(
+    browserSessionId: string,
+    options: { readonly selectAccount?: boolean } = {},
+  ): Promise<{ readonly url: string; readonly loginId: string; readonly expiresAt: Date }> {
     let request: Awaited<ReturnType<GrantsContext["provider"]["createAuthorizationRequest"]>>;
     try {
       request = await this.ctx.provider.createAuthorizationRequest(callbackUrl(this.ctx.config.publicUrl), options);
@@ -68,18 +85,20 @@ export class AccountSignIn {
         "Try again in a moment.",
       );
     }
+    const loginId = randomUUID();
+    const expiresAt = new Date(this.ctx.clock.now() + ACCOUNT_LOGIN_TTL_SECONDS * 1000);
     await this.ctx.db.accountLogin.create({
       data: {
-        id: randomUUID(),
+        id: loginId,
         browserSessionId,
         upstreamState: request.state,
         upstreamNonce: request.nonce ?? null,
         upstreamVerifierEnc: await this.ctx.secrets.encrypt(request.codeVerifier),
         status: "pending",
-        expiresAt: new Date(this.ctx.clock.now() + ACCOUNT_LOGIN_TTL_SECONDS * 1000),
+        expiresAt,
       },
     });
-    return request.url;
+    return { url: request.url, loginId, expiresAt };
   }
 
   /** Whether an upstream callback with this state belongs to an account sign-in. */
@@ -96,19 +115,20 @@ export class AccountSignIn {
    * Completes the sign-in: only in the browser that started it, once, before it expires. Problems
    * with the response itself (unknown, replayed, foreign) are SignInErrors.
    */
-  async complete(input: BrowserCallback): Promise<AccountSignInOutcome> {
+  async complete(input: BrowserCallback & { readonly bindingOf: (loginId: string) => string | null }): Promise<AccountSignInOutcome> {
     const state = input.callbackUrl.searchParams.get("state") ?? "";
     const login = state ? await this.ctx.db.accountLogin.findUnique({ where: { upstreamState: state } }) : null;
     if (!login)
       throw new SignInError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending sign-in.", START_AGAIN);
     if (login.status !== "pending") throw alreadyUsed();
-    if (!input.browserSessionId || login.browserSessionId !== input.browserSessionId) {
+    const presented = input.bindingOf(login.id);
+    if (presented === null || !constantTimeEqual(presented, this.binding(login.id))) {
       // A leaked callback URL must not sign in anyone later, in this browser or another.
       await this.end(login.id, "pending");
       throw new SignInError(
         "access_denied",
         "Sign-in started in another browser",
-        "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.",
+        "This sign-in response was opened in a different browser (or its cookie is missing) than the one that started it, so it was cancelled.",
         "Sign in again from the connected apps page, in one browser.",
       );
     }
@@ -130,6 +150,7 @@ export class AccountSignIn {
     if (upstreamError) {
       await this.end(login.id, "exchanging");
       return {
+        loginId: login.id,
         kind: "failed",
         reason: upstreamError === "access_denied" ? "cancelled" : upstreamError === "temporarily_unavailable" ? "unavailable" : "protocol",
       };
@@ -148,7 +169,9 @@ export class AccountSignIn {
     );
     if (signIn.outcome !== "admitted") {
       await this.end(login.id, "exchanging");
-      return signIn.outcome === "refused" ? { kind: "refused", account: signIn.account } : { kind: "failed", reason: signIn.kind };
+      return signIn.outcome === "refused"
+        ? { loginId: login.id, kind: "refused", account: signIn.account }
+        : { loginId: login.id, kind: "failed", reason: signIn.kind };
     }
 
     const { identity, tokens } = signIn;
@@ -163,14 +186,14 @@ export class AccountSignIn {
     // Past its deadline the sweep may have removed it: then nobody is signed in.
     if (done.count !== 1) throw alreadyUsed();
     const remembered = { subject: identity.subject, login: identity.login, provider: this.ctx.provider.kind };
-    await this.browserIdentities.remember(input.browserSessionId, remembered);
+    const browserSessionId = await this.browserIdentities.signIn(input.browserSessionId, remembered);
     await audit(this.ctx.db, {
       type: "account.signed_in",
       subject: identity.subject,
       ip: input.ip,
       detail: { provider: this.ctx.provider.kind, login: identity.login, rule: signIn.rule },
     });
-    return { kind: "signed_in", identity: remembered };
+    return { loginId: login.id, kind: "signed_in", identity: remembered, browserSessionId };
   }
 
   /** Sign out: this browser forgets who it was and every consent it remembered. */

@@ -1,6 +1,8 @@
 // Who signed in at the upstream IdP in a browser, last: the consent page names them ("signed in as
 // octocat") and the connected-apps page (/account) lists their grants. Kept server-side under the
-// browser session id; the cookie holds nothing but that id.
+// browser session id; the cookie holds nothing but that id. Every sign-in moves the browser to a
+// new id (session fixation: the id it had may be a copy an attacker planted), and so does sign-out.
+import { randomBytes } from "node:crypto";
 import type { Db } from "../store/db.ts";
 import { dateOf, systemClock, type Clock } from "./clock.ts";
 import { CONSENT_TTL_SECONDS } from "./consents.ts";
@@ -12,6 +14,14 @@ export const BROWSER_IDENTITY_TTL_SECONDS = CONSENT_TTL_SECONDS;
  * enough to look around and revoke, short enough that a shared browser does not keep it open.
  */
 export const ACCOUNT_SESSION_SECONDS = 3600;
+
+/** A new browser session id: 256 random bits, the only thing the session cookie carries. */
+export function newBrowserSessionId(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+/** What newBrowserSessionId makes (and all a session cookie may carry). */
+export const BROWSER_SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
 export interface BrowserIdentity {
   readonly subject: string;
@@ -26,12 +36,34 @@ export class BrowserIdentities {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  /** Records a completed upstream sign-in in this browser (replacing an earlier one). */
-  async remember(browserSessionId: string, identity: Omit<BrowserIdentity, "signedInAt">): Promise<void> {
+  /**
+   * Records a completed upstream sign-in in the browser that had the session id `previous`, under
+   * a new session id, and returns the new id (for the browser's cookie). Whoever else knows
+   * `previous` gets nothing: the old id keeps neither the identity nor a consent. The consents the
+   * browser remembered under it move along only when the same person had signed in there before
+   * (signing in again); anybody else's (a planted session's, the previous user's of a shared
+   * browser) are forgotten.
+   */
+  async signIn(previous: string | null, identity: Omit<BrowserIdentity, "signedInAt">): Promise<string> {
+    const next = newBrowserSessionId();
     const signedInAt = dateOf(this.clock);
     const expiresAt = new Date(signedInAt.getTime() + BROWSER_IDENTITY_TTL_SECONDS * 1000);
-    const data = { subject: identity.subject, login: identity.login, provider: identity.provider, signedInAt, expiresAt };
-    await this.db.browserIdentity.upsert({ where: { browserSessionId }, create: { browserSessionId, ...data }, update: data });
+    const before = await this.of(previous);
+    const samePerson = before !== null && before.subject === identity.subject && before.provider === identity.provider;
+    await this.db.$transaction([
+      ...(previous
+        ? [
+            samePerson
+              ? this.db.consent.updateMany({ where: { browserSessionId: previous }, data: { browserSessionId: next } })
+              : this.db.consent.deleteMany({ where: { browserSessionId: previous } }),
+            this.db.browserIdentity.deleteMany({ where: { browserSessionId: previous } }),
+          ]
+        : []),
+      this.db.browserIdentity.create({
+        data: { browserSessionId: next, subject: identity.subject, login: identity.login, provider: identity.provider, signedInAt, expiresAt },
+      }),
+    ]);
+    return next;
   }
 
   /** The last sign-in in this browser, if any and not expired. */

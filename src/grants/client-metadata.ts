@@ -5,7 +5,9 @@ import type { ClientInteropConfig } from "../client-interop-config.ts";
 import { z } from "zod";
 import { InvalidClientMetadata, InvalidRedirectUri } from "./errors.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";
-import { SUPPORTED_SCOPES, type GrantType, type RegisteredClient } from "./types.ts";
+import { ASSERTION_ALGORITHMS } from "./client-assertion.ts";
+import { parseKeySet } from "./client-keys.ts";
+import { SUPPORTED_SCOPES, type ApplicationType, type GrantType, type JsonWebKeySet, type RegisteredClient } from "./types.ts";
 
 /** What the server lets a registration ask for (config.clients); the defaults are the strictest. */
 export interface RegistrationPolicy {
@@ -13,6 +15,12 @@ export interface RegistrationPolicy {
   readonly allowAppSchemeRedirects?: boolean;
   /** The scopes a client may register; others are dropped (RFC 7591 §3.2.1). */
   readonly scopesSupported?: readonly string[];
+  /**
+   * Grant types this server does not know are left out instead of refusing the registration: for
+   * published metadata documents, which name every grant their client knows, for every server
+   * (VS Code's lists the device code grant, claude.ai's the JWT bearer grant).
+   */
+  readonly ignoreUnknownGrantTypes?: boolean;
 }
 
 /**
@@ -54,13 +62,12 @@ const text = (max: number) =>
     .regex(/^[^\u0000-\u001f\u007f]*$/, "must not contain control characters")
     .refine((v) => !LONE_SURROGATE.test(v), "must be valid Unicode text");
 
+const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials"] as const;
+
 const Schema = z.object({
   redirect_uris: z.array(text(2000)).max(20).optional(),
-  token_endpoint_auth_method: z.enum(["none", "client_secret_basic", "client_secret_post"]).optional(),
-  grant_types: z
-    .array(z.enum(["authorization_code", "refresh_token", "client_credentials"]))
-    .max(10)
-    .optional(),
+  token_endpoint_auth_method: z.enum(["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]).optional(),
+  grant_types: z.array(text(200)).max(10).optional(),
   response_types: z
     .array(z.enum(["code"]))
     .max(10)
@@ -71,6 +78,12 @@ const Schema = z.object({
   logo_uri: httpsUrl.optional(),
   software_id: text(200).optional(),
   software_version: text(100).optional(),
+  // private_key_jwt (RFC 7591 §2 jwks_uri / jwks, OpenID Connect Registration token_endpoint_auth_signing_alg).
+  jwks_uri: httpsUrl.optional(),
+  jwks: z.unknown().optional(),
+  token_endpoint_auth_signing_alg: text(20).optional(),
+  // Any value: recorded when it is one of the two defined, never a reason to refuse a registration.
+  application_type: z.unknown().optional(),
 });
 
 function fail(field: string, message: string, As: typeof InvalidClientMetadata | typeof InvalidRedirectUri = InvalidClientMetadata): never {
@@ -95,7 +108,17 @@ export function clientMetadataColumns(metadata: ClientMetadata) {
     logoUri: metadata.logoUri,
     softwareId: metadata.softwareId,
     softwareVersion: metadata.softwareVersion,
+    fallbackAuthMethod: metadata.fallbackAuthMethod,
+    jwksUri: metadata.jwksUri,
+    jwks: metadata.jwks ? JSON.stringify(metadata.jwks) : null,
+    signingAlg: metadata.signingAlg,
+    applicationType: metadata.applicationType,
   };
+}
+
+/** application_type as recorded: "native" or "web" (OpenID Connect Registration), else nothing. */
+function applicationTypeOf(value: unknown): ApplicationType | null {
+  return value === "native" || value === "web" ? value : null;
 }
 
 export type RegistrationOrigin = "dynamic" | "manual";
@@ -110,9 +133,14 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, 
   const m = parsed.data;
   // RFC 7591 §2 defaults; MCP clients send "none" explicitly.
   const tokenEndpointAuthMethod = m.token_endpoint_auth_method ?? "client_secret_basic";
+  const known = (m.grant_types ?? []).filter((g): g is GrantType => (GRANT_TYPES as readonly string[]).includes(g));
+  const unknown = (m.grant_types ?? []).filter((g) => !(GRANT_TYPES as readonly string[]).includes(g));
+  if (unknown.length && !policy.ignoreUnknownGrantTypes)
+    fail("grant_types", `is invalid: ${JSON.stringify(unknown[0])} is not supported here (${GRANT_TYPES.join(", ")}).`);
+  if (m.grant_types && m.grant_types.length > 0 && known.length === 0) fail("grant_types", `has none this server supports (${GRANT_TYPES.join(", ")}).`);
   // Without grant_types, what MCP clients expect (RFC 7591 §3.2.1 lets the server choose; the
   // response says so): the code grant and refresh tokens, not RFC 7591's bare authorization_code.
-  const grantTypes: GrantType[] = [...new Set<GrantType>(m.grant_types ?? ["authorization_code", "refresh_token"])];
+  const grantTypes: GrantType[] = [...new Set<GrantType>(m.grant_types ? known : ["authorization_code", "refresh_token"])];
   const responseTypes = [...new Set(m.response_types ?? (grantTypes.includes("authorization_code") ? ["code"] : []))];
   const usesCode = grantTypes.includes("authorization_code");
   if (usesCode !== responseTypes.includes("code")) fail("grant_types", 'and response_types are inconsistent: "authorization_code" goes with "code".');
@@ -124,7 +152,11 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, 
     );
   }
   if (grantTypes.includes("client_credentials") && tokenEndpointAuthMethod === "none")
-    fail("grant_types", '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic or client_secret_post).');
+    fail(
+      "grant_types",
+      '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic, client_secret_post or private_key_jwt).',
+    );
+  const keys = clientKeysOf(m, tokenEndpointAuthMethod);
   const redirectUris = [...new Set(m.redirect_uris ?? [])];
   if (usesCode && redirectUris.length === 0) fail("redirect_uris", "is required for the authorization_code grant.", InvalidRedirectUri);
   const rules = { appSchemes: tokenEndpointAuthMethod === "none" && (policy.allowAppSchemeRedirects ?? false) };
@@ -154,5 +186,34 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, 
     logoUri: m.logo_uri ?? null,
     softwareId: m.software_id ?? null,
     softwareVersion: m.software_version ?? null,
+    fallbackAuthMethod: null,
+    ...keys,
+    applicationType: applicationTypeOf(m.application_type),
   };
+}
+
+/**
+ * The key material of a private_key_jwt client: one of jwks_uri and jwks (RFC 7591 §2: never
+ * both), and the one algorithm it signs with when it names one. Other methods carry none.
+ */
+function clientKeysOf(
+  m: z.output<typeof Schema>,
+  method: string,
+): { readonly jwksUri: string | null; readonly jwks: JsonWebKeySet | null; readonly signingAlg: string | null } {
+  if (method !== "private_key_jwt") return { jwksUri: null, jwks: null, signingAlg: null };
+  if (m.jwks_uri !== undefined && m.jwks !== undefined) fail("jwks", "and jwks_uri are both present: give one of them (RFC 7591 §2).");
+  if (m.jwks_uri === undefined && m.jwks === undefined)
+    fail("jwks_uri", "is required for token_endpoint_auth_method private_key_jwt (or jwks): where the client's public keys are.");
+  let jwks: JsonWebKeySet | null = null;
+  if (m.jwks !== undefined) {
+    try {
+      jwks = parseKeySet(m.jwks);
+    } catch (err) {
+      fail("jwks", `is invalid: the key set ${(err as Error).message}.`);
+    }
+  }
+  const alg = m.token_endpoint_auth_signing_alg;
+  if (alg !== undefined && !ASSERTION_ALGORITHMS.includes(alg))
+    fail("token_endpoint_auth_signing_alg", `is ${JSON.stringify(alg)}; this server accepts ${ASSERTION_ALGORITHMS.join(", ")}.`);
+  return { jwksUri: m.jwks_uri ?? null, jwks, signingAlg: alg ?? null };
 }

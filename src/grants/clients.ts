@@ -8,12 +8,28 @@ import type { Logger } from "../logger.ts";
 import type { HotStore } from "../store/hot-store.ts";
 import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../store/secrets.ts";
 import { clientMetadataColumns, type ClientMetadata } from "./client-metadata.ts";
-import type { GrantType, RegisteredClient, TokenEndpointAuthMethod } from "./types.ts";
+import type { ApplicationType, GrantType, JsonWebKeySet, RegisteredClient, TokenEndpointAuthMethod } from "./types.ts";
 import { audit } from "./audit.ts";
+import { boundedCache } from "./bounded-cache.ts";
 import { systemClock, type Clock } from "./clock.ts";
 import { documentHost, isMetadataDocumentUrl, isTrustedHost, type MetadataDocuments } from "./metadata-documents.ts";
 
 type ClientRow = Awaited<ReturnType<Db["client"]["findUniqueOrThrow"]>>;
+
+/**
+ * Registered key sets, parsed once per distinct text: the same object for every read of a client's
+ * row, so the keys imported from it for verifying its assertions are kept (client-assertion.ts).
+ */
+const keySets = boundedCache<string, JsonWebKeySet>(1000);
+
+function keySetOf(text: string): JsonWebKeySet {
+  let set = keySets.get(text);
+  if (!set) {
+    set = JSON.parse(text) as JsonWebKeySet;
+    keySets.set(text, set);
+  }
+  return set;
+}
 
 const REGISTRATION_TYPES = new Set<RegisteredClient["registrationType"]>(["manual", "dynamic", "cimd"]);
 
@@ -25,6 +41,10 @@ function toClient(row: ClientRow, trustedHosts: readonly string[] = []): Registe
     id: row.id,
     redirectUris: JSON.parse(row.redirectUris) as string[],
     tokenEndpointAuthMethod: row.tokenEndpointAuthMethod as TokenEndpointAuthMethod,
+    fallbackAuthMethod: row.fallbackAuthMethod === "none" ? "none" : null,
+    jwksUri: row.jwksUri,
+    jwks: row.jwks ? keySetOf(row.jwks) : null,
+    signingAlg: row.signingAlg,
     grantTypes: JSON.parse(row.grantTypes) as GrantType[],
     responseTypes: JSON.parse(row.responseTypes) as string[],
     scope: row.scope,
@@ -33,6 +53,7 @@ function toClient(row: ClientRow, trustedHosts: readonly string[] = []): Registe
     logoUri: row.logoUri,
     softwareId: row.softwareId,
     softwareVersion: row.softwareVersion,
+    applicationType: row.applicationType === "native" || row.applicationType === "web" ? (row.applicationType as ApplicationType) : null,
     registrationType,
     createdAt: row.createdAt,
     lastUsedAt: row.lastUsedAt,
@@ -126,7 +147,9 @@ export class ClientRegistry {
 
   async register(metadata: ClientMetadata, registrationType: "dynamic" | "manual", ip?: string): Promise<Registration> {
     const id = `mab_c_${randomBytes(16).toString("base64url")}`;
-    const secret = metadata.tokenEndpointAuthMethod === "none" ? undefined : randomToken("mab_cs_");
+    // Only the secret methods get a secret: a private_key_jwt client proves itself with its keys.
+    const usesSecret = metadata.tokenEndpointAuthMethod === "client_secret_basic" || metadata.tokenEndpointAuthMethod === "client_secret_post";
+    const secret = usesSecret ? randomToken("mab_cs_") : undefined;
     const row = await this.db.client.create({
       data: {
         id,

@@ -40,6 +40,14 @@ export class InvalidRequest extends DomainError {
   readonly code = "invalid_request";
 }
 
+/**
+ * The client could not be authenticated (RFC 6749 §5.2): unknown, the wrong method, a wrong secret,
+ * or a client assertion that does not hold. The HTTP layer adds the challenge header.
+ */
+export class InvalidClient extends DomainError {
+  readonly code = "invalid_client";
+}
+
 /** The authorization code or refresh token is invalid, expired, revoked, or its grant is dead. */
 export class InvalidGrant extends DomainError {
   readonly code = "invalid_grant";

@@ -27,6 +27,9 @@ import { MetadataDocuments } from "./metadata-documents.ts";
 import { createGuardedFetcher, type JsonFetcher } from "../outbound/guarded-fetch.ts";
 import { createRateBuckets } from "../store/rate-buckets.ts";
 import { RateLimiter, REGISTRATION_RATE_LIMIT } from "./rate-limit.ts";
+import { ClientKeys } from "./client-keys.ts";
+import { ClientAssertions } from "./client-assertion.ts";
+import { ClientAuthentication } from "./client-authentication.ts";
 
 export interface Grants {
   readonly context: GrantsContext;
@@ -36,6 +39,8 @@ export interface Grants {
   readonly usage: UsageRecorder;
   readonly validator: AccessValidator;
   readonly clients: ClientRegistry;
+  /** Client authentication at the token, revocation and introspection endpoints. */
+  readonly clientAuthentication: ClientAuthentication;
   readonly transactions: AuthorizationTransactions;
   readonly consents: Consents;
   readonly tokens: TokenIssuer;
@@ -60,7 +65,10 @@ export interface GrantsInput {
   readonly logger: Logger;
   /** The time every grants decision reads (default: the system clock). */
   readonly clock?: Clock | undefined;
-  /** Fetches Client ID Metadata Documents (default: the guarded fetch the configuration sets up). */
+  /**
+   * Fetches what clients publish: Client ID Metadata Documents and private_key_jwt key sets
+   * (default: the guarded fetch the configuration sets up).
+   */
   readonly documentFetcher?: JsonFetcher | undefined;
 }
 
@@ -78,18 +86,21 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
   const sessions = new UpstreamSessions(context, lifecycle);
   const usage = new UsageRecorder(context);
   const validator = new AccessValidator(context, sessions, usage, bus);
-  const clients = new ClientRegistry(
-    input.db,
-    clock,
-    new MetadataDocuments(
-      input.db,
-      input.config.clients.cimd,
-      documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks }),
-      clock,
-    ),
-    context.hot,
-    { max: input.config.unusedRegistrations.max, logger: input.logger },
+  const fetcher = documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks });
+  const clients = new ClientRegistry(input.db, clock, new MetadataDocuments(input.db, input.config.clients.cimd, fetcher, clock), context.hot, {
+    max: input.config.unusedRegistrations.max,
+    logger: input.logger,
+  });
+  // The endpoints as oauth/metadata.ts advertises them: an assertion's aud names one of them or the issuer.
+  const issuer = input.config.publicUrl;
+  const endpoints = { token: `${issuer}/token`, revocation: `${issuer}/revoke`, introspection: `${issuer}/introspect` };
+  const clientAuthentication = new ClientAuthentication(
+    clients,
+    new ClientAssertions(new ClientKeys(fetcher, clock), context.hot, clock, { issuer, tokenEndpoint: endpoints.token }),
+    endpoints,
   );
+  const transactions = new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock);
+  const consents = new Consents(input.db, clock, input.config.clients.scopes.implies);
   return {
     context,
     bus,
@@ -98,10 +109,11 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     usage,
     validator,
     clients,
-    transactions: new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock),
-    consents: new Consents(input.db, clock, input.config.clients.scopes.implies),
+    clientAuthentication,
+    transactions,
+    consents,
     tokens: createTokenIssuer({ ...context, clients, lifecycle, sessions, validator, bus }),
-    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities),
+    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities, transactions, consents),
     browserIdentities,
     accountSignIn: new AccountSignIn(context, browserIdentities, purposeKey(input.config.secretKey, "account-csrf/v1")),
     connectedApps: new ConnectedApps(context, lifecycle),

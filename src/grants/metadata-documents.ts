@@ -13,6 +13,9 @@ import { clientMetadataColumns, parseClientMetadata, type ClientMetadata } from 
 import type { Clock } from "./clock.ts";
 import { DomainError, SignInError } from "./errors.ts";
 import { SingleFlight } from "./single-flight.ts";
+import { freshnessMs } from "./freshness.ts";
+
+export { DEFAULT_FRESH_MS, freshnessMs, MAX_FRESH_MS, MIN_FRESH_MS } from "./freshness.ts";
 
 export interface MetadataDocumentSettings {
   /** CIMD: off means an https client_id is just an unknown application. */
@@ -21,11 +24,6 @@ export interface MetadataDocumentSettings {
   readonly trustedHosts: readonly string[];
 }
 
-/** Cache bounds: documents are re-fetched at least every day, and at most once a minute. */
-export const MIN_FRESH_MS = 60_000;
-export const MAX_FRESH_MS = 24 * 3600_000;
-/** Without caching headers. */
-export const DEFAULT_FRESH_MS = 10 * 60_000;
 const MAX_URL_LENGTH = 2000;
 
 /**
@@ -54,23 +52,6 @@ export function isTrustedHost(clientId: string, trustedHosts: readonly string[])
   return trustedHosts.includes(url.host) || trustedHosts.includes(url.hostname);
 }
 
-/** How long a fetched document stays fresh, from its HTTP caching headers, within the bounds. */
-export function freshnessMs(headers: FetchedJson["headers"], now: number): number {
-  const cacheControl = (headers["cache-control"] ?? "").toLowerCase();
-  const directive = (name: string) => new RegExp(`(?:^|,)\\s*${name}\\s*=\\s*"?(\\d+)`).exec(cacheControl)?.[1];
-  let ms: number;
-  if (/(?:^|,)\s*(no-store|no-cache)\b/.test(cacheControl)) ms = 0;
-  else if (directive("s-maxage") ?? directive("max-age")) {
-    const age = Number(headers.age ?? 0);
-    ms = (Number(directive("s-maxage") ?? directive("max-age")) - (Number.isFinite(age) ? age : 0)) * 1000;
-  } else if (headers.expires) {
-    const expires = Date.parse(headers.expires);
-    const date = headers.date ? Date.parse(headers.date) : now;
-    ms = Number.isNaN(expires) ? 0 : expires - (Number.isNaN(date) ? now : date);
-  } else ms = DEFAULT_FRESH_MS;
-  return Math.min(MAX_FRESH_MS, Math.max(MIN_FRESH_MS, ms));
-}
-
 const START_AGAIN = "Go back to the application you came from. If this keeps happening, tell the application's developer.";
 
 function refused(clientId: string, why: string): SignInError {
@@ -93,21 +74,35 @@ export function parseMetadataDocument(clientId: string, body: unknown): ClientMe
     );
   if ("client_secret" in doc || "client_secret_expires_at" in doc)
     throw refused(clientId, "that document contains a client_secret, which a published document must not.");
-  // A published document can hold no shared secret: absent means "none" here, not RFC 7591's
-  // client_secret_basic, which no such client could ever use.
-  const method = doc.token_endpoint_auth_method ?? "none";
-  if (method !== "none") {
+  // Every published document of the clients that use them names its client (ChatGPT, Claude,
+  // Claude Code, VS Code, opencode); the MCP revisions since 2025-11-25 require it.
+  if (typeof doc.client_name !== "string" || doc.client_name.trim() === "")
     throw refused(
       clientId,
-      `its token_endpoint_auth_method is ${JSON.stringify(method).slice(0, 100)}. This server accepts metadata-document clients only as public clients ("none", with PKCE).`,
+      "that document has no client_name. A metadata document must carry client_id, client_name and redirect_uris (MCP authorization, Client ID Metadata Documents).",
+    );
+  // A published document can hold no shared secret: absent means "none" here, not RFC 7591's
+  // client_secret_basic, which no such client could ever use. private_key_jwt needs none: the
+  // client signs with a key whose public half its host publishes (ChatGPT's document).
+  const method = doc.token_endpoint_auth_method ?? "none";
+  if (method !== "none" && method !== "private_key_jwt") {
+    throw refused(
+      clientId,
+      `its token_endpoint_auth_method is ${JSON.stringify(method).slice(0, 100)}. This server accepts metadata-document clients as public clients ("none", with PKCE) or with private_key_jwt.`,
     );
   }
+  let metadata: ClientMetadata;
   try {
-    return parseClientMetadata({ ...doc, token_endpoint_auth_method: "none" }, "dynamic");
+    metadata = parseClientMetadata({ ...doc, token_endpoint_auth_method: method }, "dynamic", { ignoreUnknownGrantTypes: true });
   } catch (err) {
     if (err instanceof DomainError) throw refused(clientId, `its metadata is not valid: ${err.description}`);
     throw err;
   }
+  // A document that also lists "none" may go without an assertion (PKCE still holds); one that
+  // sends an assertion must pass it (client-authentication.ts).
+  const supported = doc.token_endpoint_auth_methods_supported;
+  const alsoPublic = method === "private_key_jwt" && Array.isArray(supported) && supported.includes("none");
+  return { ...metadata, fallbackAuthMethod: alsoPublic ? "none" : null };
 }
 
 type Resolved = { readonly freshUntil: number };
@@ -151,8 +146,7 @@ export class MetadataDocuments {
   }
 
   private async record(clientId: string, metadata: ClientMetadata): Promise<void> {
-    // A metadata document's client is public whatever the document says.
-    const data = { ...clientMetadataColumns(metadata), tokenEndpointAuthMethod: "none" };
+    const data = clientMetadataColumns(metadata);
     const existing = await this.db.client.findUnique({ where: { id: clientId }, select: { registrationType: true } });
     if (existing) {
       // Only a row this module made follows the document (an operator's client keeps its own).

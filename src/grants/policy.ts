@@ -1,6 +1,8 @@
 // Who may sign in: identity facts in, admit or refuse (with the rule or the reason) out. Pure: the
 // facts are read by the upstream provider at login and at every re-check; this only decides.
 import type { AccessPolicyConfig } from "../access-policy-config.ts";
+import { equalsAsciiCaseless, foldAsciiCase, globMatcher, MAX_COMPARED_LENGTH } from "./glob.ts";
+import { isMachineSubject } from "./types.ts";
 
 /** What the policy looks at; a subset of UpstreamIdentity, or a machine client's subject. */
 export interface IdentityFacts {
@@ -13,29 +15,19 @@ export interface IdentityFacts {
 
 export type PolicyDecision = { readonly admitted: true; readonly rule: string } | { readonly admitted: false; readonly reason: string };
 
-/** `*` matches any run of characters (including none); everything else literally. */
-function globMatcher(pattern: string, caseInsensitive: boolean): (value: string) => boolean {
-  const source = pattern
-    .split("*")
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-    .join(".*");
-  const re = new RegExp(`^${source}$`, caseInsensitive ? "iu" : "u");
-  return (value) => re.test(value);
-}
-
 /** One ALLOWED_USERS entry: an e-mail pattern, a subject pattern (`github:1`), or a login pattern. */
 function userEntryMatcher(entry: string): (facts: IdentityFacts) => boolean {
   if (entry.includes("@")) {
     // Verified addresses only: an OIDC login may be an unverified e-mail, so never the login.
-    const matches = globMatcher(entry, true);
+    const matches = globMatcher(entry, { caseless: true, maxLength: MAX_COMPARED_LENGTH.email });
     return (facts) => (facts.verifiedEmails ?? []).some(matches);
   }
   if (/^[a-z]+:/i.test(entry)) {
     // Subjects are the IdP's identifiers: compared exactly, case included.
-    const matches = globMatcher(entry, false);
+    const matches = globMatcher(entry, { caseless: false, maxLength: MAX_COMPARED_LENGTH.subject });
     return (facts) => matches(facts.subject);
   }
-  const matches = globMatcher(entry, true);
+  const matches = globMatcher(entry, { caseless: true, maxLength: MAX_COMPARED_LENGTH.login });
   return (facts) => facts.login !== undefined && matches(facts.login);
 }
 
@@ -53,14 +45,19 @@ export class AccessPolicy {
 
   decide(facts: IdentityFacts): PolicyDecision {
     const { config } = this;
-    if (config.anyUser) return { admitted: true, rule: "ALLOW_ANY_USER" };
+    // ALLOW_ANY_USER speaks of people with an account at the IdP: a machine client (no person
+    // behind it) is admitted only by name in ALLOWED_USERS, except in an open demo.
+    if (isMachineSubject(facts.subject)) {
+      if (config.anyMachine) return { admitted: true, rule: "demo mode without access rules" };
+    } else if (config.anyUser) return { admitted: true, rule: "ALLOW_ANY_USER" };
     for (const rule of this.userRules) if (rule.matches(facts)) return { admitted: true, rule: `ALLOWED_USERS ${rule.entry}` };
     for (const email of facts.verifiedEmails ?? []) {
-      const domain = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
+      if (email.length > MAX_COMPARED_LENGTH.email) continue;
+      const domain = foldAsciiCase(email.slice(email.lastIndexOf("@") + 1));
       if (config.emailDomains.includes(domain)) return { admitted: true, rule: `ALLOWED_EMAIL_DOMAINS ${domain}` };
     }
     for (const membership of facts.memberships ?? []) {
-      const wanted = config.githubOrgs.find((o) => (o.team ? `${o.org}/${o.team}` : o.org).toLowerCase() === membership.toLowerCase());
+      const wanted = config.githubOrgs.find((o) => equalsAsciiCaseless(o.team ? `${o.org}/${o.team}` : o.org, membership));
       if (wanted) return { admitted: true, rule: `ALLOWED_GITHUB_ORGS ${membership}` };
     }
     for (const group of facts.groups ?? []) if (config.groups.includes(group)) return { admitted: true, rule: `ALLOWED_GROUPS ${group}` };
@@ -70,7 +67,13 @@ export class AccessPolicy {
   /** One line per rule, for `check` and the start-up log. */
   describe(): string[] {
     const { config } = this;
-    if (config.anyUser) return ["anyone who can sign in at the identity provider (ALLOW_ANY_USER)"];
+    if (config.anyUser) {
+      const machines = config.users.filter((entry) => isMachineSubject(entry));
+      const lines = ["anyone who can sign in at the identity provider (ALLOW_ANY_USER)"];
+      // (Demo mode without rules admits machine clients too: "anyone" says it there.)
+      if (machines.length && !config.anyMachine) lines.push(`machine clients: ${machines.join(", ")}`);
+      return lines;
+    }
     const lines: string[] = [];
     if (config.users.length) lines.push(`users: ${config.users.join(", ")}`);
     if (config.emailDomains.length) lines.push(`verified e-mail domains: ${config.emailDomains.join(", ")}`);

@@ -5,14 +5,15 @@ import type { KnownClient } from "./clients.ts";
 import type { FormParameters, IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
 
 /**
- * The client a token request names, not yet authenticated: oauth/ reads the credentials (HTTP
- * Basic, client_secret_post, or client_id alone) and checks them against the client's row when
- * grants/ hands that row over. A refresh reads the row with its token, in one statement.
+ * The client a token request names, not yet authenticated: the credentials it carries (HTTP Basic,
+ * client_secret_post, a client assertion, or client_id alone), checked against the client's row
+ * when grants/ hands that row over (client-authentication.ts). A refresh reads the row with its
+ * token, in one statement.
  */
 export interface PresentedClient {
   readonly clientId: string;
-  /** The client when the credentials fit `known` (null: no such client); else throws invalid_client. */
-  authenticate(known: KnownClient | null): RegisteredClient;
+  /** The client when the credentials fit `known` (null: no such client); else rejects with InvalidClient. */
+  authenticate(known: KnownClient | null): Promise<RegisteredClient>;
 }
 
 /**

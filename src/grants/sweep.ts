@@ -28,6 +28,8 @@ export interface SweepResult {
   readonly evictedClients: number;
   /** Rate limit buckets full again: a full bucket needs no row (store/rate-buckets.ts). */
   readonly rateLimitBuckets: number;
+  /** Client assertions past their expiry: their jti can no longer be replayed (grants/client-assertion.ts). */
+  readonly usedAssertions: number;
 }
 
 export interface SweepOptions {
@@ -101,6 +103,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
       stale.map((c) => c.id),
     );
     const rateLimitBuckets = (await tx.rateLimitBucket.deleteMany({ where: { fullAt: { lte: now.getTime() } } })).count;
+    const usedAssertions = (await tx.usedAssertion.deleteMany({ where: { expiresAt: { lte: now } } })).count;
     return {
       transactions,
       codes,
@@ -115,6 +118,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
       auditEvents,
       unusedClients,
       rateLimitBuckets,
+      usedAssertions,
     };
   });
   const evictedClients = options.evictedClients ?? 0;

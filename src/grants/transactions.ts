@@ -1,6 +1,7 @@
 // Authorization transactions: a validated /authorize request waiting for the user's consent,
-// bound to the browser that made it. The consent form's CSRF token is derived (HMAC of the
-// transaction and the browser session), so a repeated GET shows the same valid form.
+// bound to the browser that made it by a cookie of its own carrying the transaction's binding (an
+// HMAC of its id: nobody without the server's key can make it, and the broker need not store it).
+// The consent form's CSRF token is derived the same way, so a repeated GET shows the same valid form.
 import { createHmac, randomBytes } from "node:crypto";
 import type { Db } from "../store/db.ts";
 import { constantTimeEqual } from "../store/secrets.ts";
@@ -19,10 +20,21 @@ export class AuthorizationTransactions {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  csrfToken(transactionId: string, browserSessionId: string): string {
-    return createHmac("sha256", this.csrfKey).update(`${transactionId}.${browserSessionId}`).digest("base64url");
+  csrfToken(transactionId: string): string {
+    return createHmac("sha256", this.csrfKey).update(`csrf.${transactionId}`).digest("base64url");
   }
 
+  /** What the browser that started the transaction holds in its cookie (http/transaction-cookie.ts). */
+  binding(transactionId: string): string {
+    return createHmac("sha256", this.csrfKey).update(`browser.${transactionId}`).digest("base64url");
+  }
+
+  /** Whether `presented` (the browser's cookie for the transaction) is its binding. */
+  boundTo(transactionId: string, presented: string | null): boolean {
+    return presented !== null && constantTimeEqual(presented, this.binding(transactionId));
+  }
+
+  /** `browserSessionId`: the browser session it started in, kept for the record (the binding is the cookie). */
   async create(request: ValidatedAuthorizationRequest, browserSessionId: string): Promise<Transaction> {
     return this.db.authTransaction.create({
       data: {
@@ -46,23 +58,24 @@ export class AuthorizationTransactions {
     return this.db.authTransaction.findUnique({ where: { id } });
   }
 
-  /** A pending, unexpired transaction of this browser, or null. */
-  async pendingFor(id: string, browserSessionId: string | null): Promise<Transaction | null> {
-    if (!browserSessionId || id.length > 100) return null;
+  /** A pending, unexpired transaction, when `presented` is its binding (the browser that started it); else null. */
+  async pendingFor(id: string, presented: string | null): Promise<Transaction | null> {
+    if (id.length > 100 || !this.boundTo(id, presented)) return null;
     const tx = await this.db.authTransaction.findUnique({ where: { id } });
-    if (!tx || tx.browserSessionId !== browserSessionId || tx.status !== "pending" || tx.expiresAt <= dateOf(this.clock)) return null;
+    if (tx?.status !== "pending" || tx.expiresAt <= dateOf(this.clock)) return null;
     return tx;
   }
 
   /**
-   * Records the user's decision, once: only from the browser that started the transaction, with
-   * the form's CSRF token, while it is pending. Returns false when any of that does not hold.
+   * Records the user's decision, once: only from the browser that started the transaction (its
+   * binding presented), with the form's CSRF token, while it is pending. Returns false when any of
+   * that does not hold.
    */
-  async decide(id: string, browserSessionId: string, csrf: string, decision: "approved" | "denied", ip?: string): Promise<boolean> {
-    if (!constantTimeEqual(csrf, this.csrfToken(id, browserSessionId))) return false;
+  async decide(id: string, presented: string | null, csrf: string, decision: "approved" | "denied", ip?: string): Promise<boolean> {
+    if (id.length > 100 || !this.boundTo(id, presented) || !constantTimeEqual(csrf, this.csrfToken(id))) return false;
     const now = dateOf(this.clock);
     const claimed = await this.db.authTransaction.updateMany({
-      where: { id, browserSessionId, status: "pending", expiresAt: { gt: now } },
+      where: { id, status: "pending", expiresAt: { gt: now } },
       data: { status: decision, approvedAt: decision === "approved" ? now : null },
     });
     if (claimed.count !== 1) return false;

@@ -1,7 +1,16 @@
 // Domain types shared by the authorization server (oauth/), the gateway and the grants services.
 // No Koa, no Prisma types here.
+import type { JWK } from "jose";
 
-export type TokenEndpointAuthMethod = "none" | "client_secret_basic" | "client_secret_post";
+export type TokenEndpointAuthMethod = "none" | "client_secret_basic" | "client_secret_post" | "private_key_jwt";
+
+/** RFC 7517 §5: the public keys a private_key_jwt client signs its assertions with. */
+export interface JsonWebKeySet {
+  readonly keys: readonly JWK[];
+}
+
+/** What a registration says the client is (OpenID Connect Registration application_type). */
+export type ApplicationType = "native" | "web";
 export type GrantType = "authorization_code" | "refresh_token" | "client_credentials";
 
 /** A client as the rest of the code sees it (JSON columns decoded, no secret hash). */
@@ -9,6 +18,16 @@ export interface RegisteredClient {
   readonly id: string;
   readonly redirectUris: readonly string[];
   readonly tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  /**
+   * A second method it may use instead: "none" for a metadata document that registers
+   * private_key_jwt and lists "none" among its token_endpoint_auth_methods_supported (ChatGPT's).
+   */
+  readonly fallbackAuthMethod: "none" | null;
+  /** private_key_jwt: where the client publishes its public keys, or the key set itself. */
+  readonly jwksUri: string | null;
+  readonly jwks: JsonWebKeySet | null;
+  /** The one JWS algorithm its assertions must use, when its registration names one. */
+  readonly signingAlg: string | null;
   readonly grantTypes: readonly GrantType[];
   readonly responseTypes: readonly string[];
   readonly scope: string | null;
@@ -17,6 +36,8 @@ export interface RegisteredClient {
   readonly logoUri: string | null;
   readonly softwareId: string | null;
   readonly softwareVersion: string | null;
+  /** What the registration said the client is; recorded and shown, never a reason to refuse it. */
+  readonly applicationType: ApplicationType | null;
   /** cimd: registered by the metadata document its id (an https URL) names. */
   readonly registrationType: "dynamic" | "manual" | "cimd";
   readonly createdAt: Date;
@@ -82,4 +103,9 @@ export const OFFLINE_ACCESS = "offline_access";
  */
 export function machineSubject(clientId: string): string {
   return `client:${clientId}`;
+}
+
+/** Whether a subject is a machine client's: users' subjects start with their provider (`github:`, `oidc:`…). */
+export function isMachineSubject(subject: string): boolean {
+  return subject.startsWith("client:");
 }

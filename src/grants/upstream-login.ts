@@ -15,11 +15,19 @@ import type { UpstreamLoginStarter } from "./ports.ts";
 import type { UpstreamAuthorizationRequest } from "../upstream/provider.ts";
 import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
 import type { BrowserIdentities } from "./browser-identities.ts";
+import type { AuthorizationTransactions } from "./transactions.ts";
+import type { Consents } from "./consents.ts";
 
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
 
+/** What a browser brings back to the callback of a client's authorization. */
+export interface AuthorizationCallback extends BrowserCallback {
+  /** The binding this browser presents for a transaction (its transaction cookie), or null. */
+  readonly bindingOf: (transactionId: string) => string | null;
+}
+
 /** Where a completed callback leads. */
-export type CallbackOutcome =
+export type CallbackDestination =
   /** Back to the client: its redirect URI with the broker's code, or with an OAuth error. */
   | { readonly kind: "redirect"; readonly location: string }
   /**
@@ -32,6 +40,12 @@ export type CallbackOutcome =
       readonly clientName: string | null;
       readonly returnTo: string;
     };
+
+/**
+ * Where a completed callback leads, the transaction it ended and, after a sign-in, the browser's
+ * new session id (browser-identities.ts: signIn).
+ */
+export type CallbackOutcome = CallbackDestination & { readonly transactionId: string; readonly browserSessionId?: string };
 
 const START_AGAIN = "Go back to your application and start the sign-in again.";
 const alreadyUsed = () =>
@@ -51,6 +65,8 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     private readonly ctx: GrantsContext,
     private readonly sessions: UpstreamSessions,
     private readonly browserIdentities: BrowserIdentities,
+    private readonly transactions: AuthorizationTransactions,
+    private readonly consents: Consents,
   ) {
     this.providerName = ctx.provider.displayName;
   }
@@ -103,21 +119,21 @@ export class UpstreamLogin implements UpstreamLoginStarter {
    * with the broker's code (or an OAuth error). Problems that must not reach the client (unknown,
    * replayed or foreign callbacks) are SignInErrors, shown to the person in the browser.
    */
-  async complete(input: BrowserCallback): Promise<CallbackOutcome> {
+  async complete(input: AuthorizationCallback): Promise<CallbackOutcome> {
     const state = input.callbackUrl.searchParams.get("state");
     if (!state) throw new SignInError("invalid_request", "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
     if (!tx)
       throw new SignInError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
     if (tx.status !== "approved") throw alreadyUsed();
-    if (!input.browserSessionId || tx.browserSessionId !== input.browserSessionId) {
+    if (!this.transactions.boundTo(tx.id, input.bindingOf(tx.id))) {
       // A callback URL that leaked (history, logs, a shared screen) must not complete the login
       // later in the right browser either: any refused callback ends its transaction.
       await this.abandon(tx.id, tx.clientId, "browser_mismatch", input.ip);
       throw new SignInError(
         "access_denied",
         "Sign-in started in another browser",
-        "This sign-in response was opened in a different browser (or its session cookie is missing) than the one that started it, so it was cancelled.",
+        "This sign-in response was opened in a different browser (or its cookie is missing) than the one that started it, so it was cancelled.",
         "Go back to your application and start the sign-in again in one browser.",
       );
     }
@@ -141,7 +157,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     const fail = async (error: string, description: string, logDetail: string): Promise<CallbackOutcome> => {
       await end();
       await audit(this.ctx.db, { type: "login.failed", clientId: tx.clientId, ip: input.ip, detail: { error, reason: logDetail } });
-      return { kind: "redirect", location: toClient({ error, error_description: description }) };
+      return { transactionId: tx.id, kind: "redirect", location: toClient({ error, error_description: description }) };
     };
 
     const upstreamError = input.callbackUrl.searchParams.get("error");
@@ -172,6 +188,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
       await end();
       const client = await this.ctx.db.client.findUnique({ where: { id: tx.clientId }, select: { clientName: true } });
       return {
+        transactionId: tx.id,
         kind: "refused",
         account: signIn.account,
         clientName: client?.clientName ?? null,
@@ -225,8 +242,14 @@ export class UpstreamLogin implements UpstreamLoginStarter {
         detail: { provider: this.ctx.provider.kind, rule: signIn.rule },
       });
     });
-    // The consent page of this browser's next authorization names who signed in.
-    await this.browserIdentities.remember(input.browserSessionId, { subject: identity.subject, login: identity.login, provider: this.ctx.provider.kind });
-    return { kind: "redirect", location: toClient({ code: code.value }) };
+    // Who signed in, for this browser's next consent page and its /account, under a new browser
+    // session id; the consent this sign-in completes goes along.
+    const browserSessionId = await this.browserIdentities.signIn(input.browserSessionId, {
+      subject: identity.subject,
+      login: identity.login,
+      provider: this.ctx.provider.kind,
+    });
+    await this.consents.remember({ browserSessionId, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });
+    return { transactionId: tx.id, browserSessionId, kind: "redirect", location: toClient({ code: code.value }) };
   }
 }

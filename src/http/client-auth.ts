@@ -1,16 +1,18 @@
-// Client authentication at the token, revocation and introspection endpoints, by the method the
-// client registered (RFC 6749 §2.3, RFC 7591 token_endpoint_auth_method). Failures are
-// invalid_client, 401 with a Basic challenge.
+// The HTTP edge of client authentication at the token, revocation and introspection endpoints:
+// reads the credentials off the request (HTTP Basic, client_secret_post, client_assertion) and
+// hands them to grants/client-authentication.ts, which decides. Failures are invalid_client, 401
+// with a Basic challenge (RFC 6749 §5.2).
 import type Koa from "koa";
-import { LRUCache } from "lru-cache";
 import { OAuthError } from "./errors.ts";
 import { CONTROL_CHARACTERS } from "./body.ts";
-import type { ClientRegistry } from "../grants/clients.ts";
+import type { AuthenticatedClient, ClientAuthentication, ClientCredentials, ClientEndpoint } from "../grants/client-authentication.ts";
+import { DomainError } from "../grants/errors.ts";
 import type { PresentedClient } from "../grants/ports.ts";
-import type { RegisteredClient } from "../grants/types.ts";
 
-function invalidClient(description: string): OAuthError {
-  return new OAuthError("invalid_client", description, { status: 401, headers: { "WWW-Authenticate": 'Basic realm="mcp-auth-broker"' } });
+const CHALLENGE = { "WWW-Authenticate": 'Basic realm="mcp-auth-broker"' };
+
+function invalidClient(description: string, cause?: unknown): OAuthError {
+  return new OAuthError("invalid_client", description, { status: 401, headers: CHALLENGE, cause });
 }
 
 function decodeBasic(header: string): { id: string; secret: string } | null {
@@ -27,66 +29,45 @@ function decodeBasic(header: string): { id: string; secret: string } | null {
   }
 }
 
-/** This many failed secrets for one client within the window are worth a warning (once per window). */
-const BURST = 5;
-const BURST_WINDOW_MS = 60_000;
-/** Per client registry, so that every broker in a process (tests, library use) counts its own. */
-const failedSecrets = new WeakMap<ClientRegistry, LRUCache<string, { count: number }>>();
-
-/** Counts a wrong secret; the BURST-th within the window from the first one is logged at warn. */
-function noteFailedSecret(ctx: Koa.Context, clients: ClientRegistry, clientId: string): void {
-  let window = failedSecrets.get(clients);
-  if (!window) {
-    window = new LRUCache({ max: 10_000, ttl: BURST_WINDOW_MS });
-    failedSecrets.set(clients, window);
-  }
-  const entry = window.get(clientId) ?? { count: 0 };
-  entry.count++;
-  // The window runs from the first failure: later ones do not extend it.
-  window.set(clientId, entry, { noUpdateTTL: entry.count > 1 });
-  if (entry.count === BURST)
-    ctx.state.log.warn(
-      { clientId, failures: BURST, windowSeconds: BURST_WINDOW_MS / 1000, ip: ctx.ip },
-      "security: repeated failed client authentication; someone may be guessing this client's secret",
-    );
-}
-
-/**
- * The client a request names, with its credentials read and checked for form (HTTP Basic, or
- * client_id and client_secret in the body, never both); `authenticate` then checks them against
- * the client's row, wherever that row was read.
- */
-export function presentedClient(ctx: Koa.Context, params: Record<string, string>, clients: ClientRegistry): PresentedClient {
+/** The credentials a request carries, checked for form only. */
+function credentialsOf(ctx: Koa.Context, params: Record<string, string>): ClientCredentials {
   const header = ctx.get("authorization");
   const basic = header ? decodeBasic(header) : null;
   if (header && !basic) throw invalidClient("Malformed Authorization header: use HTTP Basic with the client id and secret.");
-  if (basic && params.client_secret !== undefined) throw invalidClient("Use one client authentication method, not both.");
-  if (basic && params.client_id !== undefined && params.client_id !== basic.id) throw invalidClient("client_id does not match the authenticated client.");
-  const clientId = basic?.id ?? params.client_id;
-  if (!clientId) throw invalidClient("Client authentication is required: client_id is missing.");
   if (basic && (CONTROL_CHARACTERS.test(basic.id) || CONTROL_CHARACTERS.test(basic.secret)))
     throw invalidClient("Malformed Authorization header: the client id or secret contains control characters.");
-  const method = basic ? "client_secret_basic" : params.client_secret !== undefined ? "client_secret_post" : "none";
   return {
-    clientId,
-    authenticate(known) {
-      if (!known) throw invalidClient("Unknown client.");
-      const { client } = known;
-      if (method !== client.tokenEndpointAuthMethod) {
-        throw invalidClient(`This client authenticates with ${client.tokenEndpointAuthMethod}, not ${method}.`);
-      }
-      if (method !== "none" && !known.secretMatches(basic?.secret ?? params.client_secret ?? "")) {
-        noteFailedSecret(ctx, clients, client.id);
-        throw invalidClient("Client authentication failed.");
-      }
-      clients.touch(client.id);
-      return client;
-    },
+    clientId: params.client_id,
+    basic: basic ?? undefined,
+    clientSecret: params.client_secret,
+    clientAssertionType: params.client_assertion_type,
+    clientAssertion: params.client_assertion,
   };
 }
 
-/** The client of a request, authenticated against its row (the revocation and introspection endpoints). */
-export async function authenticateClient(ctx: Koa.Context, params: Record<string, string>, clients: ClientRegistry): Promise<RegisteredClient> {
-  const presented = presentedClient(ctx, params, clients);
-  return presented.authenticate(await clients.find(presented.clientId));
+const originOf = (ctx: Koa.Context) => ({ ip: ctx.ip, log: ctx.state.log });
+
+/** The client a token request names, its credentials read (checked against its row by the grants). */
+export function presentedClient(ctx: Koa.Context, params: Record<string, string>, auth: ClientAuthentication): PresentedClient {
+  return auth.present(credentialsOf(ctx, params), "token", originOf(ctx));
+}
+
+/** The client of a request, authenticated (the revocation and introspection endpoints). */
+export function authenticateClient(
+  ctx: Koa.Context,
+  params: Record<string, string>,
+  auth: ClientAuthentication,
+  endpoint: Exclude<ClientEndpoint, "token">,
+): Promise<AuthenticatedClient> {
+  return auth.authenticate(credentialsOf(ctx, params), endpoint, originOf(ctx));
+}
+
+/** Runs an endpoint's work, answering a failed client authentication with the challenge it needs. */
+export async function challengingClients<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof DomainError && err.code === "invalid_client") throw invalidClient(err.description, err);
+    throw err;
+  }
 }

@@ -64,18 +64,46 @@ function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: strin
 
 function pageTitle(status: number): string {
   if (status === 404) return "Page not found";
+  if (status === 405) return "This page cannot be used this way";
   if (status === 403) return "Not allowed";
   if (status >= 500) return "Something went wrong";
   return "This request cannot be completed";
 }
 
-export function errorHandler(): Koa.Middleware {
+/**
+ * How an answer for no route of the broker (404, 405) is rendered: as the route's format where a
+ * router chose one (/mcp: JSON-RPC), else as a page for a browser (it asks for HTML before JSON:
+ * a mistyped /acount), and as OAuth JSON for everyone else (curl, SDKs: they accept anything).
+ */
+function noRouteFormat(ctx: Koa.Context): ErrorFormat {
+  return ctx.state.errorFormat ?? (ctx.accepts("json", "html") === "html" ? "page" : "oauth");
+}
+
+export interface ErrorHandlerOptions {
+  /** The front page (PUBLIC_URL/), which a page for a mistyped address points to. */
+  readonly frontPage?: string;
+}
+
+export function errorHandler(options: ErrorHandlerOptions = {}): Koa.Middleware {
   return async (ctx, next) => {
     const { state } = ctx;
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
-        send(ctx, state.errorFormat ?? "oauth", 404, "not_found", `No endpoint at ${ctx.method} ${ctx.path}.`);
+        const format = noRouteFormat(ctx);
+        if (format === "page")
+          send(
+            ctx,
+            format,
+            404,
+            "not_found",
+            `There is no page at ${ctx.path}.`,
+            options.frontPage ? `Check the address, or start from ${options.frontPage}` : "Check the address.",
+          );
+        else send(ctx, format, 404, "not_found", `No endpoint at ${ctx.method} ${ctx.path}.`);
+      } else if (ctx.status === 405 && ctx.body === undefined && noRouteFormat(ctx) === "page") {
+        // @koa/router's allowedMethods() set the status and Allow, and left the body to Koa's plain text.
+        send(ctx, "page", 405, "invalid_request", `${ctx.path} does not take ${ctx.method} requests (only ${ctx.response.get("Allow") || "other methods"}).`);
       }
     } catch (err) {
       const format = state.errorFormat ?? "oauth";

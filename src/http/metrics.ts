@@ -93,6 +93,9 @@ export class BrokerMetrics {
     private readonly mcpMounts: readonly string[],
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: "mab_" });
+    // Every reason has a series from the start: increase() and rate() see the first refusal, and
+    // an alert on one reason does not wait for a series that is not there yet.
+    for (const reason of REFUSAL_REASONS) this.refusals.inc({ reason }, 0);
     new Counter({
       name: "mab_database_queries_total",
       help: "Database queries sent by this process.",
@@ -162,6 +165,9 @@ export class BrokerMetrics {
     this.upstreamCalls.observe({ call, result }, seconds);
   }
 }
+
+/** mab_refusals_total's reasons (README, "Metrics"). */
+const REFUSAL_REASONS = ["invalid_token", "insufficient_scope", "session_owner", "policy_denied", "rate_limited"] as const;
 
 /** A refusal the response itself shows: the bearer challenge's error, or a rate limit. */
 function refusalOf(ctx: Koa.Context, route: string): string | undefined {

@@ -8,6 +8,8 @@ export interface RunningServer {
   readonly port: number;
   /** Resolves when every in-flight request has finished or the deadline has cut it. */
   close(deadlineMs?: number): Promise<{ forced: boolean }>;
+  /** Requests whose response has not ended yet (open streams included). */
+  inFlight(): number;
 }
 
 /** Node's own deadlines on receiving a request. Responses (SSE streams) have none. */
@@ -96,6 +98,7 @@ export async function listen(handler: http.RequestListener, port: number, host: 
   return {
     server,
     port: actualPort,
+    inFlight: () => _active,
     close(deadlineMs = 10_000) {
       closing = true;
       return new Promise((resolve) => {

@@ -5,11 +5,14 @@
 // a redirect URI, so for any other client the error is a page too (OAuth 2.1 §7.12.2: no open
 // redirector before the user has said anything). A valid request becomes a transaction
 // bound to this browser, then goes to the consent page (or straight upstream when this browser
-// already approved the same client, redirect URI and scope).
+// already approved the same client, redirect URI and scope, and the browser says the person, not
+// another site, started this navigation: http/fetch-metadata.ts).
 import type Koa from "koa";
 import { PageError } from "../http/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
+import { setTransactionCookie } from "../http/transaction-cookie.ts";
+import { isFirstPartyNavigation } from "../http/fetch-metadata.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
 import { matchRedirectUri } from "../grants/redirect-uri.ts";
 import { isValidS256Challenge } from "../grants/pkce.ts";
@@ -57,7 +60,8 @@ async function trustedTarget(params: Record<string, string>, clients: ClientRegi
     throw new PageError(
       400,
       "Unregistered redirect address",
-      "The address this request wants to return to is not registered for the application, so you were not sent there.",
+      // The address as sent (shown escaped, shortened): what the application's developer compares with the registration.
+      `The address this request wants to return to, ${requested.length > 200 ? `${requested.slice(0, 200)}…` : requested}, is not registered for the application, so you were not sent there.`,
       START_AGAIN,
     );
   }
@@ -132,10 +136,17 @@ export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
     }
     const sid = browserSessionId(ctx, true);
     const tx = await deps.transactions.create(request, sid);
+    setTransactionCookie(ctx, tx.id, deps.transactions.binding(tx.id), tx.expiresAt);
     if (await deps.consents.given({ browserSessionId: sid, clientId: client.id, redirectUri, scope: request.scope })) {
-      await deps.transactions.approveRemembered(tx.id);
-      ctx.redirect(await deps.upstreamLogin.start(tx.id));
-      return;
+      if (isFirstPartyNavigation(ctx)) {
+        await deps.transactions.approveRemembered(tx.id);
+        ctx.redirect(await deps.upstreamLogin.start(tx.id));
+        return;
+      }
+      ctx.state.log.info(
+        { clientId: client.id, secFetchSite: ctx.get("sec-fetch-site").slice(0, 20) || null, secFetchMode: ctx.get("sec-fetch-mode").slice(0, 20) || null },
+        "a remembered consent was not used: this navigation was not started by the person or this broker, so the consent page asks again",
+      );
     }
     ctx.redirect(`${deps.issuer}/consent?transaction=${encodeURIComponent(tx.id)}`);
   };

@@ -6,7 +6,8 @@ import { callbackPath, callbackUrl } from "../config.ts";
 import type Koa from "koa";
 import Router from "@koa/router";
 import type { UpstreamLogin } from "../grants/upstream-login.ts";
-import { browserSessionId } from "../http/browser-session.ts";
+import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
+import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
 import { publicPaths } from "../http/public-paths.ts";
 import { paramsToRecord } from "../http/body.ts";
 import { sendHtml } from "../http/html-page.ts";
@@ -32,13 +33,22 @@ export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, 
       await accountSignIn.complete(ctx, url);
       return;
     }
-    const outcome = await upstreamLogin.complete({ callbackUrl: url, browserSessionId: browserSessionId(ctx, false), ip: ctx.ip });
+    const outcome = await upstreamLogin.complete({
+      callbackUrl: url,
+      browserSessionId: browserSessionId(ctx, false),
+      bindingOf: (transactionId) => transactionBinding(ctx, transactionId),
+      ip: ctx.ip,
+    });
+    clearTransactionCookie(ctx, outcome.transactionId);
+    // A sign-in moves the browser to a new session id: a copy of the old one gains nothing.
+    if (outcome.browserSessionId) useBrowserSessionId(ctx, outcome.browserSessionId);
     ctx.set("Cache-Control", "no-store");
     if (outcome.kind === "redirect") {
       ctx.redirect(outcome.location);
       return;
     }
     const returnTo = { url: outcome.returnTo, clientName: outcome.clientName };
+    ctx.state.refusal = "policy_denied";
     sendHtml(ctx, renderAccessRefusedPage({ account: outcome.account, resourceName, returnTo }), 403);
   });
   return router;

@@ -1,11 +1,13 @@
 // GET/POST /consent: the user's decision, before anything goes upstream (spec §5.5.8). Only the
-// browser that started the transaction may decide, once, with the form's CSRF token. "Not you?"
+// browser that started the transaction (its transaction cookie) may decide, once, with the form's
+// CSRF token. The consent is remembered for this browser's session. "Not you?"
 // is an Allow that first forgets who this browser was (and the consents it remembered), then asks
 // the upstream IdP for another account.
 import type Koa from "koa";
 import { PageError } from "../http/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
+import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { AuthorizationTransactions } from "../grants/transactions.ts";
@@ -49,9 +51,9 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
   return async (ctx) => {
     ctx.state.errorFormat = "page";
     const id = paramsToRecord(new URLSearchParams(ctx.querystring)).transaction ?? "";
+    const tx = await deps.transactions.pendingFor(id, transactionBinding(ctx, id));
+    if (!tx) throw NOT_PENDING;
     const sid = browserSessionId(ctx, false);
-    const tx = await deps.transactions.pendingFor(id, sid);
-    if (!tx || !sid) throw NOT_PENDING;
     const [client, identity] = await Promise.all([deps.clients.get(tx.clientId), deps.browserIdentities.of(sid)]);
     if (!client) throw NOT_PENDING;
     const known = identity && identity.provider === deps.providerKind ? identity : null;
@@ -69,7 +71,7 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
         idleTimeoutSeconds: deps.idleTimeoutSeconds,
         maxAgeSeconds: deps.maxAgeSeconds,
         transactionId: tx.id,
-        csrfToken: deps.transactions.csrfToken(tx.id, sid),
+        csrfToken: deps.transactions.csrfToken(tx.id),
         scopeDescriptions: deps.scopeDescriptions,
       }),
     );
@@ -80,11 +82,11 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
   return async (ctx) => {
     ctx.state.errorFormat = "page";
     const form = await readForm(ctx, 8 * 1024);
-    const sid = browserSessionId(ctx, false);
     const decision = DECISIONS.get(form.decision ?? "");
-    if (!sid || !form.transaction || !form.csrf || !decision || !(await deps.transactions.decide(form.transaction, sid, form.csrf, decision, ctx.ip))) {
+    const binding = form.transaction ? transactionBinding(ctx, form.transaction) : null;
+    if (!form.transaction || !form.csrf || !decision || !(await deps.transactions.decide(form.transaction, binding, form.csrf, decision, ctx.ip))) {
       ctx.state.log.warn(
-        { ip: ctx.ip, browserSession: Boolean(sid), csrf: Boolean(form.csrf) },
+        { ip: ctx.ip, transactionCookie: Boolean(binding), csrf: Boolean(form.csrf) },
         "security: a consent answer was refused: not this browser's pending request, or a wrong CSRF token (a forged or replayed form, or a second tab)",
       );
       throw NOT_PENDING;
@@ -95,6 +97,7 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
     // 303: the browser follows with a GET, whatever the form's method was.
     ctx.status = 303;
     if (decision === "denied") {
+      clearTransactionCookie(ctx, tx.id);
       ctx.redirect(
         clientRedirectUrl(tx.redirectUri, {
           error: "access_denied",
@@ -107,6 +110,7 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
     }
     // Only after the CSRF check above: a forged form must not sign anyone out.
     const otherAccount = form.decision === "allow_other_account";
+    const sid = browserSessionId(ctx, true);
     if (otherAccount) await deps.browserIdentities.forget(sid);
     // The consent of the person deciding now (with "Not you?", the next one at this browser).
     await deps.consents.remember({ browserSessionId: sid, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });

@@ -3,6 +3,7 @@
 import type Koa from "koa";
 import type { Config } from "../config.ts";
 import { knownScopes, resourceScopes } from "../grants/scope.ts";
+import { ASSERTION_ALGORITHMS } from "../grants/client-assertion.ts";
 
 export function authorizationServerMetadata(config: Config, dynamicRegistration: boolean): Record<string, unknown> {
   const base = config.publicUrl;
@@ -17,9 +18,13 @@ export function authorizationServerMetadata(config: Config, dynamicRegistration:
     response_modes_supported: ["query"],
     grant_types_supported: ["authorization_code", "refresh_token", "client_credentials"],
     code_challenge_methods_supported: ["S256"],
-    token_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
-    revocation_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
-    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+    // "none" first: claude.ai uses a metadata document only when it is listed.
+    token_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"],
+    token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
+    revocation_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"],
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
+    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     // SCOPES_SUPPORTED, with mcp and offline_access, which are always understood.
     scopes_supported: knownScopes(config.clients.scopes.supported),
     authorization_response_iss_parameter_supported: true,

@@ -21,6 +21,10 @@ export function clientMetadataResponse(client: RegisteredClient, clientSecret?: 
     ...(client.logoUri ? { logo_uri: client.logoUri } : {}),
     ...(client.softwareId ? { software_id: client.softwareId } : {}),
     ...(client.softwareVersion ? { software_version: client.softwareVersion } : {}),
+    ...(client.jwksUri ? { jwks_uri: client.jwksUri } : {}),
+    ...(client.jwks ? { jwks: client.jwks } : {}),
+    ...(client.signingAlg ? { token_endpoint_auth_signing_alg: client.signingAlg } : {}),
+    ...(client.applicationType ? { application_type: client.applicationType } : {}),
   };
 }
 

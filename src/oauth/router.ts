@@ -7,6 +7,7 @@ import type { ClientRegistry } from "../grants/clients.ts";
 import type { AuthorizationTransactions } from "../grants/transactions.ts";
 import type { Consents } from "../grants/consents.ts";
 import type { BrowserIdentities } from "../grants/browser-identities.ts";
+import type { ClientAuthentication } from "../grants/client-authentication.ts";
 import { cors } from "../http/cors.ts";
 import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
 import { rateLimit, type RequestCounter } from "../http/rate-limit.ts";
@@ -22,6 +23,8 @@ import { introspectHandler } from "./introspect.ts";
 export interface AuthorizationServerDeps {
   readonly config: Config;
   readonly clients: ClientRegistry;
+  /** Client authentication at /token, /revoke and /introspect (secrets, client assertions). */
+  readonly clientAuthentication: ClientAuthentication;
   readonly transactions: AuthorizationTransactions;
   readonly consents: Consents;
   readonly tokens: TokenIssuer;
@@ -86,9 +89,9 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   const authorize = authorizeHandler({ ...flow, resource: config.resourceUrl });
   router.get(at("/authorize"), authorize).post(at("/authorize"), authorize);
   router.get(at("/consent"), consentPageHandler(consent)).post(at("/consent"), consentDecisionHandler(consent));
-  router.options(at("/token"), postCors).post(at("/token"), postCors, tokenHandler({ clients, tokens: deps.tokens }));
-  router.options(at("/revoke"), postCors).post(at("/revoke"), postCors, revokeHandler(clients, deps.tokens));
+  router.options(at("/token"), postCors).post(at("/token"), postCors, tokenHandler({ clientAuthentication: deps.clientAuthentication, tokens: deps.tokens }));
+  router.options(at("/revoke"), postCors).post(at("/revoke"), postCors, revokeHandler(deps.clientAuthentication, deps.tokens));
   // Server-to-server only (confidential clients): no CORS.
-  router.post(at("/introspect"), introspectHandler(clients, deps.tokens));
+  router.post(at("/introspect"), introspectHandler(deps.clientAuthentication, deps.tokens));
   return router;
 }

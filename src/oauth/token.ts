@@ -2,14 +2,14 @@
 // grant_type (grants/token/), which parses its own parameters. Responses are never cached.
 import type Koa from "koa";
 import { readForm } from "../http/body.ts";
-import { presentedClient } from "../http/client-auth.ts";
-import type { ClientRegistry } from "../grants/clients.ts";
+import { challengingClients, presentedClient } from "../http/client-auth.ts";
+import type { ClientAuthentication } from "../grants/client-authentication.ts";
 import type { TokenIssuer } from "../grants/ports.ts";
 
 const GRANT_TYPES = new Set(["authorization_code", "refresh_token", "client_credentials"]);
 
 export interface TokenDeps {
-  readonly clients: ClientRegistry;
+  readonly clientAuthentication: ClientAuthentication;
   readonly tokens: TokenIssuer;
 }
 
@@ -22,6 +22,6 @@ export function tokenHandler(deps: TokenDeps): Koa.Middleware {
     if (GRANT_TYPES.has(params.grant_type ?? "")) ctx.state.grantType = params.grant_type;
     // The client is authenticated by the grants code, against its row: a refresh reads that row
     // with the token (grants/token/index.ts).
-    ctx.body = await deps.tokens.grant(presentedClient(ctx, params, deps.clients), params);
+    ctx.body = await challengingClients(() => deps.tokens.grant(presentedClient(ctx, params, deps.clientAuthentication), params));
   };
 }

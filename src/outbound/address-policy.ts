@@ -25,8 +25,7 @@ for (const [net, prefix] of [
 ] as const)
   PRIVATE.addSubnet(net, prefix, "ipv4");
 for (const [net, prefix] of [
-  ["::", 128], // unspecified
-  ["::1", 128], // loopback
+  ["::", 96], // unspecified, loopback (::1), and the deprecated IPv4-compatible ::a.b.c.d (RFC 4291 §2.5.5.1)
   ["64:ff9b:1::", 48], // local-use NAT64
   ["100::", 64], // discard-only
   ["2001::", 32], // Teredo (tunnels to an embedded IPv4 address)
@@ -47,15 +46,27 @@ const METADATA = new BlockList();
 for (const ip of ["169.254.169.254", "169.254.170.2", "169.254.169.123", "100.100.100.200", "192.0.0.192"]) METADATA.addAddress(ip, "ipv4");
 for (const ip of ["fd00:ec2::254", "fd00:ec2::23"]) METADATA.addAddress(ip, "ipv6");
 
-/** The IPv4 address inside an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) IPv6 address. */
-function embeddedIpv4(ipv6: string): string | undefined {
-  const lower = ipv6.toLowerCase();
-  const words = expandIpv6(lower);
-  if (!words) return undefined;
-  const mapped = words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff;
-  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0);
-  if (!mapped && !nat64) return undefined;
-  return [words[6]! >> 8, words[6]! & 0xff, words[7]! >> 8, words[7]! & 0xff].join(".");
+/**
+ * The IPv4 addresses an IPv6 address carries, wherever a host, a translator or a tunnel would take
+ * one out and connect to it: IPv4-mapped ::ffff:a.b.c.d, IPv4-translated ::ffff:0:a.b.c.d (SIIT),
+ * IPv4-compatible ::a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:AABB:CCDD::/48, and Teredo
+ * 2001:0:SSSS:SSSS:…:CCCC:CCCC (server, and the client address with its bits inverted). Each one
+ * is checked like the IPv4 address itself: [::7f00:1] is 127.0.0.1 to whatever unwraps it.
+ */
+function embeddedIpv4s(ipv6: string): string[] {
+  const words = expandIpv6(ipv6.toLowerCase().replace(/%.*$/, ""));
+  if (!words) return [];
+  const v4 = (high: number, low: number) => [high >> 8, high & 0xff, low >> 8, low & 0xff].join(".");
+  const zero = (from: number, to: number) => words.slice(from, to).every((w) => w === 0);
+  const [w0, w1, w2, w3, w4, w5, w6, w7] = words as [number, number, number, number, number, number, number, number];
+  const found: string[] = [];
+  if (zero(0, 5) && w5 === 0xffff) found.push(v4(w6, w7)); // mapped
+  if (zero(0, 4) && w4 === 0xffff && w5 === 0) found.push(v4(w6, w7)); // translated
+  if (zero(0, 6)) found.push(v4(w6, w7)); // compatible (also :: and ::1, which are refused as IPv6 anyway)
+  if (w0 === 0x64 && w1 === 0xff9b && zero(2, 6)) found.push(v4(w6, w7)); // NAT64
+  if (w0 === 0x2002) found.push(v4(w1, w2)); // 6to4
+  if (w0 === 0x2001 && w1 === 0) found.push(v4(w2, w3), v4(w6 ^ 0xffff, w7 ^ 0xffff)); // Teredo server, client
+  return found;
 }
 
 function expandIpv6(ip: string): number[] | undefined {
@@ -82,13 +93,13 @@ export type AddressVerdict = { readonly allowed: true } | { readonly allowed: fa
 export function checkAddress(address: string, allowPrivateNetworks: boolean): AddressVerdict {
   const family = isIP(address);
   if (family === 0) return { allowed: false, reason: "not an IP address" };
-  const v4 = family === 6 ? embeddedIpv4(address) : address;
-  if (family === 6 && v4 === undefined) {
-    if (METADATA.check(address, "ipv6")) return { allowed: false, reason: "a cloud metadata address" };
-    if (!allowPrivateNetworks && PRIVATE.check(address, "ipv6")) return { allowed: false, reason: "a private, loopback or link-local address" };
-    return { allowed: true };
+  const v4s = family === 4 ? [address] : embeddedIpv4s(address);
+  if ((family === 6 && METADATA.check(address, "ipv6")) || v4s.some((v4) => METADATA.check(v4, "ipv4"))) {
+    return { allowed: false, reason: "a cloud metadata address" };
   }
-  if (METADATA.check(v4!, "ipv4")) return { allowed: false, reason: "a cloud metadata address" };
-  if (!allowPrivateNetworks && PRIVATE.check(v4!, "ipv4")) return { allowed: false, reason: "a private, loopback or link-local address" };
+  if (allowPrivateNetworks) return { allowed: true };
+  if ((family === 6 && PRIVATE.check(address, "ipv6")) || v4s.some((v4) => PRIVATE.check(v4, "ipv4"))) {
+    return { allowed: false, reason: "a private, loopback or link-local address" };
+  }
   return { allowed: true };
 }

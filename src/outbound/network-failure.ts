@@ -69,9 +69,15 @@ export function explainNetworkFailure(err: unknown, service: string, setting: st
       cause: `the connection was closed by the other side (${code})`,
       fix: `check that ${setting} names the right port and scheme (http vs https) of ${service}`,
     };
+  if (code === "ERR_SSL_WRONG_VERSION_NUMBER" || code === "ERR_SSL_PACKET_LENGTH_TOO_LONG")
+    return {
+      cause: `TLS: ${where ?? "the server"} does not answer in TLS there (${code})`,
+      fix: `if ${service} speaks plain HTTP on that port, write http:// in ${setting}; else correct the port`,
+    };
   if (TLS_CODE.test(code))
     return {
-      cause: `TLS: ${e.message ?? code} (${code})`,
+      // OpenSSL's messages run over several lines of library detail: the first says what failed.
+      cause: `TLS: ${(e.message ?? code).split("\n")[0]!.replace(/^[0-9A-F]+:error:[0-9A-F]+:SSL routines:/, "")} (${code})`,
       fix: `give ${service} a certificate this machine trusts for that host name, or point NODE_EXTRA_CA_CERTS at your CA's PEM file`,
     };
   return undefined;

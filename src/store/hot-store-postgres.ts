@@ -86,6 +86,10 @@ const SQL = {
   // tokens, growing) instead of the few recently revoked ones through the revokedAt index.
   revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a"
     WHERE "a"."revokedAt" > $1::timestamp(3) AND (SELECT "g"."revokedAt" FROM "Grant" AS "g" WHERE "g"."id" = "a"."grantId") IS NULL`,
+  // A row past its expiry is as good as none (the sweep has not removed it yet): taken over. A
+  // concurrent claim of the same key waits for this one and then finds the conflict.
+  claimAssertion: `INSERT INTO "UsedAssertion" ("key", "expiresAt") VALUES ($1, $2::timestamp(3))
+    ON CONFLICT ("key") DO UPDATE SET "expiresAt" = EXCLUDED."expiresAt" WHERE "UsedAssertion"."expiresAt" <= $3::timestamp(3) RETURNING 1`,
   mcpSessionOwner: `SELECT "owner" FROM "McpSession" WHERE "sessionHash" = $1`,
   // When another transaction inserted the row after this statement's snapshot, neither branch
   // sees it; the caller then reads it with a fresh statement.
@@ -268,6 +272,10 @@ export function createPostgresHotStore(url: string): HotStore {
       for (const message of messages) await run("announce", [JSON.stringify(message)]);
     },
     listenForRevocations: (listener, onError) => listen(url, listener, onError),
+
+    async claimAssertion(key, expiresAt, now) {
+      return (await rows("claimAssertion", [key, iso(expiresAt), iso(now)])).length === 1;
+    },
 
     async mcpSessionOwner(sessionHash) {
       return ((await first("mcpSessionOwner", [sessionHash]))?.[0] as string | undefined) ?? null;

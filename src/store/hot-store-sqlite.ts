@@ -96,6 +96,8 @@ export function createSqliteHotStore(file: string): SqliteHotStore {
     announceRevocation: async () => undefined,
     listenForRevocations: () => async () => undefined,
 
+    claimAssertion: (key, expiresAt, now) => writer.write("claimAssertion", key, expiresAt, now),
+
     mcpSessionOwner: (sessionHash) => read(() => (row("mcpSessionOwner", sessionHash)?.[0] as string | undefined) ?? null),
     claimMcpSession: (session) => writer.write("claimMcpSession", session),
     releaseMcpSession: (sessionHash) => writer.write("releaseMcpSession", sessionHash),

@@ -117,6 +117,13 @@ export interface HotStore {
   /** Hears other instances' announcements (and this one's) until the returned function is called. */
   listenForRevocations(listener: (revocation: AnnouncedRevocation) => void, onError: (err: unknown) => void): () => Promise<void>;
 
+  /**
+   * Records a client assertion's use (its key: client and jti) until it expires: true when this is
+   * its first use, or the only earlier one has expired; false when it was used already. On every
+   * instance sharing the database, one claim wins.
+   */
+  claimAssertion(key: string, expiresAt: Date, now: Date): Promise<boolean>;
+
   mcpSessionOwner(sessionHash: string): Promise<string | null>;
   /** Binds the session unless it is bound already (first claim wins); returns the owner bound afterwards. */
   claimMcpSession(session: McpSession): Promise<string>;

@@ -1,6 +1,7 @@
-// Who owns each MCP session, in the database every broker instance shares. Only SHA-256 hashes of
-// the session ids are stored (an id lets its holder drive the session). The first claim of a
-// session wins, atomically across instances: the primary key decides. No caching here: what an
+// Who owns each MCP session, in the database every broker instance shares: a row is written when
+// the MCP server issues the session, so any instance knows it (and refuses ids without a row).
+// Only SHA-256 hashes of the session ids are stored (an id lets its holder drive the session). The
+// first claim of a session wins, atomically across instances: the primary key decides. No caching here: what an
 // instance may remember is the gateway's policy (gateway/database-session-binding.ts).
 import type { Database } from "./db.ts";
 import { sha256Hex } from "./secrets.ts";

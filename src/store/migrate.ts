@@ -1,6 +1,7 @@
 // Applies pending migrations with the Prisma CLI (JS schema engine, nothing downloaded), for
 // `npm start` and `mcp-auth-broker migrate`.
 import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { projectRoot } from "../project-root.ts";
@@ -35,7 +36,9 @@ export async function migrateDatabase(databaseUrl: string, cwd: string = process
   // engine takes over a second to start. It runs only when something is pending (or the check
   // itself fails, so that its error is the engine's clear one).
   if ((!file || existsSync(file)) && (await nothingPending(databaseUrl, cwd))) return { applied: [], output: "No pending migrations to apply." };
-  const cli = path.join(projectRoot, "node_modules/prisma/build/index.js");
+  // Where npm put the Prisma CLI: inside this package's node_modules in a checkout, beside it
+  // when the package is installed as a dependency.
+  const cli = createRequire(import.meta.url).resolve("prisma/build/index.js");
   const output = await new Promise<string>((resolve, reject) => {
     const child = spawn(process.execPath, [cli, "migrate", "deploy"], {
       cwd: projectRoot,

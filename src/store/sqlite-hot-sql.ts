@@ -39,6 +39,9 @@ export const SQL = {
   // tokens, growing) instead of the few recently revoked ones through the revokedAt index.
   revokedTokens: `SELECT "a"."tokenHash", "a"."revokedAt" FROM "AccessToken" AS "a"
     WHERE "a"."revokedAt" > ? AND (SELECT "g"."revokedAt" FROM "Grant" AS "g" WHERE "g"."id" = "a"."grantId") IS NULL`,
+  // A row past its expiry is as good as none (the sweep has not removed it yet): taken over.
+  claimAssertion: `INSERT INTO "UsedAssertion" ("key", "expiresAt") VALUES (?, ?)
+    ON CONFLICT ("key") DO UPDATE SET "expiresAt" = excluded."expiresAt" WHERE "UsedAssertion"."expiresAt" <= ?`,
   mcpSessionOwner: `SELECT "owner" FROM "McpSession" WHERE "sessionHash" = ?`,
   claimMcpSession: `INSERT INTO "McpSession" ("sessionHash", "owner", "createdAt") VALUES (?, ?, ?) ON CONFLICT ("sessionHash") DO NOTHING`,
   releaseMcpSession: `DELETE FROM "McpSession" WHERE "sessionHash" = ?`,

@@ -46,6 +46,10 @@ export const hotWrites = {
     else c.stmt("recordCheck").run(...common, id);
   },
 
+  claimAssertion(c: HotConnection, key: string, expiresAt: Date, now: Date): boolean {
+    return c.stmt("claimAssertion").run(key, sqliteDate(expiresAt), sqliteDate(now)).changes === 1;
+  },
+
   claimMcpSession(c: HotConnection, session: McpSession): string {
     c.stmt("claimMcpSession").run(session.sessionHash, session.owner, sqliteDate(session.createdAt));
     return c.row("mcpSessionOwner", session.sessionHash)![0] as string;

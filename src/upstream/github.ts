@@ -192,7 +192,9 @@ export class GitHubProvider implements UpstreamProvider {
       name: user.name ?? undefined,
       profile: { id: user.id, login: user.login, name: user.name ?? null, avatar_url: user.avatar_url ?? null, html_url: user.html_url ?? null },
       // Only verified addresses prove anything: an unverified one (even the primary) is anyone's to type.
-      verifiedEmails: [...new Set(emails.filter((e) => e.verified).map((e) => e.email.toLowerCase()))],
+      // As GitHub wrote them: the policy folds the case (ASCII only; toLowerCase() would turn a
+      // look-alike "\u212Aaka.com" into kaka.com).
+      verifiedEmails: [...new Set(emails.filter((e) => e.verified).map((e) => e.email))],
       memberships,
     };
   }

@@ -213,7 +213,8 @@ export class OidcProvider implements UpstreamProvider {
         ["sub", "email", "email_verified", "name", "preferred_username", "picture", "hd"].filter((k) => k in merged).map((k) => [k, merged[k]]),
       ),
       // email_verified only vouches for the address of the same answer (userinfo or ID token).
-      verifiedEmails: email && isTrue(("email" in userinfo ? userinfo : claims).email_verified) ? [email.toLowerCase()] : [],
+      // As given: the policy folds the case (ASCII only, see grants/glob.ts).
+      verifiedEmails: email && isTrue(("email" in userinfo ? userinfo : claims).email_verified) ? [email] : [],
       groups,
       memberships: [],
     };

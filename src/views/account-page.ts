@@ -17,6 +17,8 @@ export interface AccountSignInPageInput {
   /** Ask the IdP to let the person choose another account (after a refusal). */
   readonly selectAccount?: boolean;
   readonly notice?: AccountNotice | undefined;
+  /** The application the "revoked" notice is about, when known. */
+  readonly revokedApp?: string | undefined;
 }
 
 export interface ConnectedAppsPageInput {
@@ -27,6 +29,7 @@ export interface ConnectedAppsPageInput {
   readonly csrfToken: string;
   readonly apps: readonly ConnectedApp[];
   readonly notice?: AccountNotice | undefined;
+  readonly revokedApp?: string | undefined;
 }
 
 const dateFormat = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
@@ -35,14 +38,14 @@ function when(date: Date): SafeHtml {
   return html`<time datetime="${date.toISOString()}">${dateFormat.format(date)} UTC</time>`;
 }
 
-function noticeText(notice: AccountNotice, resourceName: string): string {
-  if (notice === "revoked") return `The application was disconnected: it can no longer use ${resourceName}.`;
+function noticeText(notice: AccountNotice, resourceName: string, revokedApp: string | undefined): string {
+  if (notice === "revoked") return `${revokedApp ? `“${revokedApp}”` : "The application"} was disconnected: it can no longer use ${resourceName}.`;
   if (notice === "revoked_all") return `Every application was disconnected: none can use ${resourceName} with your account now.`;
   return "You are signed out. This browser no longer remembers your sign-in or the applications you allowed in it.";
 }
 
-function notice(input: { notice?: AccountNotice | undefined; resourceName: string }): SafeHtml | "" {
-  return input.notice ? html`<p class="notice" id="notice" role="status">${noticeText(input.notice, input.resourceName)}</p>` : "";
+function notice(input: { notice?: AccountNotice | undefined; resourceName: string; revokedApp?: string | undefined }): SafeHtml | "" {
+  return input.notice ? html`<p class="notice" id="notice" role="status">${noticeText(input.notice, input.resourceName, input.revokedApp)}</p>` : "";
 }
 
 export function renderAccountSignInPage(input: AccountSignInPageInput): string {

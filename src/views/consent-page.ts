@@ -2,6 +2,10 @@
 // itself, which service it wants, what it may do and for how long, who is signed in in this
 // browser, and where you will sign in. Allow, Deny and "Not you?" post the form; the technical
 // details (ids and addresses) follow it, so that the decision fits a phone's first screenful.
+// A client nobody checked (self-registered, or described by a host not in CIMD_TRUSTED_HOSTS) can
+// call itself anything, "Claude" included: the page leads with who vouches for it instead (the
+// host of its metadata document, or where its redirect URI sends the code) and gives its name as
+// a claim. Clients the operator registered or trusts are named by their name.
 // The client's logo_uri is never loaded: the person's browser would contact a host the client
 // chose (a tracking pixel at the moment of consent). A neutral initial stands in for it.
 import { createHash } from "node:crypto";
@@ -79,27 +83,64 @@ function colourOf(clientId: string): string {
   return `c${createHash("sha256").update(clientId).digest()[0]! % AVATAR_COLOURS}`;
 }
 
+/**
+ * Who the page says is asking. A verified client by its name. Any other by who vouches for it: the
+ * host that publishes its metadata document, else the host its redirect URI sends the code to, or
+ * "an app on this computer" for a loopback address or an app scheme; its own name is only a claim.
+ */
+export interface AskingParty {
+  readonly verified: boolean;
+  /** What the heading names: the client's name, a host, or "An app on this computer". */
+  readonly lead: string;
+  /** What the question names ("Allow … to connect?"). */
+  readonly short: string;
+  /** The host that vouches (unverified clients with a host). */
+  readonly host: string | null;
+}
+
+const ON_THIS_COMPUTER = "An app on this computer";
+
+export function askingParty(client: RegisteredClient, redirectUri: string): AskingParty {
+  const name = client.clientName ?? "An unnamed application";
+  const verified = client.registrationType === "manual" || client.metadataDocument?.verified === true;
+  if (verified) return { verified, lead: name, short: name, host: null };
+  if (client.metadataDocument) return { verified, lead: client.metadataDocument.host, short: client.metadataDocument.host, host: client.metadataDocument.host };
+  const redirect = new URL(redirectUri);
+  const web = redirect.protocol === "https:" || redirect.protocol === "http:";
+  if (!web || isLoopbackHost(redirect.hostname)) return { verified, lead: ON_THIS_COMPUTER, short: "this app", host: null };
+  return { verified, lead: redirect.host, short: redirect.host, host: redirect.host };
+}
+
 export function renderConsentPage(input: ConsentPageInput): string {
   const { client } = input;
   const name = client.clientName ?? "An unnamed application";
+  const asking = askingParty(client, input.redirectUri);
   const redirect = new URL(input.redirectUri);
   const redirectHost = redirect.host;
   // Native MCP clients come back to a loopback address: say what that means to a non-developer.
-  const onThisComputer = isLoopbackHost(redirect.hostname);
+  const onThisComputer = isLoopbackHost(redirect.hostname) || client.applicationType === "native";
   // An app scheme (cursor://…): the operating system hands the code to whichever app claims it.
   const appScheme =
     redirect.protocol !== "https:" && redirect.protocol !== "http:"
       ? `${redirect.protocol}${input.redirectUri.slice(redirect.protocol.length).startsWith("//") ? "//" : ""}`
       : null;
+  const heading = asking.verified
+    ? html`<h1><span id="client-name">${name}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>`
+    : html`<h1><span id="vouching-party">${asking.lead}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>`;
+  // One line under the heading: the name an unverified client gives itself, and where the code goes.
+  const it = asking.verified
+    ? "It"
+    : html`<span id="name-claim">${client.clientName ? html`It calls itself “<span id="client-name">${client.clientName}</span>”` : "It gives no name"}</span> and`;
+  const saysOnThisComputer = onThisComputer && asking.lead !== ON_THIS_COMPUTER;
   return page(
-    `${name} wants to connect to ${input.resourceName}`,
+    `${asking.lead} wants to connect to ${input.resourceName}`,
     html`<div class="client">
-<div class="avatar ${colourOf(client.id)}" id="client-initial" aria-hidden="true">${initialOf(client.clientName)}</div>
-<div><h1><span id="client-name">${name}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>
+<div class="avatar ${colourOf(client.id)}" id="client-initial" aria-hidden="true">${initialOf(asking.verified ? client.clientName : asking.host)}</div>
+<div>${heading}
 ${
   appScheme
-    ? html`<p class="return-to" id="app-scheme">It returns to the app that opens <strong id="redirect-host">${appScheme}</strong> links on this computer.</p></div>`
-    : html`<p class="return-to">It will return to <strong id="redirect-host">${redirectHost}</strong>${onThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p></div>`
+    ? html`<p class="return-to" id="app-scheme">${it} returns to the app that opens <strong id="redirect-host">${appScheme}</strong> links on this computer.</p></div>`
+    : html`<p class="return-to">${it} will return to <strong id="redirect-host">${redirectHost}</strong>${saysOnThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p></div>`
 }
 </div>
 ${
@@ -108,7 +149,7 @@ ${
       ? html`<p class="notice" id="vouched-by"><span class="verified" id="verified">Verified</span> This application is described by <strong id="document-host">${client.metadataDocument.host}</strong>, which this server trusts.</p>`
       : html`<p class="warning" id="vouched-by"><span class="badge" id="unverified">Unverified</span> <strong id="document-host">${client.metadataDocument.host}</strong> vouches for this application: it publishes the application's details. Allow it only if you trust ${client.metadataDocument.host} and started this connection yourself.</p>`
     : client.registrationType === "dynamic"
-      ? html`<p class="warning"><span class="badge" id="unverified">Unverified</span> This application registered itself. Nobody has checked who made it: allow it only if you started this connection yourself.</p>`
+      ? html`<p class="warning"><span class="badge" id="unverified">Unverified</span> It registered itself; nobody checked who made it. Allow it only if you started this yourself.</p>`
       : ""
 }
 <p>After you allow it, you will sign in with <strong id="provider-name">${input.providerName}</strong>.</p>
@@ -124,7 +165,7 @@ ${
 <button type="submit" name="decision" value="allow_other_account" class="link" id="not-you">Not you? Allow with another account</button></p>`
     : ""
 }
-<p class="question">Allow <strong>${name}</strong> to connect?</p>
+<p class="question">Allow <strong>${asking.short}</strong> to connect?</p>
 <div class="actions">
 <button type="submit" name="decision" value="deny">Deny</button>
 <button type="submit" name="decision" value="allow" class="primary">Allow</button>

@@ -7,6 +7,7 @@ import type { Page } from "playwright-core";
 import { describeWithChromium, PHONE, screenshot, useBrokerAndCallback, useChromium } from "../support/browser.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { connectWithOAuth, TestOAuthProvider, type ConnectedClient } from "../support/mcp-oauth-client.ts";
+import { mcpStatus } from "../support/mcp-probe.ts";
 
 const chromium = useChromium();
 
@@ -20,24 +21,7 @@ describeWithChromium("the connected-apps page in Chromium", () => {
     return connectWithOAuth(`${env.broker.url}/mcp`, env.callback, authorize, new TestOAuthProvider(env.callback.url, authorize, name));
   }
 
-  async function mcpStatus(c: ConnectedClient): Promise<number> {
-    const res = await fetch(`${env.broker.url}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${c.provider.savedTokens!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
-      }),
-    });
-    await res.body?.cancel();
-    return res.status;
-  }
+  const statusOf = (c: ConnectedClient) => mcpStatus(env.broker.url, c.provider.savedTokens!.access_token);
 
   /** Nothing wider than the phone, and the page's stylesheet intact. */
   async function fitsThePhone(page: Page): Promise<void> {
@@ -85,12 +69,12 @@ describeWithChromium("the connected-apps page in Chromium", () => {
       await screenshot(page, "account-phone-2-list");
 
       // Revoke one.
-      expect(await mcpStatus(notes)).toBe(200);
+      expect(await statusOf(notes)).toBe(200);
       await press(page, notesApp.getByRole("button", { name: "Revoke Notes app" }));
       await expect(page.locator("#notice").isVisible()).resolves.toBe(true);
       expect(await names()).toEqual(["Calendar app"]);
-      expect(await mcpStatus(notes)).toBe(401);
-      expect(await mcpStatus(calendar)).toBe(200);
+      expect(await statusOf(notes)).toBe(401);
+      expect(await statusOf(calendar)).toBe(200);
       await fitsThePhone(page);
       await screenshot(page, "account-phone-3-revoked");
 
@@ -98,7 +82,7 @@ describeWithChromium("the connected-apps page in Chromium", () => {
       await press(page, page.getByRole("button", { name: "Revoke all", exact: true }));
       expect(await names()).toEqual([]);
       await expect(page.locator("#no-apps").isVisible()).resolves.toBe(true);
-      expect(await mcpStatus(calendar)).toBe(401);
+      expect(await statusOf(calendar)).toBe(401);
       await screenshot(page, "account-phone-4-revoked-all");
 
       // Sign out: back to the sign-in button.

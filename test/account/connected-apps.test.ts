@@ -1,4 +1,4 @@
-// Issue 12 (5): the connected-apps page over real HTTP, against a real broker in demo mode. Sign-in
+// The connected-apps page over real HTTP, against a real broker in demo mode. Sign-in
 // through the demo IdP (and its callback's guards), the list of a real MCP SDK client's grant,
 // Revoke (at once at /mcp and /token), Revoke all, Sign out (consents forgotten), the CSRF rule,
 // other users' grants, and the access policy's refusal. account-browser.test.ts drives the same

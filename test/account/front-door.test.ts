@@ -1,9 +1,9 @@
-// Issue 12 (6): the front door. GET / (and HEAD) is a page naming the service, the MCP URL to paste
+// The front door. GET / (and HEAD) is a page naming the service, the MCP URL to paste
 // into a client, the sign-in it uses and the connected-apps link; /favicon.ico answers with an icon.
 // Also under a PUBLIC_URL with a path, whether or not a proxy in front strips that path.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { faviconIco } from "../../src/views/front-page.ts";
-import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startBroker, startBrokerUnderPath, type TestBroker } from "../support/start-broker.ts";
 import { send } from "../support/oauth-client.ts";
 
 let t: TestBroker;
@@ -91,10 +91,7 @@ describe("a PUBLIC_URL with a path, and RESOURCE_NAME", () => {
   let origin: string;
   let issuer: string;
   beforeAll(async () => {
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    issuer = `${origin}/broker`;
-    b = await startBroker({ PORT: String(port), PUBLIC_URL: issuer, RESOURCE_NAME: "Acme <Docs>" });
+    ({ broker: b, origin, issuer } = await startBrokerUnderPath({ RESOURCE_NAME: "Acme <Docs>" }));
   });
   afterAll(async () => b.stop());
 

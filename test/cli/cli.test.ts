@@ -15,6 +15,7 @@ import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-serve
 import { runCli } from "../../src/cli/program.ts";
 import { postgresAvailable } from "../support/pg-database.ts";
 import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
+import { until } from "../support/wait.ts";
 
 let t: TestBroker;
 let env: Record<string, string>;
@@ -236,9 +237,7 @@ describe("mcp-auth-broker CLI", () => {
     const byUser = await cli(["grants", "revoke", "--user", "demo:bob", "--json"]);
     expect(JSON.parse(byUser.stdout).revoked).toHaveLength(1);
     // Without a manual poll: the feed's own period (1 s) is enough.
-    const deadline = Date.now() + 3000;
-    while ((await mcpStatus(bob.tokens.access_token)) !== 401 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(await mcpStatus(bob.tokens.access_token)).toBe(401);
+    await until(async () => (await mcpStatus(bob.tokens.access_token)) === 401, "the revocation feed to end bob's grant");
     const refresh = await fetch(`${t.url}/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -413,12 +412,8 @@ describe("mcp-auth-broker CLI", () => {
       [gh, mcp] = await Promise.all([startGitHubEmulator({ clientId: "Iv1.check", clientSecret: "check-secret" }), startDemoMcpServer()]);
       githubEnv = {
         ...env,
-        UPSTREAM_PROVIDER: "github",
+        ...gh.brokerEnv(),
         ALLOW_ANY_USER: "true",
-        UPSTREAM_CLIENT_ID: "Iv1.check",
-        UPSTREAM_CLIENT_SECRET: "check-secret",
-        GITHUB_URL: gh.url,
-        GITHUB_API_URL: gh.apiUrl,
         MCP_SERVER_URL: mcp.url,
       };
     });
@@ -439,13 +434,15 @@ describe("mcp-auth-broker CLI", () => {
       expect(json.map((r) => [r.check, r.ok])).toEqual([
         ["configuration", true],
         ["who may sign in", true],
+        // PORT is the running test broker's: check says so rather than failing on it.
+        ["listening", true],
         ["database", true],
         ["identity provider", true],
         ["MCP server", true],
       ]);
     });
 
-    it("fails with what to fix: a wrong client secret, an MCP server that is not there, a database not migrated", async () => {
+    it("fails with what to fix: a wrong client secret, an MCP server that is not there; a database not there yet is what npm start creates", async () => {
       const fresh = mkdtempSync(path.join(tmpdir(), "mab-check-"));
       const nobody = await freePort();
       const res = await cli(["check"], {
@@ -464,8 +461,8 @@ describe("mcp-auth-broker CLI", () => {
           "m",
         ),
       );
-      expect(res.stdout).toMatch(/^FAIL +database +.*migration\(s\) are pending .*run npx mcp-auth-broker migrate/m);
-      expect(res.stderr).toContain("3 check(s) failed");
+      expect(res.stdout).toMatch(/^ok +database +SQLite .* does not exist yet: npm start will create it and apply the migrations$/m);
+      expect(res.stderr).toContain("2 check(s) failed");
     });
 
     it("fails for an MCP_SERVER_URL that answers 405 to an MCP initialize, a misspelt variable, and an unreachable database, saying why", async () => {
@@ -485,7 +482,7 @@ describe("mcp-auth-broker CLI", () => {
         });
         expect(res.code).toBe(1);
         expect(res.stdout).toContain(
-          `FAIL  MCP server         ${notMcpUrl} answers HTTP 405 to an MCP initialize: there is no MCP (Streamable HTTP) endpoint at that path; correct the path in MCP_SERVER_URL (often …/mcp)`,
+          `FAIL  MCP server         ${notMcpUrl} answered HTTP 405 to a POST: there is no MCP (Streamable HTTP) endpoint at that path; correct the path in MCP_SERVER_URL (often …/mcp)`,
         );
         expect(res.stdout).toMatch(
           /^FAIL +configuration +UPSTREAM_PROVIDR is not a setting of mcp-auth-broker \(did you mean UPSTREAM_PROVIDER\?\): rename or remove it$/m,

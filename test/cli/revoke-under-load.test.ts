@@ -1,4 +1,4 @@
-// Issue 14: the operator CLI (its own process, its own connections to the SQLite file) revokes
+// The operator CLI (its own process, its own connections to the SQLite file) revokes
 // grants while the server rotates refresh tokens back to back. Both write the same file: each must
 // wait for the other's lock (busy_timeout, transactions that take the write lock at BEGIN), so
 // neither side sees SQLITE_BUSY — the CLI exits 0, every refresh of a live grant is answered 200.

@@ -104,7 +104,9 @@ describeWithChromium("the consent page in Chromium, from the MCP SDK's authoriza
             // The page's stylesheet is intact (all of it: a broken rule once dropped the font).
             expect(await p.evaluate<string>("getComputedStyle(document.body).fontFamily")).toContain("system-ui");
             if (kind !== "consent") return;
-            await expect(heading(p)).resolves.toBe(`SDK e2e client wants to connect to ${new URL(env.broker.url).host}`);
+            // The SDK registered itself with a loopback redirect: its name is a claim, not the lead.
+            await expect(heading(p)).resolves.toBe(`An app on this computer wants to connect to ${new URL(env.broker.url).host}`);
+            await expect(p.locator("#name-claim").textContent()).resolves.toBe("It calls itself “SDK e2e client”");
             await expect(p.getByRole("main").count()).resolves.toBe(1);
             // The decision and who will see it, in the first screenful.
             for (const target of [

@@ -122,7 +122,7 @@ describeWithChromium(`a ${PROTOCOL} MCP client`, () => {
       const page = await context.newPage();
       const { callback: landed, pages } = await clickThrough(page, authorize, { user: "lena", name: "e2e-legacy-default-paths" });
       expect(pages.map((p) => p.kind)).toEqual(["consent", "demo-login", "callback"]);
-      expect(pages[0]!.text).toContain("Allow Legacy 2025-03-26 client to connect?");
+      expect(pages[0]!.text).toContain("It calls itself “Legacy 2025-03-26 client”");
       expect(landed.searchParams.get("state")).toBe(state);
       const outcome = await env.callback.next();
       expect(outcome.code).toBe(landed.searchParams.get("code"));

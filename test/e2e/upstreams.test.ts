@@ -62,12 +62,8 @@ const UPSTREAMS: ReadonlyArray<{ kind: string; user: string; subject: string; st
     async start() {
       const gh = await startGitHubEmulator({ clientId: "Iv1.broker", clientSecret: "emulator-secret" });
       const broker = await startBroker({
-        UPSTREAM_PROVIDER: "github",
+        ...gh.brokerEnv(),
         ALLOW_ANY_USER: "true",
-        UPSTREAM_CLIENT_ID: "Iv1.broker",
-        UPSTREAM_CLIENT_SECRET: "emulator-secret",
-        GITHUB_URL: gh.url,
-        GITHUB_API_URL: gh.apiUrl,
       });
       return {
         broker,
@@ -103,6 +99,10 @@ for (const spec of UPSTREAMS) {
       [upstream, callback] = await Promise.all([spec.start(), new CallbackServer().start()]);
       chromium.cleanup(() => upstream.stop());
       context = await newUser(chromium.browser);
+      // The connection every test below looks at, made once.
+      const agent = authorizeInBrowser(context, { user: spec.user, decision: "Allow", upstream: upstream.login, name: `e2e-${spec.kind}` });
+      runs = agent.runs;
+      connected = await connectWithOAuth(`${upstream.broker.url}/mcp`, callback, agent.authorize);
     }, 30_000);
     afterAll(async () => {
       // A client that ends its session cleanly (DELETE) rather than cutting its streams.
@@ -112,11 +112,7 @@ for (const spec of UPSTREAMS) {
       await callback?.close();
     });
 
-    it(`connects: 401 → discovery → registration → consent → ${spec.kind} login → PKCE code exchange`, async () => {
-      const agent = authorizeInBrowser(context, { user: spec.user, decision: "Allow", upstream: upstream.login, name: `e2e-${spec.kind}` });
-      runs = agent.runs;
-      connected = await connectWithOAuth(`${upstream.broker.url}/mcp`, callback, agent.authorize);
-
+    it(`connects: 401 → discovery → registration → consent → ${spec.kind} login → PKCE code exchange`, () => {
       expect(connected.provider.redirects).toBe(1);
       expect(runs[0]!.pages.map((p) => p.kind)).toEqual(["consent", upstream.login === "demo" ? "demo-login" : "github-login", "callback"]);
       // The SDK asked for this resource, with PKCE, as the client it registered.
@@ -138,7 +134,9 @@ for (const spec of UPSTREAMS) {
 
     it("the consent page named the client, where it returns to, and the upstream provider", () => {
       const consent = runs[0]!.pages[0]!;
-      expect(consent.text).toContain("Allow SDK e2e client to connect?");
+      // Self-registered with a loopback redirect: named by where its code goes, its name a claim.
+      expect(consent.text).toContain("It calls itself “SDK e2e client”");
+      expect(consent.text).toContain("Allow this app to connect?");
       expect(consent.text).toContain(new URL(callback.url).host);
       expect(consent.text).toContain(`sign in with ${upstream.providerName}`);
       expect(consent.text).toContain(connected.provider.clientInfo!.client_id);

@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
-import { connectClient, sessionHeaders, sseEvents, toolText, within } from "./harness.ts";
+import { connectClient, sessionHeaders, sseEvents, toolText } from "./harness.ts";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
+import { until, within } from "../support/wait.ts";
 
 let mcpServer: DemoMcpServer;
 let t: TestBroker;
@@ -195,7 +196,9 @@ describe("the real MCP SDK client through the broker", () => {
     expect(one.id).toBeTruthy();
     first.abort();
     await events.return(undefined).catch(() => {});
-    await new Promise((r) => setTimeout(r, 200));
+    // The MCP server must see the first stream end before "missed" is sent, or it would go there.
+    const firstStream = mcpServer.requests.findLast((r) => r.method === "GET")!;
+    await until(() => firstStream.closedEarly, "the MCP server to see the first stream end");
     await client.callTool({ name: "notify", arguments: { message: "missed" } });
     const second = new AbortController();
     const resumed = await fetch(`${t.url}/mcp`, { headers: { ...getHeaders, "last-event-id": one.id! }, signal: second.signal });

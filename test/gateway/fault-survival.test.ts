@@ -1,4 +1,4 @@
-// The real broker process survives database faults at /mcp (attack trial, issue 17 item 2): with
+// The real broker process survives database faults at /mcp (found by an attack trial): with
 // the database gone, locked by another process, or read-only, `initialize` (claims a new MCP
 // session), `DELETE` (releases one) and a plain call are answered — 503 with Retry-After where the
 // database is needed, 200 from memory where it is not — and /healthz still answers 200. Before the
@@ -123,25 +123,21 @@ describe("database faults at /mcp, real broker process", () => {
   }
 
   it.concurrent("SQLite write-locked by another process", async () => {
-    // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s).
-    let waited = 0;
+    // Another process (the CLI, a backup) holds the write lock longer than busy_timeout (5 s). That
+    // the writes queued meanwhile fail with the first instead of each waiting again is the writer's
+    // rule, shown in test/store/sqlite-writer.test.ts.
     await sqliteFault("locked", (file) => {
       const other = new Database(file);
       other.exec("BEGIN IMMEDIATE");
-      const since = performance.now();
       return () => {
-        waited = performance.now() - since;
         other.exec("ROLLBACK");
         other.close();
       };
     });
-    // The second write queued while the first waited out the lock, and failed with it instead of
-    // waiting another busy_timeout in turn (the writer's rule; 10 s and more before it).
-    expect(waited).toBeLessThan(9_000);
   }, 60_000);
 
   // chattr +i (root): genuinely read-only even for root. Not the -shm file: SQLite maps it, and a
-  // mapping that cannot grow ends the process with SIGBUS (the closing note of issue 17 says so).
+  // mapping that cannot grow ends the process with SIGBUS (a known limit of SQLite on a full disk).
   (mechanism === "chattr" ? it.concurrent : it.skip)(
     "SQLite file made read-only under the running broker",
     async () => {

@@ -143,25 +143,6 @@ export async function* sseEvents(body: ReadableStream<Uint8Array> | null): Async
   }
 }
 
-/** Fails with a clear message instead of hanging until the test timeout. */
-export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Polls until `condition` holds (events that happen on another connection). */
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!condition()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** Headers of a raw MCP request within an existing session. */
 export function sessionHeaders(transport: StreamableHTTPClientTransport, extra: Record<string, string> = {}): Record<string, string> {
   return {

@@ -67,4 +67,17 @@ describeWithPostgres("two broker instances sharing PostgreSQL", () => {
       await client.close();
     }
   });
+
+  it("an id the MCP server never issued is 404 on every instance, and never forwarded", async () => {
+    const guesser = await obtainTokens(first.url, { user: "guesser" });
+    for (const instance of [first, second]) {
+      const res = await jsonRpc(
+        instance.origin,
+        { authorization: `Bearer ${guesser.tokens.access_token}`, "mcp-session-id": "guessed-123" },
+        { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      );
+      expect(res.status).toBe(404);
+    }
+    expect(mcpServer.requests.filter((r) => r.headers["x-auth-subject"] === "demo:guesser")).toEqual([]);
+  });
 });

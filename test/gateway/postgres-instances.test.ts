@@ -1,4 +1,4 @@
-// Issue 14 (PostgreSQL at scale): three broker instances on one PostgreSQL database, requests spread
+// PostgreSQL at scale: three broker instances on one PostgreSQL database, requests spread
 // round-robin as a load balancer would. A token issued by one validates on all; a revocation on one
 // reaches the others' caches through LISTEN/NOTIFY — their revocation poll is set to an hour here,
 // so nothing else could carry it — and one refresh token presented to all three at once yields

@@ -24,7 +24,8 @@ describe("upstream request headers", () => {
         forwarded: "for=6.6.6.6",
         "x-upstream-access-token": "forged",
         "proxy-authorization": "Basic x",
-        origin: "https://evil.example",
+        host: "broker.example",
+        "x-custom": "1",
       },
       alice,
       connection,
@@ -46,6 +47,26 @@ describe("upstream request headers", () => {
       "x-forwarded-proto": "https",
       "x-forwarded-host": "broker.example",
     });
+  });
+
+  // MCP 2026-07-28 (basic/transports/streamable-http, "Request Metadata"): Mcp-Method and Mcp-Name
+  // are required of every request, intermediaries MUST forward Mcp-Param-* they do not recognise,
+  // and trace context travels in traceparent/tracestate/baggage. Origin goes on to the MCP server.
+  it("passes the MCP 2026-07-28 request metadata, trace context and Origin through unchanged", () => {
+    const sent = {
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "tools/call",
+      "mcp-name": "=?base64?SGVsbG8sIOS4lueVjA==?=",
+      "mcp-param-region": "us-west1",
+      "mcp-param-greeting": "=?base64?SGVsbG8sIOS4lueVjA==?=",
+      traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+      tracestate: "congo=t61rcWkgMzE",
+      baggage: "userId=alice,serverNode=DF%2028",
+      origin: "http://localhost:6274",
+    };
+    const headers = upstreamRequestHeaders({ ...sent, authorization: "Bearer t" }, alice, connection, false);
+    expect(headers).toMatchObject(sent);
+    expect(headers).not.toHaveProperty("authorization");
   });
 
   it("adds the upstream token only when asked to and available", () => {

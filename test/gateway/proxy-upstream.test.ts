@@ -4,7 +4,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { freePort } from "../support/start-broker.ts";
-import { sseEvents, startGateway, waitFor, within, type TestGateway } from "./harness.ts";
+import { sseEvents, startGateway, type TestGateway } from "./harness.ts";
+import { until, within } from "../support/wait.ts";
 
 const TIMEOUT_MS = 300;
 
@@ -107,7 +108,7 @@ describe("MCP proxy failures", () => {
     expect(await res.json()).toEqual(jsonRpcError(`The MCP server did not respond within ${TIMEOUT_MS} ms.`));
     expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
     // The abandoned upstream request is cut, not left hanging.
-    await waitFor(() => seen.some((s) => s.headers["user-agent"] === "hang-1" && s.closedEarly), "the upstream request to be cut");
+    await until(() => seen.some((s) => s.headers["user-agent"] === "hang-1" && s.closedEarly), "the upstream request to be cut");
   });
 
   it("applies the timeout to the response headers only, never to a streaming body", async () => {
@@ -121,10 +122,10 @@ describe("MCP proxy failures", () => {
   it("cuts the upstream request when the client leaves while waiting for headers", async () => {
     const controller = new AbortController();
     const pending = fetch(`${gateway.url}/hang`, { headers: { "x-test-user": "u", "user-agent": "hang-2" }, signal: controller.signal });
-    await waitFor(() => seen.some((s) => s.headers["user-agent"] === "hang-2"), "the request to reach the upstream");
+    await until(() => seen.some((s) => s.headers["user-agent"] === "hang-2"), "the request to reach the upstream");
     controller.abort();
     await expect(pending).rejects.toThrow();
-    await waitFor(() => seen.some((s) => s.headers["user-agent"] === "hang-2" && s.closedEarly), "the upstream request to be cut");
+    await until(() => seen.some((s) => s.headers["user-agent"] === "hang-2" && s.closedEarly), "the upstream request to be cut");
   });
 });
 
@@ -221,7 +222,6 @@ describe("MCP proxy headers and bodies", () => {
     ["with Content-Length", true],
     ["chunked", false],
   ])("answers 504 when an upload stalls and no answer comes (%s)", async (_what, withLength) => {
-    const started = Date.now();
     const url = new URL(`${gateway.url}/after-upload`);
     const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = http.request(url, { method: "POST", headers: { "x-test-user": "u", ...(withLength ? { "content-length": "10" } : {}) } }, (r) => {
@@ -233,9 +233,8 @@ describe("MCP proxy headers and bodies", () => {
       req.write("12345"); // and nothing more
     });
     expect(res.status).toBe(504);
+    // The answer names the deadline: it was the broker's timer, not the MCP server, that ended it.
     expect(JSON.parse(res.body)).toEqual(jsonRpcError(`The MCP server did not respond within ${TIMEOUT_MS} ms.`));
-    // Within two timeouts: progress is looked at when the timer fires.
-    expect(Date.now() - started).toBeLessThan(TIMEOUT_MS * 2 + 500);
   });
 
   it("refuses paths that would climb out of the MCP server's path", async () => {

@@ -2,7 +2,7 @@
 // completes discovery, registration, consent, the upstream login and the callback under the
 // path, then uses the tools; a proxy that strips the path reaches the same endpoints.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startBrokerUnderPath, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { toolText } from "./harness.ts";
@@ -12,10 +12,7 @@ let origin: string;
 let publicUrl: string;
 let callback: CallbackServer;
 beforeAll(async () => {
-  const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
-  publicUrl = `${origin}/broker`;
-  [t, callback] = await Promise.all([startBroker({ PORT: String(port), PUBLIC_URL: publicUrl }), new CallbackServer().start()]);
+  [{ broker: t, origin, issuer: publicUrl }, callback] = await Promise.all([startBrokerUnderPath(), new CallbackServer().start()]);
 });
 afterAll(async () => {
   await callback.close();

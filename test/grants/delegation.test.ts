@@ -10,6 +10,7 @@ import { authorize, obtainTokens, registerClient, tokenRequest } from "../suppor
 import { HttpBrowser } from "../support/http-browser.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
+import { until } from "../support/wait.ts";
 
 const mcp = (t: TestBroker, token: string) =>
   fetch(`${t.url}/mcp`, {
@@ -25,12 +26,8 @@ const mcp = (t: TestBroker, token: string) =>
 
 function githubEnv(gh: GitHubEmulator, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    UPSTREAM_PROVIDER: "github",
+    ...gh.brokerEnv(),
     ALLOW_ANY_USER: "true",
-    UPSTREAM_CLIENT_ID: "Iv1.broker",
-    UPSTREAM_CLIENT_SECRET: "emulator-secret",
-    GITHUB_URL: gh.url,
-    GITHUB_API_URL: gh.apiUrl,
     UPSTREAM_TIMEOUT_SECONDS: "1",
     ...extra,
   };
@@ -299,7 +296,7 @@ describe("opt-in upstream token forwarding and start-up checks", () => {
     );
     const broker = await createBroker(config, { cwd: dir, logger });
     try {
-      for (let i = 0; i < 50 && !logs.includes("check failed at start"); i++) await new Promise((r) => setTimeout(r, 50));
+      await until(() => logs.includes("check failed at start"), "the start-up check's warning");
       expect(logs).toContain("cannot reach the OIDC issuer http://127.0.0.1:1/realms/x");
       expect(logs).toContain("UPSTREAM_ISSUER");
     } finally {

@@ -1,6 +1,6 @@
 // A broker process killed (kill -9) in the middle of an upstream callback leaves a transaction in
 // status "exchanging". It must not look alive: its deadline is what the exchange can take, after
-// which the sweep removes it, and its callback URL completes nothing (attack trial, issue 17 item 11).
+// which the sweep removes it, and its callback URL completes nothing (found by an attack trial).
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +10,7 @@ import { startBrokerProcess } from "../support/broker-process.ts";
 import { startBroker } from "../support/start-broker.ts";
 import { authorize, registerClient } from "../support/oauth-flow.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
+import { until } from "../support/wait.ts";
 
 let gh: GitHubEmulator;
 let dir: string;
@@ -22,23 +23,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 describe("a broker killed mid-callback", () => {
   it("leaves a transaction that expires within the exchange deadline, is swept, and completes nothing", async () => {
     const env = {
-      UPSTREAM_PROVIDER: "github",
+      ...gh.brokerEnv(),
       ALLOW_ANY_USER: "true",
-      UPSTREAM_CLIENT_ID: "Iv1.broker",
-      UPSTREAM_CLIENT_SECRET: "emulator-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: gh.apiUrl,
       UPSTREAM_TIMEOUT_SECONDS: "2",
       // Never called: the broker dies during the login.
       MCP_SERVER_URL: "http://127.0.0.1:1/mcp",
@@ -82,12 +71,8 @@ describe("a broker killed mid-callback", () => {
 
   it("says 'interrupted' for the callback of a transaction a dead process had claimed", async () => {
     const t = await startBroker({
-      UPSTREAM_PROVIDER: "github",
+      ...gh.brokerEnv(),
       ALLOW_ANY_USER: "true",
-      UPSTREAM_CLIENT_ID: "Iv1.broker",
-      UPSTREAM_CLIENT_SECRET: "emulator-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: gh.apiUrl,
     });
     try {
       const client = await registerClient(t.url);

@@ -1,4 +1,4 @@
-// The other names clients give the one resource the broker serves (issue 13, item 5): the MCP URL
+// The other names clients give the one resource the broker serves: the MCP URL
 // with a query string, the bare origin, PUBLIC_URL itself. Each maps to the canonical resource;
 // anything else is still invalid_target.
 import { describe, expect, it } from "@jest/globals";

@@ -1,4 +1,4 @@
-// Issue 15 (3): an info access line per /mcp request — method, JSON-RPC method(s), status,
+// An info access line per /mcp request — method, JSON-RPC method(s), status,
 // duration, subject, client id, a hash of the MCP session id, bytes — and never a token or the
 // session id itself. With LOG_FORMAT=json the start-up banner is one log line too.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";

@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
 import { createLogger, redactUrl } from "../../src/logger.ts";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
+import { until } from "../support/wait.ts";
+import { obtainTokens } from "../support/oauth-flow.ts";
+import { INITIALIZE_MESSAGE, mcpPost } from "../support/mcp-probe.ts";
 
 describe("redactUrl", () => {
   it.each([
@@ -79,6 +82,45 @@ describe("the logger hides sensitive fields", () => {
   });
 });
 
+describe("fields named code", () => {
+  function logged(write: (log: ReturnType<typeof createLogger>) => void): Array<Record<string, unknown>> {
+    const lines: string[] = [];
+    write(createLogger("info", { write: (line: string) => void lines.push(line) }));
+    return lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+
+  it("show an error's code (what an operator acts on), and hide anything else, such as an authorization code", () => {
+    const errorCodes = ["ECONNREFUSED", "UND_ERR_SOCKET", "HPE_INVALID_CHUNK_SIZE", "ERR_SSL_WRONG_VERSION_NUMBER", "invalid_grant", "aborted", 23];
+    const oauthCodes = ["mab_ac_Q2hhbmdlTWU0NTY3ODkwYWJj", "a1b2c3d4e5f6a7b8c9d0", "4/0AanRRrt-example", "SplxlOBeZQQYbYS6WxSbIA"];
+    const lines = logged((log) => {
+      for (const code of [...errorCodes, ...oauthCodes]) log.info({ code }, "x");
+      log.warn({ err: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" }) }, "failed");
+    });
+    expect(lines.slice(0, errorCodes.length).map((l) => l.code)).toEqual(errorCodes);
+    expect(lines.slice(errorCodes.length, -1).map((l) => l.code)).toEqual(oauthCodes.map(() => "[redacted]"));
+    expect((lines.at(-1)!.err as { code: string }).code).toBe("ECONNREFUSED");
+  });
+
+  it("an MCP server that refuses connections: the warning says ECONNREFUSED", async () => {
+    const lines: string[] = [];
+    const dead = await freePort();
+    const t = await startBroker(
+      { MCP_SERVER_URL: `http://127.0.0.1:${dead}/mcp`, LOG_LEVEL: "warn" },
+      { logDestination: { write: (line: string) => void lines.push(line) } },
+    );
+    try {
+      const { tokens } = await obtainTokens(t.url, { user: "codes" });
+      const res = await mcpPost(t.url, tokens.access_token, INITIALIZE_MESSAGE);
+      expect(res.status).toBe(502);
+      await res.body?.cancel();
+      const failed = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "MCP server request failed");
+      expect(failed).toMatchObject({ code: "ECONNREFUSED", err: expect.stringContaining("ECONNREFUSED") });
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
 describe("the request log of a broker at trace level", () => {
   let t: TestBroker;
   let origin: string;
@@ -132,7 +174,10 @@ describe("the request log of a broker at trace level", () => {
         redirect: "manual",
       });
     }
-    await new Promise((r) => setTimeout(r, 50));
+    // A request is logged when its response finishes: look only once every line is there, or "no
+    // secret in the output" would pass without looking.
+    const logged = () => output.split("\n").filter((line) => /"msg":"(request|mcp)"/.test(line)).length;
+    await until(() => logged() >= paths.length, "a line for every request");
 
     for (const s of secrets) expect([s, output.includes(s)]).toEqual([s, false]);
     const requestLines = output

@@ -1,4 +1,4 @@
-// Issue 15 (2): /metrics in the Prometheus format after a scripted session — a login, MCP calls,
+// /metrics in the Prometheus format after a scripted session — a login, MCP calls,
 // a refreshed token, a refused token, another user's MCP session, an MCP server that went away —
 // each figure moved. /metrics is never public unprotected: behind METRICS_TOKEN on the main
 // listener, or on its own loopback listener (METRICS_PORT).

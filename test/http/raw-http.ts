@@ -123,19 +123,6 @@ export function rawRequest(origin: string, head: string | { raw: string }, first
   };
 }
 
-/** Rejects with `what` unless `promise` settles within `ms`. */
-export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Request head lines joined for rawRequest. */
 export function head(method: string, path: string, headers: Record<string, string>): string {
   return [`${method} ${path} HTTP/1.1`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join("\r\n");

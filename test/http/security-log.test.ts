@@ -1,4 +1,4 @@
-// Issue 15 (3): security events reach the log at warn, as they happen — a replayed authorization
+// Security events reach the log at warn, as they happen — a replayed authorization
 // code, a reused refresh token, a refused consent form (CSRF), a burst of wrong client secrets —
 // and the log never holds the code, token or guessed secret itself.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";

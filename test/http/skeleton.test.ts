@@ -8,6 +8,7 @@ import { createLogger, redactUrl } from "../../src/logger.ts";
 import { listen } from "../../src/http/server.ts";
 import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
+import { until } from "../support/wait.ts";
 
 describe("application skeleton", () => {
   let t: TestBroker;
@@ -68,7 +69,8 @@ describe("logging", () => {
     try {
       for (const p of ["/mcp", "/mcp/sub", "/healthz", "/mcpx", "/.well-known/oauth-protected-resource/mcp"])
         await fetch(`http://127.0.0.1:${server.port}${p}`);
-      await new Promise((r) => setTimeout(r, 50));
+      // A request is logged when its response finishes, which may be after the client has it.
+      await until(() => lines.filter((l) => l.msg === "request" || l.msg === "mcp").length >= 4, "four request lines");
       expect(lines.filter((l) => l.msg === "request").map((l) => l.url)).toEqual(["/mcpx", "/.well-known/oauth-protected-resource/mcp"]);
       expect(lines.filter((l) => l.msg === "mcp").map((l) => [l.level, l.method, l.status])).toEqual([
         [30, "GET", 200],
@@ -105,7 +107,8 @@ describe("logging", () => {
         { headers: { authorization: `Bearer ${secret}`, cookie: "COOKIESECRET" }, body: { refresh_token: "RTSECRET", client_secret: "CLIENTSECRET9" } },
         "explicit",
       );
-      await new Promise((r) => setTimeout(r, 50));
+      // Look only once the request line is there, or "no secret" would pass without looking.
+      await until(() => output.includes("/token?"), "the /token request line");
       // An allow-listed, harmless parameter stays readable; every other value is hidden.
       expect(output).toContain("scope=visible");
       expect(output).toContain("[redacted]");
@@ -124,32 +127,39 @@ describe("logging", () => {
 
 describe("graceful shutdown", () => {
   it("finishes an in-flight request, then stops accepting", async () => {
+    let received!: () => void;
+    const arrived = new Promise<void>((resolve) => (received = resolve));
+    let answer: (() => void) | undefined;
     const server = await listen(
       (_req, res) => {
-        setTimeout(() => res.end("finished"), 400);
+        answer = () => res.end("finished");
+        received();
       },
       0,
       "127.0.0.1",
     );
     const url = `http://127.0.0.1:${server.port}/`;
     const inflight = fetch(url).then(async (r) => ({ status: r.status, body: await r.text() }));
-    await new Promise((r) => setTimeout(r, 100));
+    await arrived;
     const closing = server.close(5000);
+    answer!();
     await expect(inflight).resolves.toEqual({ status: 200, body: "finished" });
     await expect(closing).resolves.toEqual({ forced: false });
     await expect(fetch(url)).rejects.toThrow();
   });
 
   it("cuts requests that outlive the deadline", async () => {
+    let received!: () => void;
+    const arrived = new Promise<void>((resolve) => (received = resolve));
     const server = await listen(
       () => {
-        /* never answers */
+        received(); // and never answers
       },
       0,
       "127.0.0.1",
     );
     const inflight = fetch(`http://127.0.0.1:${server.port}/`).catch((e: Error) => e);
-    await new Promise((r) => setTimeout(r, 100));
+    await arrived;
     await expect(server.close(300)).resolves.toEqual({ forced: true });
     // fetch fails (TypeError from another realm under Jest ESM, so compare by name).
     expect(await inflight).toMatchObject({ name: "TypeError" });

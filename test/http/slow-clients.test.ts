@@ -9,8 +9,8 @@ import { clientKey, receivingCount, setSlowClientLimits, DEFAULT_SLOW_CLIENT_LIM
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { freshIp } from "../support/oauth-client.ts";
-import { waitFor } from "../gateway/harness.ts";
-import { head, rawRequest, within, type RawExchange } from "./raw-http.ts";
+import { head, rawRequest, type RawExchange } from "./raw-http.ts";
+import { until, within } from "../support/wait.ts";
 
 const BODY_DEADLINE_MS = 400;
 const RATE_WINDOW_MS = 300;
@@ -99,8 +99,8 @@ describe("slow uploads to /mcp", () => {
     expect(res.status).toBe(408);
     expect(res.headers.connection).toBe("close");
     expect(jsonRpcError(res)).toEqual({ jsonrpc: "2.0", error: { code: -32000, message: expect.stringMatching(/upload/) }, id: null });
+    // Not before the body deadline; that it came from the deadline is what the 408 says.
     expect(elapsed).toBeGreaterThanOrEqual(BODY_DEADLINE_MS - 20);
-    expect(elapsed).toBeLessThan(BODY_DEADLINE_MS + 1500);
     await within(ex.closed, 3000, "the broker to drop the connection");
     expect(mcp.requests.filter((r) => r.ip === ip)).toEqual([]);
     expect(mcp.connections).toBe(connectionsBefore);
@@ -108,7 +108,6 @@ describe("slow uploads to /mcp", () => {
 
   it("cuts a large upload that falls under the minimum rate once it streams, with 408", async () => {
     const ip = freshIp();
-    const started = Date.now();
     // 1 MiB announced; the first 80 KiB at once (past the read-whole limit, so it is streamed), then a trickle.
     const ex = rawRequest(t.url, mcpHead(ip, { "content-length": String(1024 * 1024) }), Buffer.alloc(80 * 1024, "a"));
     ex.trickle(50, "a");
@@ -116,10 +115,9 @@ describe("slow uploads to /mcp", () => {
     expect(res.status).toBe(408);
     expect(res.headers.connection).toBe("close");
     expect(jsonRpcError(res).error.message).toMatch(/upload/);
-    expect(Date.now() - started).toBeLessThan(BODY_DEADLINE_MS + 2 * RATE_WINDOW_MS + 1500);
     await within(ex.closed, 3000, "the broker to drop the connection");
     // It was streamed to the MCP server, and that request is cut too.
-    await waitFor(() => mcp.requests.some((r) => r.ip === ip && r.closedEarly), "the upstream request to be cut");
+    await until(() => mcp.requests.some((r) => r.ip === ip && r.closedEarly), "the upstream request to be cut");
   });
 
   it("does not cut a large upload that keeps above the minimum rate", async () => {
@@ -195,17 +193,17 @@ describe("bodies in flight per client address", () => {
       const type = i % 2 === 0 ? "application/x-www-form-urlencoded" : "application/json";
       open.push(rawRequest(t.url, head("POST", path, { host, "content-type": type, "content-length": "100", "x-forwarded-for": a }), "g"));
     }
-    await waitFor(() => receivingCount(t.broker.app, a) === cap, `${cap} bodies from one address in flight`);
+    await until(() => receivingCount(t.broker.app, a) === cap, `${cap} bodies from one address in flight`);
 
-    const started = Date.now();
     const excess = rawRequest(
       t.url,
       head("POST", "/token", { host, "content-type": "application/x-www-form-urlencoded", "content-length": "100", "x-forwarded-for": a }),
       "g",
     );
     open.push(excess);
+    // Answered while its body is still missing: refused on admission, not by a body deadline
+    // (which would say 408).
     const res = await within(excess.response, 3000, "the 429");
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(res.status).toBe(429);
     expect(Number(res.headers["retry-after"])).toBeGreaterThan(0);
     expect(res.headers.connection).toBe("close");
@@ -228,7 +226,7 @@ describe("bodies in flight per client address", () => {
       "grant_type",
     );
     open.push(other);
-    await waitFor(() => receivingCount(t.broker.app, b) === 1, "the other address's body in flight");
+    await until(() => receivingCount(t.broker.app, b) === 1, "the other address's body in flight");
     other.write("=nonsense");
     const otherRes = await within(other.response, 3000, "the other address's answer");
     expect(otherRes.status).not.toBe(429);
@@ -236,7 +234,7 @@ describe("bodies in flight per client address", () => {
 
     // Clients that go away free their places.
     for (const ex of open.splice(0)) ex.destroy();
-    await waitFor(() => receivingCount(t.broker.app, a) === 0, "the places to be freed");
+    await until(() => receivingCount(t.broker.app, a) === 0, "the places to be freed");
     setSlowClientLimits(t.broker.app, DEFAULT_SLOW_CLIENT_LIMITS);
   });
 });

@@ -7,6 +7,7 @@ import { authorize, obtainTokens, registerClient, tokenRequest, type RegisteredT
 import { HttpBrowser } from "../support/http-browser.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
+import { mcpStatus } from "../support/mcp-probe.ts";
 
 let gh: GitHubEmulator;
 beforeAll(async () => {
@@ -25,11 +26,7 @@ afterAll(async () => gh.close());
 function startGitHubBroker(policy: Record<string, string>, clock?: ManualClock): Promise<TestBroker> {
   return startBroker(
     {
-      UPSTREAM_PROVIDER: "github",
-      UPSTREAM_CLIENT_ID: "Iv1.policy",
-      UPSTREAM_CLIENT_SECRET: "policy-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: gh.apiUrl,
+      ...gh.brokerEnv(),
       ...policy,
     },
     clock ? { clock } : {},
@@ -81,20 +78,7 @@ it("a user removed from the org loses access at the next re-check; the refresh t
   const broker = await startGitHubBroker({ ALLOWED_GITHUB_ORGS: "globex", UPSTREAM_RECHECK_SECONDS: "60" }, clock);
   try {
     const { client, tokens } = await obtainTokens(broker.url, { user: "octocat" });
-    const mcp = async () => {
-      const res = await fetch(`${broker.url}/mcp`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-        }),
-      });
-      await res.body?.cancel();
-      return res.status;
-    };
+    const mcp = () => mcpStatus(broker.url, tokens.access_token);
     expect(await mcp()).toBe(200);
     gh.removeOrgMember("globex", "octocat");
     const membershipChecks = gh.count("GET /api/v3/orgs/:org/members/:user");
@@ -113,4 +97,25 @@ it("a user removed from the org loses access at the next re-check; the refresh t
   } finally {
     await broker.stop();
   }
+});
+
+describe("look-alike addresses", () => {
+  // U+212A KELVIN SIGN lower-cases to "k": an address GitHub verified at "\u212Aaka.com" (a domain
+  // someone else owns) must not pass for kaka.com.
+  let broker: TestBroker;
+  let client: RegisteredTestClient;
+  beforeAll(async () => {
+    gh.setEmails("kelvin", [{ email: "x@\u212Aaka.com", primary: true, verified: true }]);
+    gh.setEmails("kaka", [{ email: "x@KAKA.com", primary: true, verified: true }]);
+    broker = await startGitHubBroker({ ALLOWED_EMAIL_DOMAINS: "kaka.com" });
+    client = await registerClient(broker.url);
+  });
+  afterAll(async () => broker.stop());
+
+  it.each([
+    ["kelvin", "a verified x@\u212Aaka.com", "refused"],
+    ["kaka", "a verified x@KAKA.com (ASCII case is still ignored)", "code"],
+  ])("%s (%s) → %s", async (user, _why, outcome) => {
+    expect(await signInOutcome(broker, client, user)).toBe(outcome);
+  });
 });

@@ -1,4 +1,4 @@
-// Issue 4 (9): every state change of one step happens in one database transaction. A failure
+// Every state change of one step happens in one database transaction. A failure
 // injected at the last statement of a step (a database trigger refusing its audit row, as a crash
 // or a lost connection would) must leave nothing half done: the code is still unused, the refresh
 // token not rotated, no login half-stored, and the same request succeeds once the fault is gone.

@@ -143,10 +143,12 @@ describe("Client ID Metadata Documents through the broker", () => {
       "token_endpoint_auth_method is &quot;client_secret_basic&quot;",
     ],
     [
-      "uses private_key_jwt",
+      "uses private_key_jwt without saying where its keys are",
       (id: string) => documentFor(id, { token_endpoint_auth_method: "private_key_jwt" }),
-      "accepts metadata-document clients only as public clients",
+      "jwks_uri is required for token_endpoint_auth_method private_key_jwt",
     ],
+    ["has no client_name", (id: string) => documentFor(id, { client_name: undefined }), "that document has no client_name"],
+    ["has an empty client_name", (id: string) => documentFor(id, { client_name: " " }), "that document has no client_name"],
     ["carries a client_secret", (id: string) => documentFor(id, { client_secret: "s3cret" }), "contains a client_secret"],
     ["has no redirect_uris", (id: string) => documentFor(id, { redirect_uris: [] }), "redirect_uris is required"],
     [

@@ -1,4 +1,4 @@
-// Issue 4 (Done when): races at /token. The same code redeemed 20 times at once gives exactly one
+// Races at /token. The same code redeemed 20 times at once gives exactly one
 // token response (and, being a replay, revokes the grant); the same refresh token presented 20
 // times at once gives exactly one new pair (the rotation rule's retry window), and the grant goes
 // on. On SQLite with one instance, and on PostgreSQL with two instances sharing the database,

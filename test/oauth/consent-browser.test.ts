@@ -1,6 +1,6 @@
-// Issue 4 (4) in a real browser: the consent page in headless Chromium. Allow, Deny, two tabs
+// In a real browser: the consent page in headless Chromium. Allow, Deny, two tabs
 // answering one request, the browser binding and framing (the CSRF rule and Back-then-submit are
-// in e2e/consent-page, reached through the real SDK client). Issue 12 (4, 6): the page with a
+// in e2e/consent-page, reached through the real SDK client). The page with a
 // signed-in user and "Not you?", and the front page. Screenshots are kept under
 // test-output/screenshots/. Nothing leaves 127.0.0.1: the client's redirect URI is a server on an
 // ephemeral port, its logo host (which must never be asked) is answered by request interception.
@@ -87,7 +87,9 @@ describe("consent page in Chromium", () => {
   it("shows the client, the upstream provider and exactly Allow and Deny (screenshots kept)", async () => {
     const { context, logoRequests } = await newBrowserContext();
     const page = await openConsentPage(context);
-    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(`Acme Assistant wants to connect to ${new URL(t.url).host}`);
+    // Self-registered with a loopback redirect: an app on this computer, whatever it calls itself.
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(`An app on this computer wants to connect to ${new URL(t.url).host}`);
+    await expect(page.locator("#name-claim").textContent()).resolves.toBe("It calls itself “Acme Assistant”");
     await expect(page.locator("#redirect-host").textContent()).resolves.toBe(new URL(REDIRECT).host);
     await expect(page.locator("#provider-name").textContent()).resolves.toBe("Demo identity provider");
     await expect(page.locator("#unverified").isVisible()).resolves.toBe(true);
@@ -95,7 +97,7 @@ describe("consent page in Chromium", () => {
     expect(await page.getByRole("button").allTextContents()).toEqual(["Deny", "Allow"]);
     // The client's logo_uri is not loaded: an initial stands in for it, and its host heard nothing.
     await expect(page.locator("img").count()).resolves.toBe(0);
-    await expect(page.locator("#client-initial").textContent()).resolves.toBe("A");
+    await expect(page.locator("#client-initial").textContent()).resolves.toBe("?");
     expect(await page.evaluate<string>('getComputedStyle(document.querySelector("#client-initial")).borderRadius')).toBe("50%");
     expect(logoRequests).toEqual([]);
     await screenshot(page, "consent-page");
@@ -234,7 +236,7 @@ describe("who is signed in, and the front page, in Chromium", () => {
 
       // Another scope, so that the remembered consent does not skip the page.
       const page = await open("second", "mcp");
-      await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(`Acme Assistant wants to connect to ${host}`);
+      await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(`An app on this computer wants to connect to ${host}`);
       await expect(page.locator("#signed-in").textContent()).resolves.toMatch(/^You are signed in as alice \(Demo identity provider\)\.\s+Not you\?/);
       await expect(page.locator("#access-duration").textContent()).resolves.toBe(
         "Access lasts until you revoke it; it ends after 1 day unused and after 30 days at most.",

@@ -1,6 +1,6 @@
-// Issue 4 (4): the consent page over HTTP: what it shows, its hardening (CSRF bound to the browser
+// The consent page over HTTP: what it shows, its hardening (CSRF bound to the browser
 // session, once only, only the starting browser, framing, cookies), Allow, Deny and the
-// remembered-consent rule. Issue 12 (4): the service it names, who is signed in ("Not you?"), how
+// remembered-consent rule. The service it names, who is signed in ("Not you?"), how
 // long access lasts, and no hot-linked logo. consent-browser.test.ts drives the same page in Chromium.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { ClientRegistry } from "../../src/grants/clients.ts";
@@ -10,6 +10,7 @@ import { answerAs, HttpBrowser } from "../support/http-browser.ts";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import {
   authorizeUrl,
+  browserSessionIdOf,
   countRows,
   decide,
   openConsent,
@@ -49,13 +50,17 @@ describe("what the page shows", () => {
     form = await consentFor({ scope: "mcp offline_access" });
   });
 
-  it("names the client and the service prominently, with its initial, id, website and the host it returns to", () => {
+  it("names the service prominently, the self-registered client by where its code goes (its name as a claim), its id, website and the host it returns to", () => {
     const host = new URL(t.url).host;
+    // A loopback redirect URI: an app on this computer; the name is only what it calls itself.
     expect(form.html).toMatch(
-      new RegExp(`<h1><span id="client-name">Acme Assistant</span> wants to connect to <span id="resource-name">${host.replace(/\./g, "\\.")}</span></h1>`),
+      new RegExp(
+        `<h1><span id="vouching-party">An app on this computer</span> wants to connect to <span id="resource-name">${host.replace(/\./g, "\\.")}</span></h1>`,
+      ),
     );
-    expect(form.html).toMatch(/<div class="avatar c[0-7]" id="client-initial" aria-hidden="true">A<\/div>/);
-    expect(form.html).toContain("Allow <strong>Acme Assistant</strong> to connect?");
+    expect(form.html).toContain('<span id="name-claim">It calls itself “<span id="client-name">Acme Assistant</span>”</span> and will return to');
+    expect(form.html).toMatch(/<div class="avatar c[0-7]" id="client-initial" aria-hidden="true">\?<\/div>/);
+    expect(form.html).toContain("Allow <strong>this app</strong> to connect?");
     expect(form.html).toContain(client.client_id);
     expect(form.html).toContain("https://acme.example.com");
     expect(form.html).toMatch(/<strong id="redirect-host">127\.0\.0\.1:7777<\/strong>/);
@@ -121,7 +126,7 @@ describe("what the page shows", () => {
     const plain = await registerTestClient(t.url, { client_name: undefined });
     const page = await openConsent(authorizeUrl(t.url, plain));
     expect(page.html).not.toContain("<img");
-    expect(page.html).toContain("An unnamed application");
+    expect(page.html).toContain('<span id="name-claim">It gives no name</span>');
     expect(page.html).toMatch(/id="client-initial" aria-hidden="true">\?</);
   });
 
@@ -175,8 +180,11 @@ describe("a configured service name and session limits", () => {
   it("names RESOURCE_NAME (escaped) and states SESSION_IDLE_TIMEOUT_SECONDS and SESSION_MAX_AGE_SECONDS in words", async () => {
     const c = await registerTestClient(named.url, { client_name: "Claude" });
     const page = await openConsent(authorizeUrl(named.url, c));
-    expect(page.html).toContain('<span id="client-name">Claude</span> wants to connect to <span id="resource-name">Acme &lt;Docs&gt;</span>');
-    expect(page.html).toContain("<title>Claude wants to connect to Acme &lt;Docs&gt;</title>");
+    expect(page.html).toContain(
+      '<span id="vouching-party">An app on this computer</span> wants to connect to <span id="resource-name">Acme &lt;Docs&gt;</span>',
+    );
+    expect(page.html).toContain("<title>An app on this computer wants to connect to Acme &lt;Docs&gt;</title>");
+    expect(page.html).toContain('It calls itself “<span id="client-name">Claude</span>”</span>');
     expect(page.html).toContain("Access lasts until you revoke it; it ends after 90 minutes unused and after 12 hours at most.");
   });
 });
@@ -253,10 +261,17 @@ describe("the signed-in user, and Not you?", () => {
     // The consent alice gave is gone; the one given now is remembered.
     expect(await db().consent.findMany({ where: { browserSessionId: sid }, select: { scope: true } })).toEqual([{ scope: "mcp offline_access" }]);
 
-    // The upstream login asks again (the IdP's session of alice does not carry over): bob signs in.
+    // The upstream login asks again (the IdP's session of alice does not carry over): bob signs in,
+    // and the browser gets a new session id with him.
     const back = await browser.walk(upstream.href, app.redirect_uri, answerSwitchingTo("bob"));
     expect(back.searchParams.get("state")).toBe("other-account");
-    expect(await t.broker.services.grants.browserIdentities.of(sid)).toMatchObject({ subject: "demo:bob", login: "bob" });
+    const bobs = browserSessionIdOf(browser, t.url)!;
+    expect(bobs).not.toBe(sid);
+    expect(await t.broker.services.grants.browserIdentities.of(sid)).toBeNull();
+    expect(await t.broker.services.grants.browserIdentities.of(bobs)).toMatchObject({ subject: "demo:bob", login: "bob" });
+    // Only the consent bob completed is remembered, under his session.
+    expect(await db().consent.findMany({ where: { browserSessionId: bobs }, select: { scope: true } })).toEqual([{ scope: "mcp offline_access" }]);
+    expect(await db().consent.count({ where: { browserSessionId: sid } })).toBe(0);
     const next = await consentFor({ redirect_uri: "http://localhost:7778/other" }, browser);
     expect(next.html).toContain('<strong id="signed-in-as">bob</strong>');
   });

@@ -1,4 +1,4 @@
-// A seeded fuzz run against every endpoint, on SQLite and PostgreSQL (attack trial, issue 17): 10,000
+// A seeded fuzz run against every endpoint, on SQLite and PostgreSQL: 10,000
 // requests built from valid requests with parameters dropped, duplicated, swapped and filled with
 // hostile values (control characters, invalid UTF-8, long strings, wrong types). None may get a 5xx,
 // and the broker must still be up afterwards. The seed is fixed, so a failure replays exactly; a
@@ -8,7 +8,7 @@ import { type Dispatcher, Pool, errors as undiciErrors } from "undici";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
-import { basicAuth, registerOperatorClient, registerTestClient, type TestClient } from "../support/oauth-client.ts";
+import { basicAuth, registerClientSet, type TestClient } from "../support/oauth-client.ts";
 
 const SEED = 0x5eed17;
 const REQUESTS = 10_000;
@@ -243,18 +243,9 @@ describe.each(databaseTargets("the fuzz run").map((target) => [target.name, targ
     cleanup = database.cleanup;
     t = await startBroker({ TRUST_PROXY: "true", DATABASE_URL: database.url });
     const db = t.broker.database.db;
-    const [pub, basic, post, machine] = await Promise.all([
-      registerTestClient(t.url),
-      registerOperatorClient(db, {
-        redirect_uris: ["http://127.0.0.1:7777/callback"],
-        grant_types: ["authorization_code", "refresh_token", "client_credentials"],
-        response_types: ["code"],
-      }),
-      registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
-      registerOperatorClient(db),
-    ]);
-    const { tokens } = await obtainTokens(t.url, { client: pub! });
-    known = { url: t.url, pub: pub!, basic: basic!, post: post!, machine: machine!, accessToken: tokens.access_token, refreshToken: tokens.refresh_token };
+    const clients = await registerClientSet(t.url, db);
+    const { tokens } = await obtainTokens(t.url, { client: clients.pub });
+    known = { url: t.url, ...clients, accessToken: tokens.access_token, refreshToken: tokens.refresh_token };
   }, 60_000);
   afterAll(async () => {
     await t.stop();

@@ -1,5 +1,6 @@
 // Machine clients (client_credentials) carry no user, so only the operator can make one: a
-// self-registered client must never reach /mcp without a login (attack trial, issue 17 item 1).
+// self-registered client must never reach /mcp without a login (found by an attack trial).
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -8,6 +9,7 @@ import { basicAuth, countRows, freshIp, postForm, postJson, registerOperatorClie
 import { toolText } from "../gateway/harness.ts";
 import { ClientRegistry } from "../../src/grants/clients.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
+import { startGitHubEmulator } from "../support/github-emulator.ts";
 
 let t: TestBroker;
 beforeAll(async () => {
@@ -95,5 +97,62 @@ describe("machine clients", () => {
     const issued = await clientCredentials(machine.client_id, machine.client_secret!);
     await t.broker.database.db.grant.updateMany({ where: { clientId: machine.client_id }, data: { kind: "authorization_code" } });
     expect((await mcp(issued.json!.access_token as string)).status).toBe(401);
+  });
+});
+
+describe("ALLOW_ANY_USER speaks of people: a machine client is admitted only by name", () => {
+  // README ("Who may sign in"): machine clients are admitted only when ALLOWED_USERS names them
+  // (client:<id>, client:*). One database across restarts with different policies, as an operator
+  // would change them; the GitHub emulator is the IdP (client_credentials never calls it).
+  it("ALLOW_ANY_USER=true alone refuses its token request and its token; ALLOWED_USERS=client:<id> admits it", async () => {
+    const gh = await startGitHubEmulator({ clientId: "Iv1.machines", clientSecret: "machines-secret" });
+    const github = {
+      UPSTREAM_PROVIDER: "github",
+      UPSTREAM_CLIENT_ID: "Iv1.machines",
+      UPSTREAM_CLIENT_SECRET: "machines-secret",
+      GITHUB_URL: gh.url,
+      GITHUB_API_URL: gh.apiUrl,
+      SECRET_KEY: randomBytes(32).toString("base64"),
+    };
+    const first = await startBroker({ ...github, ALLOW_ANY_USER: "true" });
+    const sameDatabase = { ...github, DATABASE_URL: `file:${first.dir}/broker.db` };
+    let current = first;
+    try {
+      const machine = await registerOperatorClient(first.broker.database.db, { client_name: "Nightly job" });
+      const tokenAt = (b: TestBroker) =>
+        postForm(`${b.url}/token`, { grant_type: "client_credentials" }, { authorization: basicAuth(machine.client_id, machine.client_secret!) });
+      const mcpAt = async (b: TestBroker, token: string) => {
+        const res = await fetch(`${b.url}/mcp`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify(initialize),
+        });
+        await res.body?.cancel();
+        return res.status;
+      };
+
+      const refused = await tokenAt(first);
+      expect(refused.status).toBe(400);
+      expect(refused.json).toMatchObject({ error: "unauthorized_client" });
+      expect(refused.json!.error_description).toContain(`client:${machine.client_id}`);
+      await first.stop({ keepDir: true });
+
+      const named = await startBroker({ ...sameDatabase, ALLOW_ANY_USER: "true", ALLOWED_USERS: `client:${machine.client_id}` });
+      current = named;
+      const issued = await tokenAt(named);
+      expect(issued.status).toBe(200);
+      const token = issued.json!.access_token as string;
+      expect(await mcpAt(named, token)).toBe(200);
+      await named.stop({ keepDir: true });
+
+      // The same token, after the operator dropped the name and kept ALLOW_ANY_USER=true.
+      const unnamed = await startBroker({ ...sameDatabase, ALLOW_ANY_USER: "true" });
+      current = unnamed;
+      expect(await mcpAt(unnamed, token)).toBe(401);
+    } finally {
+      if (current !== first) await current.stop();
+      await first.stop().catch(() => {}); // removes the database's folder (stopped already unless the first step failed)
+      await gh.close();
+    }
   });
 });

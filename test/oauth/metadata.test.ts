@@ -1,8 +1,8 @@
-// Issue 4 (1): discovery (RFC 8414, RFC 9728), the 2025-03-26 default paths, CORS, and a
+// Discovery (RFC 8414, RFC 9728), the 2025-03-26 default paths, CORS, and a
 // PUBLIC_URL with a path.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger, type Logger } from "../../src/logger.ts";
-import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startBroker, startBrokerUnderPath, type TestBroker } from "../support/start-broker.ts";
 import { authorizeUrl, postForm, postJson, registerTestClient, send } from "../support/oauth-client.ts";
 
 let t: TestBroker;
@@ -30,7 +30,13 @@ describe("RFC 8414 authorization server metadata", () => {
       authorization_response_iss_parameter_supported: true,
     });
     expect(res.json!.grant_types_supported).toEqual(expect.arrayContaining(["authorization_code", "refresh_token", "client_credentials"]));
-    expect([...(res.json!.token_endpoint_auth_methods_supported as string[])].sort()).toEqual(["client_secret_basic", "client_secret_post", "none"]);
+    expect([...(res.json!.token_endpoint_auth_methods_supported as string[])].sort()).toEqual([
+      "client_secret_basic",
+      "client_secret_post",
+      "none",
+      "private_key_jwt",
+    ]);
+    expect(res.json!.token_endpoint_auth_signing_alg_values_supported).toEqual(expect.arrayContaining(["RS256", "ES256"]));
   });
 
   it("leaves out the registration endpoint when dynamic registration is off", async () => {
@@ -178,10 +184,7 @@ describe("a PUBLIC_URL with a path", () => {
   let origin: string;
   let issuer: string;
   beforeAll(async () => {
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    issuer = `${origin}/broker`;
-    b = await startBroker({ PORT: String(port), PUBLIC_URL: issuer });
+    ({ broker: b, origin, issuer } = await startBrokerUnderPath());
   });
   afterAll(async () => b.stop());
 

@@ -1,4 +1,4 @@
-// Issue 4 (2): RFC 7591 dynamic client registration at /register.
+// RFC 7591 dynamic client registration at /register.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { displayPrefix, sha256Hex } from "../../src/store/secrets.ts";
 import { ClientRegistry } from "../../src/grants/clients.ts";

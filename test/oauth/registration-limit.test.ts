@@ -1,4 +1,4 @@
-// Issue 14 (PostgreSQL at scale): the per-address registration limit is counted in the database, so
+// PostgreSQL at scale: the per-address registration limit is counted in the database, so
 // broker instances sharing it share one budget per address — on PostgreSQL and on one SQLite file,
 // with the instances in this process on one manual clock (exact counts, no sleeps), and with a real
 // second broker process on the SQLite file (its own clock: bounds, not exact counts).

@@ -1,19 +1,10 @@
-// Issue 4 (7) and (8): /revoke (RFC 7009) and /introspect (RFC 7662) over HTTP.
+// /revoke (RFC 7009) and /introspect (RFC 7662) over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { authorize } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
-import {
-  basicAuth,
-  clientAuth,
-  postForm,
-  registerOperatorClient,
-  registerTestClient,
-  send,
-  type HttpResult,
-  type TestClient,
-} from "../support/oauth-client.ts";
+import { basicAuth, clientAuth, postForm, registerClientSet, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -22,16 +13,7 @@ let post: TestClient;
 let other: TestClient;
 beforeAll(async () => {
   t = await startBroker({ TRUST_PROXY: "true" });
-  [pub, basic, post, other] = await Promise.all([
-    registerTestClient(t.url),
-    registerOperatorClient(t.broker.database.db, {
-      redirect_uris: ["http://127.0.0.1:7777/callback"],
-      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
-      response_types: ["code"],
-    }),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
-    registerOperatorClient(t.broker.database.db),
-  ]);
+  ({ pub, basic, post, machine: other } = await registerClientSet(t.url, t.broker.database.db));
 });
 afterAll(async () => t.stop());
 

@@ -102,16 +102,62 @@ describe("redirect URIs", () => {
   });
 });
 
-describe("app-scheme redirect URIs (RFC 8252 §7.1)", () => {
-  const app = { appSchemes: true };
-  it.each(["cursor://anysphere.cursor-mcp/oauth/callback", "vscode://vscode.github-authentication/did-authenticate", "com.example.app:/cb", "app://cb"])(
-    "accepts %j when app schemes are allowed, and not otherwise",
+describe("loopback redirect URIs: canonical hosts only, never a user name", () => {
+  // The WHATWG parser turns 0x7f000001, 2130706433, 0177.0.0.1, 127.1 and 127.0.0.1. into
+  // 127.0.0.1, and reads "evil.example@" as a user name: the string as written is what counts.
+  it.each([
+    "http://evil.com@127.0.0.1/cb",
+    "http://user:pw@127.0.0.1/cb",
+    "http://@127.0.0.1/cb",
+    "http://0x7f000001/cb",
+    "http://2130706433/cb",
+    "http://0177.0.0.1/cb",
+    "http://127.1/cb",
+    "http://127.0.0.1./cb",
+    "http://127.0.0.2/cb",
+    "http://[0:0:0:0:0:0:0:1]/cb",
+    "http://LOCALHOST/cb",
+    "http://localhost./cb",
+    "http:/127.0.0.1/cb",
+    "http://127.0.0.1:0/cb",
+    "http://127.0.0.1:080/cb",
+    "http://127.0.0.1\\@evil.example/cb",
+    "https://user@app.example.com/cb",
+    "https://evil.example@app.example.com/cb",
+  ])("refuses %j", (uri) => {
+    expect(redirectUriProblem(uri)).toEqual(expect.any(String));
+    expect(redirectUriProblem(uri, { appSchemes: true })).toEqual(expect.any(String));
+  });
+
+  it.each(["http://127.0.0.1/cb", "http://127.0.0.1:65535/cb", "http://[::1]:1/cb", "http://localhost/", "http://127.0.0.1", "http://localhost:33418/"])(
+    "accepts %j",
     (uri) => {
-      expect(redirectUriProblem(uri, app)).toBeNull();
-      expect(redirectUriProblem(uri)).toEqual(expect.any(String));
-      expect(isAppSchemeRedirect(uri)).toBe(true);
+      expect(redirectUriProblem(uri)).toBeNull();
     },
   );
+
+  it("never matches such a URI at /authorize, even one stored under an older rule", () => {
+    for (const uri of ["http://evil.com@127.0.0.1/cb", "http://0x7f000001/cb", "http://127.1/cb", "http://127.0.0.1./cb"]) {
+      expect(matchRedirectUri([uri], uri)).toBeNull();
+    }
+    expect(matchRedirectUri(["http://127.0.0.1/cb"], "http://127.1:5/cb")).toBeNull();
+    expect(matchRedirectUri(["http://127.0.0.1/cb"], "http://127.0.0.1:5/cb")).toBe("http://127.0.0.1:5/cb");
+    expect(matchRedirectUri(["microsoft-edge:https://evil.example/"], "microsoft-edge:https://evil.example/")).toBeNull();
+  });
+});
+
+describe("app-scheme redirect URIs (RFC 8252 §7.1)", () => {
+  const app = { appSchemes: true };
+  it.each([
+    "cursor://anysphere.cursor-mcp/oauth/callback",
+    "vscode://vscode.github-authentication/did-authenticate",
+    "com.example.app:/cb",
+    "zed://mcp/oauth/callback",
+  ])("accepts %j when app schemes are allowed, and not otherwise", (uri) => {
+    expect(redirectUriProblem(uri, app)).toBeNull();
+    expect(redirectUriProblem(uri)).toEqual(expect.any(String));
+    expect(isAppSchemeRedirect(uri)).toBe(true);
+  });
 
   it.each([
     "javascript:alert(1)",
@@ -128,6 +174,28 @@ describe("app-scheme redirect URIs (RFC 8252 §7.1)", () => {
     "cursor://anysphere.cursor-mcp/cb#f",
   ])("refuses %j even when app schemes are allowed", (uri) => {
     expect(redirectUriProblem(uri, app)).toEqual(expect.any(String));
+  });
+
+  // What an attack trial registered under a deny-list: browsers' own schemes (which open any page,
+  // or the URL they carry, in that browser), wrappers of other URLs, system settings, a scheme
+  // with neither :/ nor ://, and single-label schemes no MCP client uses.
+  it.each<[string, RegExp]>([
+    ["microsoft-edge:https://evil.example/", /web browser's own/],
+    ["googlechrome://evil.example/", /web browser's own/],
+    ["firefox:https://evil.example/", /web browser's own/],
+    ["x-safari-https://evil.example/", /web browser's own/],
+    ["jar:file:///tmp/x.jar!/a", /never allowed/],
+    ["ms-settings:privacy", /neither a reverse domain name/],
+    ["x-javascript:alert(1)", /neither a reverse domain name/],
+    ["cursor:cb", /:\/ or :\/\//],
+    ["app://cb", /neither a reverse domain name/],
+    ["com.example.app://https://evil.example/", /wraps another URL/],
+    ["com.example.app:/javascript:alert(1)", /wraps another URL/],
+    ["com.example.app:/cb?next=https%3A%2F%2Fevil.example", /wraps another URL/],
+    ["cursor://evil.example@anysphere.cursor-mcp/oauth/callback", /user name or password/],
+  ])("refuses %j (%s)", (uri, why) => {
+    expect(redirectUriProblem(uri, app)).toMatch(why);
+    expect(isAppSchemeRedirect(uri)).toBe(false);
   });
 
   it("is decided by the client's auth method and the switch", () => {

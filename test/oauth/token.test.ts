@@ -1,18 +1,9 @@
-// Issue 4 (6): the /token handler: form-encoded only, never cached, client authentication by the
+// The /token handler: form-encoded only, never cached, client authentication by the
 // registered method, grant dispatch, and every RFC 6749 §5.2 error code.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { authorize } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import {
-  basicAuth,
-  postForm,
-  postJson,
-  registerOperatorClient,
-  registerTestClient,
-  type HttpResult,
-  type TestClient,
-  tamper,
-} from "../support/oauth-client.ts";
+import { basicAuth, postForm, postJson, registerClientSet, registerTestClient, type HttpResult, type TestClient, tamper } from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -23,15 +14,8 @@ let codeOnly: TestClient;
 beforeAll(async () => {
   // No background poll of the revocation feed: the statement counts below would catch one.
   t = await startBroker({ TRUST_PROXY: "true" }, { revocationPollMs: 3_600_000 });
-  [pub, basic, post, machine, codeOnly] = await Promise.all([
-    registerTestClient(t.url),
-    registerOperatorClient(t.broker.database.db, {
-      redirect_uris: ["http://127.0.0.1:7777/callback"],
-      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
-      response_types: ["code"],
-    }),
-    registerTestClient(t.url, { token_endpoint_auth_method: "client_secret_post" }),
-    registerOperatorClient(t.broker.database.db),
+  [{ pub, basic, post, machine }, codeOnly] = await Promise.all([
+    registerClientSet(t.url, t.broker.database.db),
     registerTestClient(t.url, { grant_types: ["authorization_code"] }),
   ]);
 });

@@ -18,9 +18,9 @@ import {
   nextMessage,
   openSession,
   sseMessages,
-  until,
   whoami,
 } from "./stdio-support.ts";
+import { until } from "../support/wait.ts";
 
 describe("stdio children over their life", () => {
   let t: TestBroker;

@@ -98,15 +98,6 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** Waits (polling, no fixed sleep) until `condition` holds. */
-export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** The JSON-RPC messages of an SSE response body, as they arrive. */
 export async function* sseMessages(res: Response): AsyncGenerator<Record<string, unknown>> {
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();

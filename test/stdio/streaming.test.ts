@@ -5,7 +5,8 @@
 // version has them; DELETE ending the child.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { alive, bearerFor, fixtureEnv, MCP_HEADERS, nextMessage, openSession, sseMessages, until } from "./stdio-support.ts";
+import { alive, bearerFor, fixtureEnv, MCP_HEADERS, nextMessage, openSession, sseMessages } from "./stdio-support.ts";
+import { until } from "../support/wait.ts";
 
 describe("streaming through the stdio bridge", () => {
   let t: TestBroker;

@@ -6,7 +6,8 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { ManualClock } from "../../src/grants/clock.ts";
-import { alive, fixtureEnv, MCP_HEADERS, nextMessage, openSession, sseMessages, until, type Whoami } from "./stdio-support.ts";
+import { alive, fixtureEnv, MCP_HEADERS, nextMessage, openSession, sseMessages, type Whoami } from "./stdio-support.ts";
+import { until } from "../support/wait.ts";
 
 describe("a renewed upstream token", () => {
   let gh: GitHubEmulator;
@@ -17,11 +18,7 @@ describe("a renewed upstream token", () => {
     gh.expiringTokensSeconds = 60;
     t = await startBroker(
       fixtureEnv({
-        UPSTREAM_PROVIDER: "github",
-        UPSTREAM_CLIENT_ID: "Iv1.stdio",
-        UPSTREAM_CLIENT_SECRET: "stdio-secret",
-        GITHUB_URL: gh.url,
-        GITHUB_API_URL: gh.apiUrl,
+        ...gh.brokerEnv(),
         ALLOW_ANY_USER: "true",
       }),
       { clock },

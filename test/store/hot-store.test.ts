@@ -404,4 +404,16 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     await hot.releaseMcpSession("h1");
     expect(await hot.mcpSessionOwner("h1")).toBeNull();
   });
+
+  it("claims a client assertion once until it expires, one winner among concurrent claims", async () => {
+    const { db, hot } = database;
+    const claims = await Promise.all(Array.from({ length: 6 }, () => hot.claimAssertion("jti-1", later(60), T0)));
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    expect(await db.usedAssertion.findUnique({ where: { key: "jti-1" } })).toEqual({ key: "jti-1", expiresAt: later(60) });
+    // Until its expiry the key stays taken; a row past its expiry counts as none.
+    expect(await hot.claimAssertion("jti-1", later(120), later(59))).toBe(false);
+    expect(await hot.claimAssertion("jti-1", later(120), later(60))).toBe(true);
+    expect(await db.usedAssertion.findUnique({ where: { key: "jti-1" } })).toEqual({ key: "jti-1", expiresAt: later(120) });
+    expect(await hot.claimAssertion("jti-2", later(60), T0)).toBe(true);
+  });
 });

@@ -80,9 +80,9 @@ describe("SQLite connections", () => {
     });
     const waitedMs = performance.now() - started;
     await released;
-    // It waited for the lock (not failed at once) and got it well before busy_timeout ran out.
+    // It waited for the lock (not failed at once) and got it: busy_timeout did not run out (the
+    // transaction would have failed SQLITE_BUSY).
     expect(waitedMs).toBeGreaterThan(1000);
-    expect(waitedMs).toBeLessThan(5000);
     const rows = await db.$queryRawUnsafe<Array<{ n: bigint }>>("SELECT n FROM lock_probe ORDER BY n");
     expect(rows.map((r) => Number(r.n))).toEqual([1, 2, 3]);
   });

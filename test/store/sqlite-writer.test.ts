@@ -112,6 +112,29 @@ describe("the SQLite writer thread", () => {
     }
   });
 
+  it("fails the writes queued behind a group that waited out another process's lock, instead of each waiting again", async () => {
+    const hot = createSqliteHotStore(file);
+    try {
+      // Held past the writer's busy_timeout (5 s): the first group fails with SQLITE_BUSY.
+      const { released } = await holdWriteLock(file, 7000);
+      const first = hot.claimMcpSession(session("queued-1"));
+      // The first group is on its way to the writer thread: the next write queues behind it.
+      await new Promise((resolve) => setImmediate(resolve));
+      const second = hot.claimMcpSession(session("queued-2"));
+      const outcomes = await Promise.allSettled([first, second]);
+      await released;
+      for (const outcome of outcomes) {
+        expect(outcome.status).toBe("rejected");
+        expect(isDatabaseUnavailable((outcome as PromiseRejectedResult).reason)).toBe(true);
+      }
+      // One group reached the thread and waited; the queued write failed with it, never sent.
+      expect(hot.stats.commits).toBe(1);
+      expect(hot.stats.writes).toBe(1);
+    } finally {
+      await hot.close();
+    }
+  }, 20_000);
+
   it("commits what is queued when closed, then refuses writes as unavailable", async () => {
     const hot = createSqliteHotStore(file);
     const queued = ["close-1", "close-2"].map((h) => hot.claimMcpSession(session(h)));

@@ -6,24 +6,13 @@ import { migrateDatabase, pendingMigrations } from "../../src/store/migrate.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 
-// Empty databases: the first test applies the migrations itself.
-const targets = databaseTargets("storage tests", { migrated: false });
-
-describe.each(targets)("storage on $name", (target) => {
-  let database: Database;
-  let cleanup: () => Promise<void>;
+describe.each(databaseTargets("migration tests", { migrated: false }))("migrations on $name", (target) => {
   let url: string;
-
+  let cleanup: () => Promise<void>;
   beforeAll(async () => {
-    const t = await target.setup();
-    url = t.url;
-    cleanup = t.cleanup;
+    ({ url, cleanup } = await target.setup());
   });
-
-  afterAll(async () => {
-    await database?.close();
-    await cleanup();
-  });
+  afterAll(async () => cleanup());
 
   it("applies every migration to an empty database, and is idempotent", async () => {
     const empty = await openDatabase(url);
@@ -34,9 +23,29 @@ describe.each(targets)("storage on $name", (target) => {
     expect(first.applied).toContain("20261122140000_init");
     const second = await migrateDatabase(url);
     expect(second.applied).toEqual([]);
-    database = await openDatabase(url);
-    expect(database.kind).toBe(target.name);
-    expect(await pendingMigrations(database)).toEqual([]);
+    const database = await openDatabase(url);
+    try {
+      expect(database.kind).toBe(target.name);
+      expect(await pendingMigrations(database)).toEqual([]);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe.each(databaseTargets("storage tests"))("storage on $name", (target) => {
+  let database: Database;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const t = await target.setup();
+    cleanup = t.cleanup;
+    database = await openDatabase(t.url);
+  });
+
+  afterAll(async () => {
+    await database?.close();
+    await cleanup();
   });
 
   it("round-trips every model", async () => {

@@ -116,6 +116,17 @@ export class GitHubEmulator {
     return `${this.url}/api/v3`;
   }
 
+  /** The broker's settings for logging in through this emulator as its registered app. */
+  brokerEnv(): Record<string, string> {
+    return {
+      UPSTREAM_PROVIDER: "github",
+      UPSTREAM_CLIENT_ID: this.options.clientId,
+      UPSTREAM_CLIENT_SECRET: this.options.clientSecret,
+      GITHUB_URL: this.url,
+      GITHUB_API_URL: this.apiUrl,
+    };
+  }
+
   user(login: string): EmulatedUser {
     const key = login.toLowerCase();
     let u = this.users.get(key);

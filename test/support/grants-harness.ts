@@ -62,6 +62,8 @@ export async function machineGrantsHarness(env: Record<string, string> = {}, opt
   const upstream = {
     UPSTREAM_PROVIDER: "github",
     ALLOW_ANY_USER: "true",
+    // ALLOW_ANY_USER admits people only; machine clients are admitted by name.
+    ALLOWED_USERS: "client:*",
     UPSTREAM_CLIENT_ID: "x",
     UPSTREAM_CLIENT_SECRET: "y",
     GITHUB_URL: "http://127.0.0.1:1",
@@ -77,6 +79,10 @@ export async function insertClient(database: Database, overrides: Partial<Regist
     id: `mab_c_${randomUUID()}`,
     redirectUris: ["http://127.0.0.1:7777/callback"],
     tokenEndpointAuthMethod: "client_secret_basic",
+    fallbackAuthMethod: null,
+    jwksUri: null,
+    jwks: null,
+    signingAlg: null,
     grantTypes: ["client_credentials"],
     responseTypes: [],
     scope: null,
@@ -85,6 +91,7 @@ export async function insertClient(database: Database, overrides: Partial<Regist
     logoUri: null,
     softwareId: null,
     softwareVersion: null,
+    applicationType: null,
     registrationType: "manual",
     createdAt: new Date(),
     lastUsedAt: null,
@@ -113,7 +120,7 @@ export async function insertClient(database: Database, overrides: Partial<Regist
 export function presented(client: RegisteredClient): PresentedClient {
   return {
     clientId: client.id,
-    authenticate(known) {
+    async authenticate(known) {
       if (!known) throw new Error(`no client ${client.id} in the registry`);
       return known.client;
     },

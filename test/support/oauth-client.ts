@@ -156,6 +156,17 @@ export function authorizeUrl(
   return url;
 }
 
+/**
+ * The browser session id in `browser`'s session cookie for the broker at `brokerUrl` (the cookie
+ * is koa-session's base64 JSON, signed beside it), or null without one. A sign-in changes it.
+ */
+export function browserSessionIdOf(browser: HttpBrowser, brokerUrl: string): string | null {
+  const value = browser.cookies(brokerUrl).mab_session;
+  if (!value) return null;
+  const data = JSON.parse(Buffer.from(value, "base64").toString("utf8")) as { sid?: unknown };
+  return typeof data.sid === "string" ? data.sid : null;
+}
+
 /** The parameters of a redirect's Location (an error or success redirect to the client). */
 export function redirectParams(res: HttpResult | Response, base?: string): { url: URL; params: Record<string, string> } {
   const location = res.headers.get("location");
@@ -223,4 +234,30 @@ export async function countRows(db: Db): Promise<Record<(typeof TABLES)[number],
   const [row] = await db.$queryRawUnsafe<Array<Record<(typeof TABLES)[number], number | bigint>>>(COUNT_ROWS);
   // PostgreSQL's COUNT is a bigint.
   return Object.fromEntries(TABLES.map((t) => [t, Number(row![t])])) as Record<(typeof TABLES)[number], number>;
+}
+
+/** One client of each kind the endpoint tests need, on one broker. */
+export interface ClientSet {
+  /** Self-registered public client (PKCE, loopback redirect). */
+  readonly pub: TestClient;
+  /** Operator-registered confidential client (client_secret_basic) with every grant. */
+  readonly basic: TestClient;
+  /** Self-registered confidential client authenticating with client_secret_post. */
+  readonly post: TestClient;
+  /** Operator-registered machine client: client_credentials only. */
+  readonly machine: TestClient;
+}
+
+export async function registerClientSet(brokerUrl: string, db: Db): Promise<ClientSet> {
+  const [pub, basic, post, machine] = await Promise.all([
+    registerTestClient(brokerUrl),
+    registerOperatorClient(db, {
+      redirect_uris: ["http://127.0.0.1:7777/callback"],
+      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
+      response_types: ["code"],
+    }),
+    registerTestClient(brokerUrl, { token_endpoint_auth_method: "client_secret_post" }),
+    registerOperatorClient(db),
+  ]);
+  return { pub, basic, post, machine };
 }

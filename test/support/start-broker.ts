@@ -71,7 +71,13 @@ export async function startBroker(
       mcp = await startDemoMcpServer();
       config = read({ MCP_SERVER_URL: mcp.url });
     }
-    const broker = await createBroker(config, { ...brokerOptions, cwd: dir, logger: createLogger(config.logLevel, logDestination) });
+    // No start-up probes unless asked: they would add calls to the emulators that tests count.
+    const broker = await createBroker(config, {
+      ...brokerOptions,
+      startProbes: brokerOptions.startProbes ?? false,
+      cwd: dir,
+      logger: createLogger(config.logLevel, logDestination),
+    });
     try {
       await broker.listen();
     } catch (err) {
@@ -91,4 +97,13 @@ export async function startBroker(
       },
     };
   }
+}
+
+/** A broker whose PUBLIC_URL has a path (`/broker`), as behind a reverse proxy that mounts it there. */
+export async function startBrokerUnderPath(env: Record<string, string> = {}): Promise<{ broker: TestBroker; origin: string; issuer: string }> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const issuer = `${origin}/broker`;
+  const broker = await startBroker({ PORT: String(port), PUBLIC_URL: issuer, ...env });
+  return { broker, origin, issuer };
 }

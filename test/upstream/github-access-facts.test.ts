@@ -1,4 +1,4 @@
-// The facts GitHubProvider reads for the access policy (issue 12): verified e-mails and the
+// The facts GitHubProvider reads for the access policy: verified e-mails and the
 // ALLOWED_GITHUB_ORGS memberships, against the GitHub emulator over real HTTP (GHES layout).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { loadConfig } from "../../src/config.ts";
@@ -246,7 +246,7 @@ describe("when GitHub refuses or fails a membership call", () => {
 });
 
 describe("verified e-mails", () => {
-  it("keeps every verified address, lower-cased, and never an unverified one, even the primary", async () => {
+  it("keeps every verified address as GitHub wrote it (the policy folds the case), and never an unverified one, even the primary", async () => {
     const { login } = fresh();
     gh.setEmails(login, [
       { email: "Carol@Acme.example", primary: true, verified: false, visibility: "private" },
@@ -256,7 +256,7 @@ describe("verified e-mails", () => {
     ]);
     const p = provider();
     const identity = await p.fetchIdentity(await signIn(p, login));
-    expect(identity.verifiedEmails).toEqual(["carol@personal.example", "carol@corp.example"]);
+    expect(identity.verifiedEmails).toEqual(["carol@Personal.example", "CAROL@corp.example"]);
     // The unverified primary is not shown as the user's e-mail either.
     expect(identity.email).toBeUndefined();
     const config = loadConfig({
@@ -278,7 +278,7 @@ describe("verified e-mails", () => {
     const p = provider();
     const identity = await p.fetchIdentity(await signIn(p, login));
     expect(identity.email).toBe("Dave@New.example");
-    expect(identity.verifiedEmails).toEqual(["dave@old.example", "dave@new.example"]);
+    expect(identity.verifiedEmails).toEqual(["dave@old.example", "Dave@New.example"]);
   });
 
   it("reads no e-mails with a token that may not (read:user only)", async () => {
@@ -313,11 +313,7 @@ describe("through createUpstreamProvider with a GHES configuration", () => {
     const { org, login } = fresh();
     gh.addTeamMember(org, "platform", login);
     const config = loadConfig({
-      UPSTREAM_PROVIDER: "github",
-      UPSTREAM_CLIENT_ID: "Iv1.facts",
-      UPSTREAM_CLIENT_SECRET: "facts-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: `${gh.url}/api/v3`,
+      ...gh.brokerEnv(),
       ALLOWED_GITHUB_ORGS: `${org},${org}/platform,${org}/other`,
       SECRET_KEY: "a".repeat(64),
     });
@@ -335,11 +331,7 @@ describe("through createUpstreamProvider with a GHES configuration", () => {
 
   it("without org rules, asks for no read:org", async () => {
     const config = loadConfig({
-      UPSTREAM_PROVIDER: "github",
-      UPSTREAM_CLIENT_ID: "Iv1.facts",
-      UPSTREAM_CLIENT_SECRET: "facts-secret",
-      GITHUB_URL: gh.url,
-      GITHUB_API_URL: `${gh.url}/api/v3`,
+      ...gh.brokerEnv(),
       ALLOWED_USERS: "octocat",
       SECRET_KEY: "a".repeat(64),
     });

@@ -142,9 +142,8 @@ describe("GitHubProvider", () => {
     const p = provider({ timeoutMs: 300 });
     gh.outage = "hang";
     try {
-      const started = Date.now();
+      // A hanging GitHub is cut by the provider's own timeout (else this waits for Jest's).
       await expect(p.check({ accessToken: "gho_x", refreshable: false })).rejects.toMatchObject({ kind: "unavailable" });
-      expect(Date.now() - started).toBeLessThan(2000);
       gh.outage = "503";
       await expect(p.check({ accessToken: "gho_x", refreshable: false })).rejects.toMatchObject({ kind: "unavailable" });
     } finally {

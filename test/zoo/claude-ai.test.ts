@@ -5,7 +5,7 @@
 // modelcontextprotocol/modelcontextprotocol#653 ("Claude.ai sends invalid scope"); the redirect URI
 // is claude.ai's callback, https://claude.ai/api/mcp/auth_callback.
 //
-// What the broker must do (issue 13, item 5): drop the unknown scope instead of failing the
+// What the broker must do: drop the unknown scope instead of failing the
 // registration (RFC 7591 §3.2.1 lets the server replace requested values, and the response says
 // what was kept), let a burst of registrations from one address through, complete the flow, and
 // sweep the registrations that never completed a grant after 24 hours.

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startDocumentServer, type DocumentServer } from "../support/document-server.ts";
 import { authorize, tokenRequest } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { initializeAs, mcpPostTo } from "../support/mcp-probe.ts";
 
 describe("Claude Code (CIMD client_id, ephemeral loopback port, resource with a query)", () => {
   let docs: DocumentServer;
@@ -82,20 +83,11 @@ describe("Claude Code (CIMD client_id, ephemeral loopback port, resource with a 
     expect(token.body.refresh_token).toBeTruthy();
 
     // 4. The MCP endpoint takes the token.
-    const mcp = await fetch(`${broker.url}/mcp?tenant=acme`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${token.body.access_token as string}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "claude-code", version: "2.1.0" } },
-      }),
-    });
+    const mcp = await mcpPostTo(
+      `${broker.url}/mcp?tenant=acme`,
+      token.body.access_token as string,
+      initializeAs({ name: "claude-code", version: "2.1.0" }, "2025-11-25"),
+    );
     expect(mcp.status).toBe(200);
 
     // 5. Refresh, as it does when the access token expires.

@@ -24,6 +24,7 @@ import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, TestOAuthProvider, connectWithOAuth, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
+import { mcpPost } from "../support/mcp-probe.ts";
 
 const BACKEND_METADATA = "http://backend.invalid/.well-known/oauth-protected-resource";
 
@@ -120,6 +121,15 @@ afterAll(async () => {
 
 describe("step-up: the MCP server's 403 insufficient_scope through the broker", () => {
   let connected: ConnectedClient;
+  // One client connects with the scope of the first challenge; each test below starts from there
+  // (the step-up at the end is the only one that changes it, and runs last).
+  beforeAll(async () => {
+    const provider = new NoRefreshProvider(callback.url, userAuthorizes, "Docs client");
+    connected = await connectWithOAuth(`${t.url}/mcp`, callback, userAuthorizes, provider);
+  });
+  afterAll(async () => {
+    await connected?.client.close();
+  });
 
   it("advertises the configured scopes in both metadata documents", async () => {
     const prm = (await (await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp`)).json()) as { scopes_supported: string[] };
@@ -129,8 +139,6 @@ describe("step-up: the MCP server's 403 insufficient_scope through the broker", 
   });
 
   it("connects with the scope of the first challenge and the MCP server sees it", async () => {
-    const provider = new NoRefreshProvider(callback.url, userAuthorizes, "Docs client");
-    connected = await connectWithOAuth(`${t.url}/mcp`, callback, userAuthorizes, provider);
     expect(consentPages).toHaveLength(1);
     expect(consentPages[0]).toContain("Use the MCP server");
     expect(consentPages[0]).not.toContain("Change and delete your documents");
@@ -139,14 +147,11 @@ describe("step-up: the MCP server's 403 insufficient_scope through the broker", 
   });
 
   it("answers the MCP server's 403 with the broker's own challenge, never the server's", async () => {
-    const res = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${connected.provider.savedTokens!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "write_doc", arguments: {} } }),
+    const res = await mcpPost(t.url, connected.provider.savedTokens!.access_token, {
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "write_doc", arguments: {} },
     });
     expect(res.status).toBe(403);
     const header = res.headers.get("www-authenticate") ?? "";
@@ -160,14 +165,11 @@ describe("step-up: the MCP server's 403 insufficient_scope through the broker", 
   });
 
   it("turns the MCP server's 401 into the broker's own 401 challenge", async () => {
-    const res = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${connected.provider.savedTokens!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "backend_401", arguments: {} } }),
+    const res = await mcpPost(t.url, connected.provider.savedTokens!.access_token, {
+      jsonrpc: "2.0",
+      id: 8,
+      method: "tools/call",
+      params: { name: "backend_401", arguments: {} },
     });
     expect(res.status).toBe(401);
     const header = res.headers.get("www-authenticate") ?? "";
@@ -196,6 +198,5 @@ describe("step-up: the MCP server's 403 insufficient_scope through the broker", 
     expect(connected.provider.savedTokens!.scope).toBe("docs:write mcp");
     const written = await connected.client.callTool({ name: "write_doc", arguments: {} });
     expect((written.content as Array<{ text: string }>)[0]!.text).toBe("written with docs:write mcp");
-    await connected.client.close();
   });
 });

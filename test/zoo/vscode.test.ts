@@ -17,6 +17,7 @@ import { s256Challenge } from "../../src/grants/pkce.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { tokenRequest } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { initializeAs, mcpPost } from "../support/mcp-probe.ts";
 
 let t: TestBroker;
 beforeAll(async () => {
@@ -87,20 +88,7 @@ describe("VS Code (DCR, loopback port fallback)", () => {
     expect(tokens.status).toBe(200);
     expect(tokens.body).toMatchObject({ token_type: "Bearer", access_token: expect.any(String), refresh_token: expect.any(String) });
 
-    const mcp = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${tokens.body.access_token as string}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "Visual Studio Code", version: "1.106.0" } },
-      }),
-    });
+    const mcp = await mcpPost(t.url, tokens.body.access_token as string, initializeAs({ name: "Visual Studio Code", version: "1.106.0" }));
     expect(mcp.status).toBe(200);
     await mcp.body?.cancel();
 

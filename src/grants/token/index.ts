@@ -49,7 +49,7 @@ export function createTokenIssuer(t: TokenContext): TokenIssuer {
     async grant(presented, params) {
       const preread = await prereadRefreshToken(params);
       const readWith = preread?.row?.clientId === presented.clientId ? preread.row.client : undefined;
-      const client = presented.authenticate(readWith ? t.clients.known(readWith) : await t.clients.find(presented.clientId));
+      const client = await presented.authenticate(readWith ? t.clients.known(readWith) : await t.clients.find(presented.clientId));
       const { grant_type } = parseParameters(Parameters, params);
       if (!client.grantTypes.includes(grant_type)) throw new UnauthorizedClient(`This client is not registered for the ${grant_type} grant.`);
       return grants[grant_type](client, params, preread);

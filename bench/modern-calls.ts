@@ -1,0 +1,92 @@
+// Row (h): MCP 2026-07-28 stateless tools/call through the broker, next to 2025 tools/call in a
+// session, against the same SDK v2 server (it serves both eras). The broker's CPU per request is
+// the figure to compare: the stateless request carries the mirrored headers the broker checks
+// against the body, and no session to look up.
+import type { ChildProcess } from "node:child_process";
+import type { LoadResult } from "./load.ts";
+import { mcpSession, statelessToolCalls, toolCalls } from "./mcp-calls.ts";
+import { cpuMs, startProcess, stop } from "./processes.ts";
+import { obtainTokens } from "../test/support/oauth-flow.ts";
+
+type StartBroker = (recheck: string, db: string, extra?: Record<string, string>) => Promise<{ child: ChildProcess; url: string }>;
+
+/** Broker CPU per request (µs) of one run of `load`, and the run. */
+async function measured(pid: number | undefined, load: () => Promise<LoadResult>): Promise<{ run: LoadResult; cpuUs: number }> {
+  const before = cpuMs(pid);
+  const run = await load();
+  return { run, cpuUs: ((cpuMs(pid) - before) / run.requests) * 1000 };
+}
+
+/** The floor (bench/bare-proxy.ts) in front of the same server: CPU per request of both kinds, at 50 clients. */
+async function bareFloor(serverUrl: string): Promise<{ session: number; stateless: number }> {
+  const { child, match } = await startProcess(["bench/bare-proxy.ts", serverUrl], {}, /BARE_PROXY_URL (\S+)/);
+  try {
+    const url = match[1]!;
+    const session = await mcpSession(url, {});
+    await toolCalls(url, {}, session);
+    await statelessToolCalls(url, {});
+    const s = [];
+    const m = [];
+    for (let round = 0; round < 2; round++) {
+      s.push((await measured(child.pid, () => toolCalls(url, {}, session))).cpuUs);
+      m.push((await measured(child.pid, () => statelessToolCalls(url, {}))).cpuUs);
+    }
+    return { session: (s[0]! + s[1]!) / 2, stateless: (m[0]! + m[1]!) / 2 };
+  } finally {
+    await stop(child);
+  }
+}
+
+export async function modernRows(startBroker: StartBroker, fmt: (r: LoadResult) => string): Promise<Array<[string, string]>> {
+  const { child: server, match } = await startProcess(["bench/serve-mcp-v2.ts"], {}, /MCP_URL (\S+)/);
+  try {
+    const broker = await startBroker("30", "modern.db", { MCP_SERVER_URL: match[1]! });
+    try {
+      const { tokens } = await obtainTokens(broker.url, { user: "bench" });
+      const auth = { authorization: `Bearer ${tokens.access_token}` };
+      const url = `${broker.url}/mcp`;
+      const session = await mcpSession(url, auth);
+      const sessionCalls = () => toolCalls(url, auth, session);
+      const statelessCalls = () => statelessToolCalls(url, auth);
+      // Warm-up of both paths (validation cache, JIT), then two rounds in alternation so that a
+      // change of load on the shared cores weighs on both.
+      await sessionCalls();
+      await statelessCalls();
+      const sessionRuns = [];
+      const statelessRuns = [];
+      for (let round = 0; round < 2; round++) {
+        sessionRuns.push(await measured(broker.child.pid, sessionCalls));
+        statelessRuns.push(await measured(broker.child.pid, statelessCalls));
+      }
+      const cpu = (runs: Array<{ cpuUs: number }>) => runs.reduce((sum, r) => sum + r.cpuUs, 0) / runs.length;
+      const sessionCpu = cpu(sessionRuns);
+      const statelessCpu = cpu(statelessRuns);
+      // One client alone: every request its own event-loop turn in both eras. At 50 clients the SDK v2
+      // server's slower stateless path (about twice its CPU per request) lets fewer requests share a
+      // turn of the broker, which raises the broker's CPU per request whatever the request carries.
+      const sessionAlone = await measured(broker.child.pid, () => toolCalls(url, auth, session, 1));
+      const statelessAlone = await measured(broker.child.pid, () => statelessToolCalls(url, auth, 1));
+      const change = (a: number, b: number) => `${((b / a - 1) * 100).toFixed(1)}%`;
+      // What the answers of the two eras cost any proxy (the SDK v2 server answers a session's call
+      // as SSE, a stateless one as JSON): the broker's own work is what it adds above that floor.
+      const floor = await bareFloor(match[1]!);
+      return [
+        ["(h) SDK v2 server: 2025-11-25 tools/call in a session, through broker", fmt(sessionRuns.at(-1)!.run)],
+        ["    broker CPU per request; one client alone", `${sessionCpu.toFixed(0)} µs; ${sessionAlone.cpuUs.toFixed(0)} µs`],
+        ["(h) SDK v2 server: 2026-07-28 stateless tools/call, through broker", fmt(statelessRuns.at(-1)!.run)],
+        [
+          "    broker CPU per request; one client alone",
+          `${statelessCpu.toFixed(0)} µs (${change(sessionCpu, statelessCpu)} against the session's); ${statelessAlone.cpuUs.toFixed(0)} µs (${change(sessionAlone.cpuUs, statelessAlone.cpuUs)}); target ≤ +10%`,
+        ],
+        [
+          "    bare proxy floor, session / stateless",
+          `${floor.session.toFixed(0)} µs / ${floor.stateless.toFixed(0)} µs; the broker's own work ${(sessionCpu - floor.session).toFixed(0)} µs / ${(statelessCpu - floor.stateless).toFixed(0)} µs (${change(sessionCpu - floor.session, statelessCpu - floor.stateless)})`,
+        ],
+      ];
+    } finally {
+      await stop(broker.child);
+    }
+  } finally {
+    await stop(server);
+  }
+}

@@ -1,0 +1,79 @@
+// The MCP event streams (SSE) the proxy is relaying now, so that a shutdown can say how many it
+// waits for and end them as the protocol allows instead of cutting them: a stream with requests
+// still unanswered gets a JSON-RPC error for each (the client learns the request failed and may
+// retry elsewhere), a stream with nothing pending (the GET stream of server messages) simply ends,
+// which clients answer by reconnecting. Nothing here runs per request beyond a Set insertion: the
+// request body is read for its ids only when a stream is ended.
+import type { ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
+
+type RequestId = string | number;
+
+interface Stream {
+  readonly res: ServerResponse;
+  readonly source: Readable;
+  /** The request's JSON body (POST), whose requests the stream answers. */
+  readonly body: Buffer | null;
+}
+
+/** The ids of the JSON-RPC requests in a body (one message or a batch); notifications have none. */
+function requestIds(body: Buffer | null): RequestId[] {
+  if (!body || body.length === 0) return [];
+  try {
+    const parsed = JSON.parse(body.toString("utf8")) as unknown;
+    return [parsed].flat().flatMap((m) => {
+      const message = m as { id?: unknown; method?: unknown } | null;
+      return message && typeof message.method === "string" && (typeof message.id === "string" || typeof message.id === "number") ? [message.id] : [];
+    });
+  } catch {
+    return [];
+  }
+}
+
+export const SHUTDOWN_MESSAGE = "The broker is shutting down; please retry.";
+
+export class OpenStreams {
+  private readonly streams = new Set<Stream>();
+
+  /** A stream the proxy has started relaying; call the returned function when it has ended. */
+  opened(res: ServerResponse, source: Readable, body: Buffer | null): () => void {
+    const stream: Stream = { res, source, body };
+    this.streams.add(stream);
+    return () => this.streams.delete(stream);
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /** How many streams answer requests (POST) and how many only carry server messages (GET). */
+  count(): { readonly answering: number; readonly listening: number } {
+    let answering = 0;
+    for (const stream of this.streams) if (stream.body) answering++;
+    return { answering, listening: this.streams.size - answering };
+  }
+
+  /** Ends the streams that answer no request: they would otherwise stay open until the deadline. */
+  endListening(): void {
+    for (const stream of this.streams) if (!stream.body) this.end(stream);
+  }
+
+  /** Ends every stream: a JSON-RPC error for each request it still answers, then the end of the stream. */
+  endAll(message = SHUTDOWN_MESSAGE): void {
+    for (const stream of this.streams) this.end(stream, message);
+  }
+
+  private end(stream: Stream, message = SHUTDOWN_MESSAGE): void {
+    this.streams.delete(stream);
+    const { res, source } = stream;
+    if (res.writableEnded || res.destroyed) return;
+    // The MCP server's events stop here; the stream is closed by the broker, not cut.
+    source.unpipe(res);
+    const events = requestIds(stream.body).map((id) => `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32603, message } })}\n\n`);
+    res.end(events.join(""), () => {
+      // What the MCP server still sends goes nowhere; undici's body errors when destroyed.
+      source.on("error", () => {});
+      source.destroy();
+    });
+  }
+}
