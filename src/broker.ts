@@ -35,6 +35,7 @@ import { DEFAULT_SCOPE } from "./grants/types.ts";
 import { knownScopes } from "./grants/scope.ts";
 import { publicPaths } from "./http/public-paths.ts";
 import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
+import { firstLine } from "./store/errors.ts";
 import { runStartProbes } from "./diagnostics/start-probes.ts";
 import type { Finding } from "./diagnostics/finding.ts";
 import { packageVersion } from "./package-version.ts";
@@ -127,6 +128,25 @@ function metricsApp(metrics: BrokerMetrics, token: string | undefined): RequestL
   return app.callback();
 }
 
+/**
+ * Grants standing on upstream tokens that no configured key can read (SECRET_KEY changed without
+ * SECRET_KEY_PREVIOUS) end at start, with one line saying how many: their users sign in again, as
+ * the README promises, instead of each request failing. A database that cannot answer now does not
+ * stop the start: each such grant then ends at its next use.
+ */
+async function endUnreadableGrants(services: Services, logger: Logger): Promise<void> {
+  try {
+    const ended = await services.grants.sessions.endUnreadable();
+    if (ended.sessions === 0) return;
+    logger.warn(
+      { grants: ended.grants, upstreamSessions: ended.sessions, keyIds: ended.keyIds },
+      `${ended.grants} grant(s) ended: their upstream sign-ins were encrypted under a key that is neither SECRET_KEY nor in SECRET_KEY_PREVIOUS; their users must sign in again (keep the old key in SECRET_KEY_PREVIOUS when rotating)`,
+    );
+  } catch (err) {
+    logger.warn({ err: firstLine(err) }, "could not look for grants encrypted under another SECRET_KEY at start; each ends at its next use");
+  }
+}
+
 async function loadDemoMount(logger: Logger): Promise<typeof import("./demo/mount.ts")> {
   const warn = console.warn;
   console.warn = (...args: unknown[]) => {
@@ -153,6 +173,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const documentFetcher = createGuardedFetcher({ allowPrivateNetworks: config.clients.cimd.allowPrivateNetworks, ...options.documentFetch });
   const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
   const { grants } = services;
+  await endUnreadableGrants(services, logger);
   // The identity provider and the MCP server are probed as `check` probes them, each problem logged
   // once with what to change; the broker starts anyway (either may just be late).
   const startProbes = !config.demoMode && (options.startProbes ?? true) ? runStartProbes(config, services.provider, logger, packageVersion) : undefined;
@@ -217,7 +238,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     logger,
     metrics: metrics.middleware(),
     routers: [
-      healthRouter(database),
+      healthRouter(database, logger),
       // On the public listener only behind METRICS_TOKEN; METRICS_PORT serves it on loopback.
       ...(config.metricsToken ? [metricsRouter(metrics, config.metricsToken)] : []),
       ...(demoIdp ? [demoIdp.router] : []),
@@ -239,6 +260,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         validator: grants.validator,
         resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
         requiredScope: DEFAULT_SCOPE,
+        scopeImplies: config.clients.scopes.implies,
         handler:
           options.mcpHandler ??
           (stdioSessions ? stdioMcpHandler({ registry: stdioSessions, passesToken: stdioServer?.tokenEnv !== undefined, logger }) : proxy!.middleware),

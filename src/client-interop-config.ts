@@ -2,12 +2,15 @@
 // Client ID Metadata Documents, and the scopes clients may ask for. Parsed once at start.
 import { z } from "zod";
 import { ConfigError, commaList, type Env } from "./config-values.ts";
+import { closeImplications, type ScopeImplications } from "./grants/scope.ts";
 
 export interface ScopeConfig {
   /** SCOPES_SUPPORTED: what clients may ask for (offline_access is always understood too). */
   readonly supported: readonly string[];
   /** SCOPE_DESCRIPTIONS: what the consent page says about each scope. */
   readonly descriptions: Readonly<Record<string, string>>;
+  /** SCOPE_IMPLIES: what each scope implies, closed (`admin` → docs:write and docs:read). */
+  readonly implies: ScopeImplications;
 }
 
 export interface ClientInteropConfig {
@@ -32,6 +35,47 @@ const DEFAULT_DESCRIPTIONS: Readonly<Record<string, string>> = {
   offline_access: "Stay connected when you are not using it (refresh tokens)",
 };
 
+const SCOPE_IMPLIES_EXAMPLE = "docs:write=docs:read,admin=docs:write";
+
+/** One `scope=implied other` entry of SCOPE_IMPLIES. */
+const ImpliesEntry = z
+  .string()
+  .transform((entry) => entry.split("=").map((side) => side.trim()))
+  .pipe(
+    z.tuple([
+      z.string().regex(SCOPE_TOKEN),
+      z
+        .string()
+        .transform((implied) => implied.split(/\s+/).filter(Boolean))
+        .pipe(z.array(z.string().regex(SCOPE_TOKEN)).min(1)),
+    ]),
+  );
+
+/**
+ * SCOPE_IMPLIES: `docs:write=docs:read,admin=docs:write` (several implied scopes are separated by
+ * spaces; an entry given twice adds up). Every scope named must be one clients may ask for, and
+ * offline_access, a request for refresh tokens rather than a permission, takes no part.
+ */
+function parseImplies(raw: string | undefined, known: readonly string[]): ScopeImplications {
+  const direct: Record<string, string[]> = {};
+  for (const entry of commaList(raw)) {
+    const parsed = ImpliesEntry.safeParse(entry);
+    if (!parsed.success) throw new ConfigError("SCOPE_IMPLIES", `expected entries like ${SCOPE_IMPLIES_EXAMPLE}, got ${JSON.stringify(entry)}`);
+    const [scope, implied] = parsed.data;
+    for (const name of [scope, ...implied]) {
+      if (name === "offline_access")
+        throw new ConfigError("SCOPE_IMPLIES", "offline_access asks for refresh tokens; it is no permission, so it neither implies nor is implied");
+      if (!known.includes(name))
+        throw new ConfigError(
+          "SCOPE_IMPLIES",
+          `names the scope ${JSON.stringify(name)}, which SCOPES_SUPPORTED does not list (${known.join(",")}): add it there or correct the name`,
+        );
+    }
+    direct[scope] = [...(direct[scope] ?? []), ...implied];
+  }
+  return closeImplications(direct);
+}
+
 function parseScopes(env: Env): ScopeConfig {
   const supported = commaList(env.SCOPES_SUPPORTED?.replace(/\s+/g, ","));
   for (const scope of supported) {
@@ -50,7 +94,10 @@ function parseScopes(env: Env): ScopeConfig {
       throw new ConfigError("SCOPE_DESCRIPTIONS", `expected entries like docs:read=Read your documents;docs:write=Change them, got ${JSON.stringify(entry)}`);
     descriptions[scope] = text;
   }
-  return { supported: supported.length ? supported : ["mcp"], descriptions };
+  const effective = supported.length ? supported : ["mcp"];
+  // `mcp` is always known, listed or not.
+  const implies = parseImplies(env.SCOPE_IMPLIES, [...new Set(["mcp", ...effective])]);
+  return { supported: effective, descriptions, implies };
 }
 
 /** The switches, parsed by config.ts with its boolean rule. */

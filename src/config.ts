@@ -63,6 +63,12 @@ export interface Config {
   /** Keys that were rotated out: still accepted for reading old rows and cookies. */
   readonly previousSecretKeys: readonly Buffer[];
   readonly dynamicRegistration: boolean;
+  /**
+   * Self-registrations nobody completed a sign-in with: how many are kept at most
+   * (DYNAMIC_REGISTRATION_MAX_UNUSED; the oldest go first) and how long each is kept
+   * (DYNAMIC_REGISTRATION_UNUSED_SECONDS).
+   */
+  readonly unusedRegistrations: { readonly max: number; readonly lifetimeSeconds: number };
   /** App-scheme redirects, Client ID Metadata Documents, scopes (ALLOW_APP_SCHEME_REDIRECTS, CIMD*, SCOPE*). */
   readonly clients: ClientInteropConfig;
   /** ALLOWED_ORIGINS: browser origins besides PUBLIC_URL's that may call /mcp (demo mode: loopback ones). */
@@ -394,6 +400,11 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     "at least 16 characters, e.g. node -e \"console.log(require('crypto').randomBytes(24).toString('base64url'))\"",
   );
   const dynamicRegistration = parseVar(env, "DYNAMIC_REGISTRATION", bool(true), "true or false");
+  const unusedRegistrations = {
+    max: parseVar(env, "DYNAMIC_REGISTRATION_MAX_UNUSED", intIn(1, 10_000_000, 10_000), "a whole number between 1 and 10000000"),
+    // At least a sign-in's time (an authorization waits 10 minutes for its user).
+    lifetimeSeconds: parseVar(env, "DYNAMIC_REGISTRATION_UNUSED_SECONDS", intIn(600, 30 * 86400, 3600), "a whole number of seconds between 600 and 2592000"),
+  };
   const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
   const clients: ClientInteropConfig = parseClientInterop(env, {
     allowAppSchemeRedirects: parseVar(env, "ALLOW_APP_SCHEME_REDIRECTS", bool(true), "true or false"),
@@ -476,6 +487,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     secretKey,
     previousSecretKeys,
     dynamicRegistration,
+    unusedRegistrations,
     clients: Object.freeze(clients),
     allowedOrigins: Object.freeze(allowedOrigins),
     forwardUpstreamToken,

@@ -6,6 +6,8 @@ import { OAuthError } from "../http/errors.ts";
 import type { RequestState } from "../http/request-context.ts";
 import type { AccessValidator, ValidatedAccess } from "../grants/access-validation.ts";
 import { CredentialRejected } from "../grants/errors.ts";
+import { covers, scopeList, type ScopeImplications } from "../grants/scope.ts";
+import { OFFLINE_ACCESS } from "../grants/types.ts";
 import type { CallerIdentity } from "./identity.ts";
 
 export interface BearerOptions {
@@ -14,6 +16,8 @@ export interface BearerOptions {
   readonly resourceMetadataUrl: string;
   /** Scope every request needs. */
   readonly requiredScope: string;
+  /** SCOPE_IMPLIES: a granted scope that implies the required one is enough. */
+  readonly scopeImplies?: ScopeImplications;
 }
 
 export interface BearerState extends RequestState {
@@ -29,8 +33,16 @@ function quote(value: string): string {
 /** What a challenge of this endpoint is made of (the bearer middleware's and the proxy's alike). */
 export type ChallengeOptions = Pick<BearerOptions, "resourceMetadataUrl" | "requiredScope">;
 
+/**
+ * The value of WWW-Authenticate. Its scope never names offline_access: that asks the authorization
+ * server for refresh tokens and is no requirement of the resource, so MCP (2026-07-28, "Refresh
+ * Tokens") says servers SHOULD NOT put it in a challenge; a client that wants refresh tokens asks
+ * for it itself. Whoever builds the challenge (the bearer check, the proxy for the MCP server's own
+ * 401/403) gets this.
+ */
 export function challenge(options: ChallengeOptions, error?: { code: string; description: string; scope?: string }): string {
-  const parts = [`resource_metadata=${quote(options.resourceMetadataUrl)}`, `scope=${quote(error?.scope ?? options.requiredScope)}`];
+  const scope = scopeList(error?.scope ?? options.requiredScope).filter((s) => s !== OFFLINE_ACCESS);
+  const parts = [`resource_metadata=${quote(options.resourceMetadataUrl)}`, `scope=${quote(scope.length > 0 ? scope.join(" ") : options.requiredScope)}`];
   if (error) parts.push(`error=${quote(error.code)}`, `error_description=${quote(error.description)}`);
   return `Bearer ${parts.join(", ")}`;
 }
@@ -102,7 +114,7 @@ export function bearerAuth(options: BearerOptions): Koa.Middleware {
       if (err instanceof CredentialRejected) throw reject(401, "invalid_token", err.reason);
       throw err;
     }
-    if (!access.scopes.includes(options.requiredScope)) {
+    if (!covers(access.scopes, [options.requiredScope], options.scopeImplies)) {
       throw reject(403, "insufficient_scope", `This endpoint needs the "${options.requiredScope}" scope.`, options.requiredScope);
     }
     ctx.state.identity = identityOf(access);

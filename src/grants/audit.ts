@@ -22,6 +22,7 @@ export type AuditEventType =
   | "refresh.reused"
   | "upstream.invalid"
   | "upstream.refreshed"
+  | "upstream.unreadable"
   | "access.policy_denied"
   | "upstream.revoke_failed"
   | "sweep.completed";

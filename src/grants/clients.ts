@@ -3,7 +3,8 @@
 // registers itself by publishing a metadata document at the URL it uses as client_id (CIMD):
 // metadata-documents.ts fetches and records it when an authorization starts.
 import { randomBytes } from "node:crypto";
-import { hotStoreOf, type Db } from "../store/db.ts";
+import { hotStoreOf, type Db, type Prisma } from "../store/db.ts";
+import type { Logger } from "../logger.ts";
 import type { HotStore } from "../store/hot-store.ts";
 import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../store/secrets.ts";
 import { clientMetadataColumns, type ClientMetadata } from "./client-metadata.ts";
@@ -60,6 +61,43 @@ function toClient(row: ClientRow, trustedHosts: readonly string[] = []): Registe
   };
 }
 
+/**
+ * A self-registered client nobody ever completed a sign-in with: it holds no grant and never
+ * reached the token endpoint (lastUsedAt is set by client authentication there). /register is open
+ * to anyone, and some clients register anew for every connection attempt (claude.ai twice,
+ * anthropics/claude-ai-mcp#966), so these are kept briefly and their number is bounded. The
+ * operator's and metadata-document clients are never among them.
+ */
+export const NEVER_USED_CLIENT = { registrationType: "dynamic", lastUsedAt: null, grants: { none: {} } } as const satisfies Prisma.ClientWhereInput;
+
+/** At most this many ids per statement (SQLite allows 32,766 parameters, PostgreSQL 65,535). */
+const REMOVE_BATCH = 1000;
+
+/**
+ * Removes never-used clients among `ids` (a client used meanwhile stays) and their registration's
+ * audit event: a registration that led nowhere leaves nothing behind, so a flood of them cannot grow
+ * the audit trail for AUDIT_RETENTION_DAYS either (the sweep's event counts them). Returns how
+ * many were removed.
+ */
+export async function removeNeverUsedClients(db: Pick<Db, "client" | "auditEvent">, ids: readonly string[]): Promise<number> {
+  let removed = 0;
+  for (let i = 0; i < ids.length; i += REMOVE_BATCH) {
+    const batch = ids.slice(i, i + REMOVE_BATCH);
+    removed += (await db.client.deleteMany({ where: { id: { in: batch }, ...NEVER_USED_CLIENT } })).count;
+    const kept = new Set((await db.client.findMany({ where: { id: { in: batch } }, select: { id: true } })).map((c) => c.id));
+    const gone = batch.filter((id) => !kept.has(id));
+    if (gone.length > 0) await db.auditEvent.deleteMany({ where: { type: "client.registered", clientId: { in: gone } } });
+  }
+  return removed;
+}
+
+/** How many never-used self-registrations are kept at most (DYNAMIC_REGISTRATION_MAX_UNUSED). */
+export interface UnusedClientBound {
+  readonly max: number;
+  /** Told once per process when the bound is first reached. */
+  readonly logger?: Logger;
+}
+
 /** A registered client as client authentication sees it: the client, and its secret's check. */
 export interface KnownClient {
   readonly client: RegisteredClient;
@@ -75,6 +113,9 @@ export interface Registration {
 
 export class ClientRegistry {
   private readonly touched = new Map<string, number>();
+  /** Never-used registrations removed to stay within the bound, since the sweep last asked. */
+  private evicted = 0;
+  private boundReached = false;
 
   constructor(
     private readonly db: Db,
@@ -83,6 +124,7 @@ export class ClientRegistry {
     private readonly documents?: MetadataDocuments,
     /** Lookups on the token endpoint's path; registration and removal stay with Prisma. */
     private readonly hot: HotStore = hotStoreOf(db),
+    private readonly unusedBound: UnusedClientBound = { max: Number.POSITIVE_INFINITY },
   ) {}
 
   private get trustedHosts(): readonly string[] {
@@ -118,7 +160,49 @@ export class ClientRegistry {
       },
     });
     await audit(this.db, { type: "client.registered", clientId: id, ip, detail: { registrationType, name: metadata.clientName } });
+    if (registrationType === "dynamic") await this.evictBeyondBound();
     return { client: toClient(row), ...(secret ? { clientSecret: secret } : {}) };
+  }
+
+  /**
+   * Keeps never-used self-registrations within the bound by removing the oldest: storage stays
+   * bounded whoever registers, where a per-address cap would refuse the users of clients that
+   * register from a few shared addresses (claude.ai). A client in use is never removed. The count
+   * is one index range (Client's registrationType, lastUsedAt, createdAt), the one statement added
+   * to a registration under the bound; it includes clients between their first grant and their
+   * first token request, which at worst removes a few more never-used ones.
+   */
+  private async evictBeyondBound(): Promise<void> {
+    const { max } = this.unusedBound;
+    const count = await this.db.client.count({ where: { registrationType: "dynamic", lastUsedAt: null } });
+    if (count <= max) return;
+    // Down to 1% under the bound: under a flood, one pass of removal per hundred registrations
+    // instead of four statements more for each (a Prisma statement costs ~1–2 ms of CPU here).
+    const oldest = await this.db.client.findMany({
+      where: NEVER_USED_CLIENT,
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      take: count - max + Math.floor(max / 100),
+      select: { id: true },
+    });
+    const removed = await removeNeverUsedClients(
+      this.db,
+      oldest.map((c) => c.id),
+    );
+    this.evicted += removed;
+    if (removed > 0 && !this.boundReached) {
+      this.boundReached = true;
+      this.unusedBound.logger?.warn(
+        { max: this.unusedBound.max },
+        "never-used registrations reached DYNAMIC_REGISTRATION_MAX_UNUSED: the oldest are removed as new ones arrive (a registration flood, or raise the bound)",
+      );
+    }
+  }
+
+  /** How many never-used registrations were removed for the bound since the last call (for the sweep's event). */
+  takeEvicted(): number {
+    const evicted = this.evicted;
+    this.evicted = 0;
+    return evicted;
   }
 
   /** A known client; a metadata-document client only while CIMD is on (CIMD=false forgets them). */

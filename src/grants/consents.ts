@@ -1,8 +1,10 @@
 // Remembered consents: a server-side record that this browser approved this client, with this
-// redirect URI and these scopes. Only an exact match lets the consent page be skipped.
+// redirect URI and these scopes. Only the same request lets the consent page be skipped: the same
+// scopes, or with some replaced by narrower ones they imply (SCOPE_IMPLIES).
 import { randomUUID } from "node:crypto";
 import type { Db } from "../store/db.ts";
 import { dateOf, systemClock, type Clock } from "./clock.ts";
+import { covers, scopeList, withImplied, type ScopeImplications } from "./scope.ts";
 
 export const CONSENT_TTL_SECONDS = 30 * 86400;
 
@@ -13,10 +15,25 @@ export interface ConsentKey {
   readonly scope: string;
 }
 
+/**
+ * Whether approving `approved` stands for a request of `asked`: everything asked was approved or is
+ * implied by what was, and every approved scope is asked or implies one that is — the same
+ * request, or one with some scopes replaced by narrower ones (docs:write approved covers
+ * docs:read). A request that merely leaves a scope out (offline_access) is a different request,
+ * shown again, as before hierarchies existed.
+ */
+export function approvalCovers(approved: readonly string[], asked: readonly string[], implies: ScopeImplications = {}): boolean {
+  const wanted = new Set(withImplied(asked, implies));
+  if (!covers(approved, [...wanted], implies)) return false;
+  return approved.every((s) => wanted.has(s) || (implies[s] ?? []).some((narrower) => wanted.has(narrower)));
+}
+
 export class Consents {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock = systemClock,
+    /** SCOPE_IMPLIES: an approval of docs:write covers a request for docs:read. */
+    private readonly implies: ScopeImplications = {},
   ) {}
 
   async remember(key: ConsentKey): Promise<void> {
@@ -28,9 +45,15 @@ export class Consents {
     });
   }
 
+  /** Whether a live approval of this browser, client and redirect URI covers `key.scope` (approvalCovers). */
   async given(key: ConsentKey): Promise<boolean> {
-    const row = await this.db.consent.findUnique({ where: { browserSessionId_clientId_redirectUri_scope: key } });
-    return Boolean(row && row.expiresAt > dateOf(this.clock));
+    const { browserSessionId, clientId, redirectUri } = key;
+    const approvals = await this.db.consent.findMany({
+      where: { browserSessionId, clientId, redirectUri, expiresAt: { gt: dateOf(this.clock) } },
+      select: { scope: true },
+    });
+    const asked = scopeList(key.scope);
+    return approvals.some((approval) => approvalCovers(scopeList(approval.scope), asked, this.implies));
   }
 
   /**

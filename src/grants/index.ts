@@ -87,7 +87,10 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
   const usage = new UsageRecorder(context);
   const validator = new AccessValidator(context, sessions, usage, bus);
   const fetcher = documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks });
-  const clients = new ClientRegistry(input.db, clock, new MetadataDocuments(input.db, input.config.clients.cimd, fetcher, clock), context.hot);
+  const clients = new ClientRegistry(input.db, clock, new MetadataDocuments(input.db, input.config.clients.cimd, fetcher, clock), context.hot, {
+    max: input.config.unusedRegistrations.max,
+    logger: input.logger,
+  });
   // The endpoints as oauth/metadata.ts advertises them: an assertion's aud names one of them or the issuer.
   const issuer = input.config.publicUrl;
   const endpoints = { token: `${issuer}/token`, revocation: `${issuer}/revoke`, introspection: `${issuer}/introspect` };
@@ -97,7 +100,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     endpoints,
   );
   const transactions = new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock);
-  const consents = new Consents(input.db, clock);
+  const consents = new Consents(input.db, clock, input.config.clients.scopes.implies);
   return {
     context,
     bus,
@@ -127,6 +130,8 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
         now: dateOf(clock),
         mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds,
         retainAuditSeconds: input.config.auditRetentionDays * 86400,
+        unusedClientSeconds: input.config.unusedRegistrations.lifetimeSeconds,
+        evictedClients: clients.takeEvicted(),
         ...options,
       }),
   };

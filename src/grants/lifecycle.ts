@@ -13,6 +13,8 @@ export type RevocationReason =
   | "code_replay"
   | "upstream_invalid"
   | "upstream_refresh_failed"
+  /** Its stored upstream tokens cannot be decrypted (SECRET_KEY changed without SECRET_KEY_PREVIOUS). */
+  | "upstream_unreadable"
   | "policy_denied"
   | "user_revoked"
   | "idle_timeout"
@@ -104,9 +106,19 @@ export class GrantLifecycle {
 
   /** Every live grant that stands on one upstream session (the upstream said it is dead). */
   async revokeUpstreamSession(sessionId: string, reason: RevocationReason): Promise<string[]> {
-    const grants = await this.ctx.db.grant.findMany({ where: { upstreamSessionId: sessionId, revokedAt: null }, select: { id: true } });
+    return this.revokeUpstreamSessions([sessionId], reason);
+  }
+
+  /**
+   * Every live grant that stands on these upstream sessions. The sessions are marked dead first, so
+   * the release step does not try to give their tokens back upstream (nothing is left to revoke, or
+   * nothing can be read).
+   */
+  async revokeUpstreamSessions(sessionIds: readonly string[], reason: RevocationReason): Promise<string[]> {
+    if (sessionIds.length === 0) return [];
+    const grants = await this.ctx.db.grant.findMany({ where: { upstreamSessionId: { in: [...sessionIds] }, revokedAt: null }, select: { id: true } });
     await this.ctx.db.upstreamSession.updateMany({
-      where: { id: sessionId, status: "active" },
+      where: { id: { in: [...sessionIds] }, status: "active" },
       data: { status: "revoked", revokedAt: dateOf(this.ctx.clock), revokedReason: reason },
     });
     return this.revokeGrants(

@@ -19,6 +19,48 @@ export function resourceScopes(supported: readonly string[] = []): string[] {
   return knownScopes(supported).filter((s) => s !== OFFLINE_ACCESS);
 }
 
+/**
+ * What each scope implies besides itself (SCOPE_IMPLIES, `docs:write=docs:read,admin=docs:write`),
+ * already closed under implication: `admin` lists `docs:write` and `docs:read`.
+ */
+export type ScopeImplications = Readonly<Record<string, readonly string[]>>;
+
+/**
+ * The transitive closure of direct implications: every scope reachable from each. A cycle
+ * (`a=b,b=a`) is harmless: the scopes on it imply each other, which is what it says.
+ */
+export function closeImplications(direct: Readonly<Record<string, readonly string[]>>): ScopeImplications {
+  const closed: Record<string, readonly string[]> = {};
+  for (const scope of Object.keys(direct)) {
+    const reached = new Set<string>();
+    const pending = [...(direct[scope] ?? [])];
+    while (pending.length > 0) {
+      const next = pending.pop()!;
+      if (reached.has(next)) continue;
+      reached.add(next);
+      pending.push(...(direct[next] ?? []));
+    }
+    reached.delete(scope);
+    closed[scope] = [...reached].sort();
+  }
+  return closed;
+}
+
+/** The scopes and every scope they imply, sorted and deduplicated. */
+export function withImplied(scopes: readonly string[], implies: ScopeImplications = {}): string[] {
+  return [...new Set(scopes.flatMap((s) => [s, ...(implies[s] ?? [])]))].sort();
+}
+
+/**
+ * Whether `granted` is enough for `required`: each required scope is granted, or implied by one
+ * that is (MCP: servers "MUST account for scope hierarchies" when deciding whether a token is
+ * sufficient).
+ */
+export function covers(granted: readonly string[], required: readonly string[], implies: ScopeImplications = {}): boolean {
+  const held = new Set(withImplied(granted, implies));
+  return required.every((s) => held.has(s));
+}
+
 /** A space-separated scope value as a sorted, deduplicated list (no validation). */
 export function scopeList(value: string | null | undefined): string[] {
   return [...new Set((value ?? "").split(" ").filter(Boolean))].sort();
@@ -51,9 +93,9 @@ export function parseScope(value: string | undefined, registered?: string | null
  * within the client's registration (else what it registered, else the default), always including
  * the default scope, since access to the MCP endpoint is what every grant is for.
  */
-export function resolveScope(value: string | undefined, registered?: string | null, supported?: readonly string[]): string {
+export function resolveScope(value: string | undefined, registered?: string | null, supported?: readonly string[], implies?: ScopeImplications): string {
   const scopes = parseScope(value, registered, supported) ?? parseScope(registered ?? undefined, undefined, supported) ?? [];
-  return [...new Set([...scopes, DEFAULT_SCOPE])].sort().join(" ");
+  return withImplied([...scopes, DEFAULT_SCOPE], implies).join(" ");
 }
 
 /**
@@ -66,8 +108,10 @@ export function resolveScope(value: string | undefined, registered?: string | nu
  * now, and the SDKs do not register again for it. The MCP TypeScript SDK dropped the same check
  * from its authorization server (modelcontextprotocol/typescript-sdk#983; python-sdk#2301 cites it).
  */
-export function authorizationScope(value: string | undefined, registered?: string | null, supported?: readonly string[]): string {
+export function authorizationScope(value: string | undefined, registered?: string | null, supported?: readonly string[], implies?: ScopeImplications): string {
   const known: readonly string[] = supported ? knownScopes(supported) : BUILT_IN;
   const scopes = parseScope(value, undefined, supported) ?? scopeList(registered).filter((s) => known.includes(s));
-  return [...new Set([...scopes, DEFAULT_SCOPE])].sort().join(" ");
+  // What the asked scopes imply is granted with them (SCOPE_IMPLIES): the consent page lists it,
+  // and the MCP server sees it in X-Auth-Scopes without knowing the operator's hierarchy.
+  return withImplied([...scopes, DEFAULT_SCOPE], implies).join(" ");
 }

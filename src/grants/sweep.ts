@@ -3,6 +3,7 @@
 import type { Db } from "../store/db.ts";
 import { audit } from "./audit.ts";
 import type { GrantLifecycle } from "./lifecycle.ts";
+import { NEVER_USED_CLIENT, removeNeverUsedClients } from "./clients.ts";
 
 export interface SweepResult {
   readonly transactions: number;
@@ -21,8 +22,10 @@ export interface SweepResult {
   /** MCP session bindings older than the longest a grant can live (SESSION_MAX_AGE_SECONDS). */
   readonly mcpSessions: number;
   readonly auditEvents: number;
-  /** Self-registered clients that never completed a grant, a day after registering. */
+  /** Self-registered clients nobody completed a sign-in with, past DYNAMIC_REGISTRATION_UNUSED_SECONDS. */
   readonly unusedClients: number;
+  /** Such clients removed at registration since the last sweep, to stay within DYNAMIC_REGISTRATION_MAX_UNUSED. */
+  readonly evictedClients: number;
   /** Rate limit buckets full again: a full bucket needs no row (store/rate-buckets.ts). */
   readonly rateLimitBuckets: number;
   /** Client assertions past their expiry: their jti can no longer be replayed (grants/client-assertion.ts). */
@@ -36,13 +39,19 @@ export interface SweepOptions {
   readonly retainAuditSeconds?: number;
   /** How long an MCP session stays bound to its owner (default 30 days). */
   readonly mcpSessionMaxAgeSeconds?: number;
-  /** How long a dynamically registered client that never completed a grant is kept (default 24 h). */
+  /** How long a dynamically registered client that never completed a grant is kept (default 1 h). */
   readonly unusedClientSeconds?: number;
+  /** Never-used clients removed at registration since the last sweep (reported in the sweep's event). */
+  readonly evictedClients?: number;
   readonly now?: Date;
 }
 
-/** A self-registered client that never completed a grant is kept this long (24 h). */
-export const UNUSED_CLIENT_SECONDS = 86400;
+/**
+ * A self-registered client that never completed a grant is kept this long (1 h; the
+ * DYNAMIC_REGISTRATION_UNUSED_SECONDS default): far more than a sign-in takes (an authorization
+ * waits 10 minutes), far less than a day of a registration flood.
+ */
+export const UNUSED_CLIENT_SECONDS = 3600;
 
 export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOptions = {}): Promise<SweepResult> {
   const now = options.now ?? new Date();
@@ -83,15 +92,16 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
     const browserIdentities = (await tx.browserIdentity.deleteMany({ where: { expiresAt: { lt: now } } })).count;
     const mcpSessions = (await tx.mcpSession.deleteMany({ where: { createdAt: { lt: mcpSessionsBefore } } })).count;
     const auditEvents = (await tx.auditEvent.deleteMany({ where: { at: { lt: auditBefore } } })).count;
-    // Registrations nobody finished: every connection attempt of some clients registers anew
-    // (claude.ai registers twice per attempt, anthropics/claude-ai-mcp#966), and /register is open
-    // to anyone. Only self-registered ones that never reached the token endpoint (lastUsedAt is set
-    // by client authentication there) and hold no grant; the operator's and CIMD clients stay.
-    const unusedClients = (
-      await tx.client.deleteMany({
-        where: { registrationType: "dynamic", createdAt: { lt: unusedClientsBefore }, lastUsedAt: null, grants: { none: {} } },
-      })
-    ).count;
+    // Registrations nobody finished (clients.ts NEVER_USED_CLIENT), unless a sign-in with one is
+    // under way right now.
+    const stale = await tx.client.findMany({
+      where: { ...NEVER_USED_CLIENT, createdAt: { lt: unusedClientsBefore }, transactions: { none: { expiresAt: { gt: now } } } },
+      select: { id: true },
+    });
+    const unusedClients = await removeNeverUsedClients(
+      tx,
+      stale.map((c) => c.id),
+    );
     const rateLimitBuckets = (await tx.rateLimitBucket.deleteMany({ where: { fullAt: { lte: now.getTime() } } })).count;
     const usedAssertions = (await tx.usedAssertion.deleteMany({ where: { expiresAt: { lte: now } } })).count;
     return {
@@ -111,6 +121,7 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
       usedAssertions,
     };
   });
-  await audit(db, { type: "sweep.completed", detail: { ...result, timedOut } });
-  return { ...result, timedOut };
+  const evictedClients = options.evictedClients ?? 0;
+  await audit(db, { type: "sweep.completed", detail: { ...result, timedOut, evictedClients } });
+  return { ...result, timedOut, evictedClients };
 }

@@ -9,6 +9,7 @@ import { SingleFlight } from "./single-flight.ts";
 import { UpstreamError, type TokensForIdentity, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
 import type { Tx } from "../store/db.ts";
 import type { UpstreamCheck, UpstreamSession } from "../store/hot-store.ts";
+import { DecryptionError, storedKeyId } from "../store/secrets.ts";
 import { dateOf } from "./clock.ts";
 
 export interface CheckedSession {
@@ -46,6 +47,20 @@ function recordedRecently(row: UpstreamSession, check: UpstreamCheck): boolean {
   if ((check.accessExpiresAt?.getTime() ?? null) !== (row.accessExpiresAt?.getTime() ?? null)) return false;
   const facts = check.facts;
   return !facts || (facts.login === row.login && facts.email === row.email && facts.profile === row.profile);
+}
+
+/** What a client is told when the stored sign-in behind its token cannot be decrypted any more. */
+const UNREADABLE = "the broker can no longer read the upstream sign-in behind this token (its encryption key was changed); authorize again";
+
+/** Upstream sessions read per query when looking for ones no configured key can read. */
+const SCAN_PAGE = 500;
+
+/** The upstream sessions ended because no configured key reads their tokens, and the grants on them. */
+export interface UnreadableEnded {
+  readonly sessions: number;
+  readonly grants: number;
+  /** The key ids those tokens were written under (as their headers say). */
+  readonly keyIds: readonly string[];
 }
 
 /** Told of every call to the identity provider for a session, and of policy refusals (metrics). */
@@ -86,7 +101,80 @@ export class UpstreamSessions {
 
   async tokensOf(sessionId: string): Promise<UpstreamTokens | null> {
     const row = await this.ctx.hot.upstreamSessionById(sessionId);
-    return row ? this.decryptTokens(row) : null;
+    return row ? this.readOrEnd(sessionId, row.subject, () => this.decryptTokens(row)) : null;
+  }
+
+  /**
+   * Ends every active upstream session whose stored tokens none of the configured keys can read
+   * (SECRET_KEY changed without SECRET_KEY_PREVIOUS), and the grants on them: their users sign in
+   * again, instead of each use failing. Nothing is decrypted: the key id is in every value's
+   * header, and the query keeps only rows whose values do not begin with a configured key's
+   * header, so a start on a large database reads the few rows that need it.
+   */
+  async endUnreadable(): Promise<UnreadableEnded> {
+    const { secrets } = this.ctx;
+    const prefixes = secrets.storedPrefixes;
+    const keyIds = new Set<string>();
+    let sessions = 0;
+    let grants = 0;
+    let after = "";
+    for (;;) {
+      const page = await this.ctx.db.upstreamSession.findMany({
+        where: {
+          status: "active",
+          id: { gt: after },
+          OR: [
+            { NOT: { OR: prefixes.map((p) => ({ accessTokenEnc: { startsWith: p } })) } },
+            { refreshTokenEnc: { not: null }, NOT: { OR: prefixes.map((p) => ({ refreshTokenEnc: { startsWith: p } })) } },
+            { idTokenEnc: { not: null }, NOT: { OR: prefixes.map((p) => ({ idTokenEnc: { startsWith: p } })) } },
+          ],
+        },
+        select: { id: true, subject: true, accessTokenEnc: true, refreshTokenEnc: true, idTokenEnc: true },
+        orderBy: { id: "asc" },
+        take: SCAN_PAGE,
+      });
+      if (page.length === 0) break;
+      after = page.at(-1)!.id;
+      const unreadable = page.flatMap((row) => {
+        const stored = [row.accessTokenEnc, row.refreshTokenEnc, row.idTokenEnc].filter((v): v is string => v !== null);
+        const unread = stored.find((v) => !secrets.canRead(v));
+        return unread === undefined ? [] : [{ ...row, keyId: storedKeyId(unread) ?? null }];
+      });
+      if (unreadable.length === 0) continue;
+      for (const row of unreadable) {
+        if (row.keyId) keyIds.add(row.keyId);
+        await audit(this.ctx.db, {
+          type: "upstream.unreadable",
+          subject: row.subject,
+          detail: { upstreamSession: row.id, keyId: row.keyId, reason: "written under a key that is neither SECRET_KEY nor in SECRET_KEY_PREVIOUS" },
+        });
+      }
+      grants += (
+        await this.lifecycle.revokeUpstreamSessions(
+          unreadable.map((r) => r.id),
+          "upstream_unreadable",
+        )
+      ).length;
+      sessions += unreadable.length;
+    }
+    return { sessions, grants, keyIds: [...keyIds] };
+  }
+
+  /**
+   * Runs a decryption of this session's tokens; when it fails (written under a key this process
+   * does not have, or changed in the database), the session and its grants end here: a client
+   * hears 401 / invalid_grant and signs in again, instead of a 500 on every retry.
+   */
+  private async readOrEnd<T>(sessionId: string, subject: string, read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      if (!(err instanceof DecryptionError)) throw err;
+      this.ctx.logger.warn({ upstreamSession: sessionId, subject, err: err.message }, "stored upstream tokens cannot be read: the grants on them are ended");
+      await audit(this.ctx.db, { type: "upstream.unreadable", subject, detail: { upstreamSession: sessionId, reason: err.message } });
+      await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_unreadable");
+      throw new CredentialRejected(UNREADABLE);
+    }
   }
 
   /**
@@ -110,7 +198,8 @@ export class UpstreamSessions {
 
     // Only the access token is decrypted: a check needs nothing else (whether a refresh token
     // is held is read from its column); a refresh or a revocation decrypts the rest.
-    const checked = { accessToken: await this.ctx.secrets.decrypt(row.accessTokenEnc), scope: row.scope ?? undefined };
+    const accessToken = await this.readOrEnd(sessionId, row.subject, () => this.ctx.secrets.decrypt(row.accessTokenEnc));
+    const checked = { accessToken, scope: row.scope ?? undefined };
     let status: "active" | "invalid" | "expired";
     let reason = "";
     let accessExpiresAt = row.accessExpiresAt ?? undefined;
@@ -125,7 +214,7 @@ export class UpstreamSessions {
       if (result.status === "active" && result.accessExpiresAt) accessExpiresAt = result.accessExpiresAt;
     }
 
-    if (status === "expired") return this.refresh(sessionId, row, await this.decryptTokens(row), view);
+    if (status === "expired") return this.refresh(sessionId, row, await this.readOrEnd(sessionId, row.subject, () => this.decryptTokens(row)), view);
     if (status === "invalid") {
       await audit(this.ctx.db, { type: "upstream.invalid", subject: row.subject, detail: { upstreamSession: sessionId, reason } });
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_invalid");

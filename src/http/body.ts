@@ -18,15 +18,29 @@ function tooLarge(limit: number): OAuthError {
 }
 
 /**
- * The request stream failed: the client hung up mid-body, or sent bytes Node's HTTP parser refused
- * (in which case Node has already answered 400 itself). A client error, never the broker's.
+ * The request stream failed while its body was read here: the client hung up mid-body, or sent
+ * bytes Node's HTTP parser refused (in which case Node has already answered 400 itself). A client
+ * error, never the broker's. Only the readers in this file make one: the error handler knows a
+ * client's failing stream by this class, never by an error code — a database socket reset later in
+ * the same request carries the same ECONNRESET, and is the broker's fault (503), not the client's.
  */
-function unreadable(cause: unknown): OAuthError {
-  return new OAuthError("invalid_request", "The request body could not be read (the connection failed or the body is malformed).", {
-    status: 400,
-    headers: CLOSE,
-    cause,
-  });
+export class RequestBodyUnreadable extends OAuthError {
+  /** What the stream reported: ECONNRESET, an HPE_* parser code, or "aborted". */
+  readonly streamCode: string;
+  constructor(cause: unknown) {
+    super("invalid_request", "The request body could not be read (the connection failed or the body is malformed).", {
+      status: 400,
+      headers: CLOSE,
+      cause,
+    });
+    this.name = "RequestBodyUnreadable";
+    const code = (cause as { code?: unknown } | null | undefined)?.code;
+    this.streamCode = typeof code === "string" ? code : "aborted";
+  }
+}
+
+function unreadable(cause: unknown): RequestBodyUnreadable {
+  return new RequestBodyUnreadable(cause);
 }
 
 /**

@@ -3,9 +3,11 @@
 // the status and headers are decided here, from the code. Unexpected errors are logged with the
 // request id and answered 500 without details.
 // A failure of the client's own request stream (it hung up mid-body, or sent bytes Node's HTTP parser
-// refused) is the client's doing: logged at info, answered 400 if anyone is still listening.
+// refused) is the client's doing: logged at info, answered 400 if anyone is still listening. It is
+// known by where it happened (http/body.ts marks it), never by its error code.
 import type Koa from "koa";
 import { OAuthError, PageError, statusOf, type ErrorFormat } from "./errors.ts";
+import { RequestBodyUnreadable } from "./body.ts";
 import { DomainError, SignInError } from "../grants/errors.ts";
 import { renderErrorPage } from "../views/error-page.ts";
 import { firstLine, isDatabaseUnavailable } from "../store/errors.ts";
@@ -60,22 +62,6 @@ function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: strin
   }
 }
 
-/**
- * The code of a failure of the client's request stream, or undefined for any other error. Node's
- * IncomingMessage reports a client that went away as "aborted" (ECONNRESET) and a body its parser
- * refused (malformed chunked encoding…) as HPE_*; such errors may reach here raw or as the cause of
- * an OAuthError (http/body.ts). An ECONNRESET counts only while the request itself is cut short:
- * the same code from an outbound call (the identity provider) is the broker's problem, not the client's.
- */
-function clientStreamFailure(ctx: Koa.Context, err: unknown): string | undefined {
-  const e = (err instanceof OAuthError ? err.cause : err) as { code?: unknown; message?: unknown } | null | undefined;
-  const code = typeof e?.code === "string" ? e.code : undefined;
-  if (code?.startsWith("HPE_")) return code;
-  const cutShort = ctx.req.destroyed || !ctx.req.complete;
-  if (cutShort && (code === "ECONNRESET" || code === "ECONNABORTED" || e?.message === "aborted")) return code ?? "aborted";
-  return undefined;
-}
-
 function pageTitle(status: number): string {
   if (status === 404) return "Page not found";
   if (status === 405) return "This page cannot be used this way";
@@ -121,14 +107,10 @@ export function errorHandler(options: ErrorHandlerOptions = {}): Koa.Middleware 
       }
     } catch (err) {
       const format = state.errorFormat ?? "oauth";
-      const failure = clientStreamFailure(ctx, err);
-      if (failure !== undefined) {
-        state.log.info({ code: failure }, "client request body failed");
-        if (!(err instanceof OAuthError)) {
-          send(ctx, format, 400, "invalid_request", "The request body could not be read.");
-          return;
-        }
-      }
+      // Only a body reader of http/body.ts says the client's stream failed. Any other error with
+      // ECONNRESET (a database or upstream socket) goes on below: once the body was read, Node
+      // marks the request destroyed, so "the request was cut short" cannot tell them apart.
+      if (err instanceof RequestBodyUnreadable) state.log.info({ code: err.streamCode }, "client request body failed");
       const problem = problemOf(err);
       if (problem) {
         for (const [k, v] of Object.entries(problem.headers)) ctx.set(k, v);

@@ -23,7 +23,7 @@ import type { UpstreamLoginStarter } from "../grants/ports.ts";
 import type { RegisteredClient, ValidatedAuthorizationRequest } from "../grants/types.ts";
 import { DomainError, InvalidRequest, UnauthorizedClient, UnsupportedResponseType } from "../grants/errors.ts";
 import { resolveResource } from "../grants/resource.ts";
-import { authorizationScope } from "../grants/scope.ts";
+import { authorizationScope, type ScopeImplications } from "../grants/scope.ts";
 
 export interface AuthorizeDeps {
   readonly issuer: string;
@@ -34,6 +34,8 @@ export interface AuthorizeDeps {
   readonly upstreamLogin: UpstreamLoginStarter;
   /** SCOPES_SUPPORTED (config.clients.scopes.supported); `mcp` and `offline_access` when absent. */
   readonly scopes?: readonly string[];
+  /** SCOPE_IMPLIES (config.clients.scopes.implies): what is granted with each asked scope. */
+  readonly scopeImplies?: ScopeImplications;
 }
 
 const START_AGAIN = "Go back to the application you came from and try to connect again. If this keeps happening, tell the application's developer.";
@@ -100,7 +102,7 @@ function validate(
     redirectUri,
     codeChallenge: params.code_challenge,
     codeChallengeMethod: "S256",
-    scope: authorizationScope(params.scope, client.scope, deps.scopes),
+    scope: authorizationScope(params.scope, client.scope, deps.scopes, deps.scopeImplies),
     resource: resolveResource(params.resource, deps.resource),
     state: params.state ?? null,
     protocolVersion,

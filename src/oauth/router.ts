@@ -38,7 +38,15 @@ export interface AuthorizationServerDeps {
 export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
   const { config, clients, transactions, consents } = deps;
   const issuer = config.publicUrl;
-  const flow = { issuer, clients, transactions, consents, upstreamLogin: deps.upstreamLogin, scopes: config.clients.scopes.supported };
+  const flow = {
+    issuer,
+    clients,
+    transactions,
+    consents,
+    upstreamLogin: deps.upstreamLogin,
+    scopes: config.clients.scopes.supported,
+    scopeImplies: config.clients.scopes.implies,
+  };
   const consent = {
     ...flow,
     browserIdentities: deps.browserIdentities,

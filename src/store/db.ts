@@ -7,6 +7,7 @@ import { PrismaClient as SqliteClient, type Prisma } from "./generated/sqlite/cl
 import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
 import { assertWritable, checkWritable, DatabaseNotWritableError, type WritableTarget, type WriteCheck } from "./writability.ts";
 import { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
+import { WriteFailures } from "./readiness.ts";
 import type { HotStore } from "./hot-store.ts";
 import { createSqliteHotStore } from "./hot-store-sqlite.ts";
 
@@ -25,14 +26,23 @@ export function hotStoreOf(db: Db): HotStore {
   return hot;
 }
 
-/** The store with every statement counted (mab_database_queries_total counts both layers). */
-function countedHotStore(store: HotStore, count: () => void): HotStore {
+/**
+ * The store with every statement counted (mab_database_queries_total counts both layers) and its
+ * failures shown to `failed` (what writes see, for /readyz).
+ */
+function countedHotStore(store: HotStore, count: () => void, failed: (err: unknown) => void): HotStore {
   const wrapped: Record<string, unknown> = { kind: store.kind, close: () => store.close() };
   for (const [name, method] of Object.entries(store)) {
     if (typeof method !== "function" || name in wrapped) continue;
     wrapped[name] = (...args: unknown[]) => {
       count();
-      return (method as (...a: unknown[]) => unknown)(...args);
+      const result = (method as (...a: unknown[]) => unknown)(...args);
+      return result instanceof Promise
+        ? result.catch((err: unknown) => {
+            failed(err);
+            throw err;
+          })
+        : result;
     };
   }
   return wrapped as unknown as HotStore;
@@ -52,7 +62,10 @@ export interface Database {
   readonly kind: DatabaseKind;
   /** Counts every query the client sends; the benchmark reads it to prove the hot path is cache-only. */
   readonly queryCount: () => number;
-  /** Whether this process can write to the database right now (for /readyz). */
+  /**
+   * Whether this process can write to the database right now (for /readyz): the probes of
+   * writability.ts, and what recent writes were answered (readiness.ts).
+   */
   readonly checkWritable: () => Promise<WriteCheck>;
   readonly close: () => Promise<void>;
 }
@@ -99,15 +112,25 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }) });
     rawHot = createSqliteHotStore(file);
   }
+  const writeFailures = new WriteFailures();
   const counted = db.$extends({
     query: {
       async $allOperations({ args, query }) {
         queries++;
-        return query(args);
+        try {
+          return await query(args);
+        } catch (err) {
+          writeFailures.observe(err);
+          throw err;
+        }
       },
     },
   }) as unknown as Db;
-  const hot = countedHotStore(rawHot, () => queries++);
+  const hot = countedHotStore(
+    rawHot,
+    () => queries++,
+    (err) => writeFailures.observe(err),
+  );
   hotStores.set(counted, hot);
   const target: WritableTarget = { kind, db: counted, file, url };
   try {
@@ -128,7 +151,16 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     hot,
     kind,
     queryCount: () => queries,
-    checkWritable: () => checkWritable(target),
+    async checkWritable() {
+      const check = await checkWritable(target);
+      if (!check.ok) return check;
+      if (check.committed) {
+        writeFailures.clear();
+        return { ok: true };
+      }
+      const failed = writeFailures.recent();
+      return failed === undefined ? { ok: true } : { ok: false, transient: true, reason: failed, detail: failed };
+    },
     async close() {
       // The hot store first: its last group commit may still be queued.
       await hot.close();

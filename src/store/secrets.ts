@@ -76,6 +76,18 @@ function derive(secret: Buffer, purpose: string): DerivedKey {
 
 export class DecryptionError extends Error {}
 
+/** The protected header encrypt() writes for key `kid`: JSON in this key order, as jose serialises it. */
+function headerSegment(kid: string): string {
+  return Buffer.from(JSON.stringify({ alg: "dir", enc: "A256GCM", kid }), "utf8").toString("base64url");
+}
+
+/** The key id in a stored value's header (nothing is decrypted); undefined when it is not a JWE this box writes. */
+export function storedKeyId(jwe: string): string | undefined {
+  const parts = jwe.split(".");
+  const header = parts.length === 5 && parts[1] === "" ? protectedHeader(parts[0]!) : undefined;
+  return typeof header?.kid === "string" ? header.kid : undefined;
+}
+
 export class SecretBox {
   private readonly current: EncryptionKey;
   private readonly byKid: Map<string, EncryptionKey>;
@@ -87,6 +99,22 @@ export class SecretBox {
 
   get keyId(): string {
     return this.current.kid;
+  }
+
+  /**
+   * How every value written under one of this box's keys begins (its header segment and the dot):
+   * a store can pick out the rows some other key wrote by their first characters, without
+   * decrypting anything. A value that does not begin so may still be readable (another header
+   * serialisation): `canRead` decides.
+   */
+  get storedPrefixes(): string[] {
+    return [...this.byKid.keys()].map((kid) => `${headerSegment(kid)}.`);
+  }
+
+  /** Whether a stored value was written under one of this box's keys (from its header; nothing is decrypted). */
+  canRead(jwe: string): boolean {
+    const kid = storedKeyId(jwe);
+    return kid !== undefined && this.byKid.has(kid);
   }
 
   async encrypt(plaintext: string): Promise<string> {

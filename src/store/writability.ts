@@ -1,7 +1,7 @@
 // Can this process write to its database? Checked at start (openDatabase refuses to start on a
 // read-only database, with a one-line error saying what to change) and by /readyz (503 with the
 // reason, instead of 200 while every write fails).
-import { accessSync, constants, existsSync } from "node:fs";
+import { accessSync, constants, existsSync, statfsSync } from "node:fs";
 import { userInfo } from "node:os";
 import path from "node:path";
 import type { DatabaseKind, Db } from "./db.ts";
@@ -20,7 +20,8 @@ export interface WriteProblem {
   readonly transient: boolean;
 }
 
-export type WriteCheck = { readonly ok: true } | WriteProblem;
+/** `committed`: the check wrote to the database for real (SQLite), so what writes failed with before is past. */
+export type WriteCheck = { readonly ok: true; readonly committed?: boolean } | WriteProblem;
 
 /** The user the broker runs as, for messages ("user nobody"). */
 function runningAs(): string {
@@ -76,6 +77,36 @@ export function sqliteFileProblem(file: string): WriteProblem | undefined {
   return undefined;
 }
 
+/**
+ * Below this much free space the disk holding a SQLite database counts as full: one group commit
+ * of the writer thread appends tens of pages to the WAL, and a checkpoint may grow the file.
+ */
+export const MIN_FREE_BYTES = 1024 * 1024;
+
+/**
+ * The disk holding the database is full (for this process: root may use the blocks reserved for
+ * it). A one-page write can still succeed on a full disk when the WAL file is reused from its
+ * start after a checkpoint, while larger writes fail: the free space says what they will see.
+ */
+export function sqliteDiskFull(file: string): WriteProblem | undefined {
+  const folder = path.dirname(file);
+  let free: number;
+  try {
+    const fs = statfsSync(folder);
+    free = (process.getuid?.() === 0 ? fs.bfree : fs.bavail) * fs.bsize;
+  } catch {
+    return undefined;
+  }
+  if (free >= MIN_FREE_BYTES) return undefined;
+  return {
+    ok: false,
+    // It may clear (logs rotated, space freed): not a reason to refuse to start.
+    transient: true,
+    reason: `the disk holding the database is full (${Math.floor(free / 1024)} KiB free)`,
+    detail: `the disk holding the database file ${file} is full (${Math.floor(free / 1024)} KiB free): free space on it, or move the database to a larger disk (DATABASE_URL)`,
+  };
+}
+
 /** An adapter error's own message, without libsql's "SQLITE_X: " prefix. */
 function sqliteMessage(err: unknown): string {
   const cause =
@@ -85,24 +116,24 @@ function sqliteMessage(err: unknown): string {
   return message.replace(/^[A-Z0-9_]+: /, "").split("\n")[0]!;
 }
 
-const ROLLBACK = Symbol("rollback");
-
 /**
- * SQLite: a write that is rolled back. The transaction's first write takes the write lock, which a
- * read-only connection refuses (SQLITE_READONLY*) and another process's lock delays up to
- * busy_timeout; rolling back writes nothing to disk. Schema-independent (works on an empty file).
- * Measured ~1 ms (a Prisma interactive transaction; SELECT 1 alone is ~0.25 ms).
+ * SQLite: a real write, committed, of nothing that matters: the database header's user_version
+ * set to the value it has. Its commit appends a page to the WAL (or journal) and syncs it, as every
+ * write does: a full or failing disk answers it as it answers real writes (SQLITE_FULL,
+ * SQLITE_IOERR), where a rolled-back write touched no disk and said "writable" on a full disk. The
+ * write lock it takes is refused on a read-only connection (SQLITE_READONLY*) and delayed up to
+ * busy_timeout by another process's lock. Schema-independent (works on an empty file). Measured
+ * ~1 ms (a Prisma interactive transaction and one fsync; SELECT 1 alone is ~0.25 ms).
  */
 async function sqliteWriteProbe(db: Db, file: string): Promise<WriteCheck> {
   for (let attempt = 1; ; attempt++) {
     try {
       await db.$transaction(async (tx) => {
-        await tx.$executeRawUnsafe(`CREATE TABLE "_mab_write_check" ("x" INTEGER)`);
-        throw ROLLBACK;
+        const [row] = await tx.$queryRawUnsafe<Array<{ user_version: number | bigint }>>("PRAGMA user_version");
+        await tx.$executeRawUnsafe(`PRAGMA user_version = ${Number(row?.user_version ?? 0)}`);
       });
-      return { ok: true };
+      return { ok: true, committed: true };
     } catch (err) {
-      if (err === ROLLBACK) return { ok: true };
       const code = sqliteCannotWriteCode(err);
       if (!code) throw err;
       // A connection SQLite opened read-only while the file was not writable stays read-only; the
@@ -112,7 +143,8 @@ async function sqliteWriteProbe(db: Db, file: string): Promise<WriteCheck> {
       const message = busy ? "database is locked" : sqliteMessage(err);
       return {
         ok: false,
-        transient: busy,
+        // Busy, or a full disk: may clear by itself (not a reason to refuse to start).
+        transient: busy || code === "SQLITE_FULL",
         reason: `SQLite cannot write: ${message} (${code})`,
         detail: busy
           ? `the database file ${file} stayed locked by another process for longer than busy_timeout (${code})`
@@ -187,7 +219,7 @@ export async function checkWritable(target: WritableTarget): Promise<WriteCheck>
     }
   }
   const file = target.file!;
-  return sqliteFileProblem(file) ?? (await sqliteWriteProbe(target.db, file));
+  return sqliteFileProblem(file) ?? sqliteDiskFull(file) ?? (await sqliteWriteProbe(target.db, file));
 }
 
 /**

@@ -20,6 +20,22 @@ describe("secrets at rest", () => {
     await expect(new SecretBox(randomBytes(32)).decrypt(written)).rejects.toBeInstanceOf(DecryptionError);
   });
 
+  it("tells from a stored value's first characters which key wrote it, without decrypting", async () => {
+    const oldKey = randomBytes(32);
+    const written = await new SecretBox(oldKey).encrypt("old-row");
+    const rotated = new SecretBox(randomBytes(32), [oldKey]);
+    const fresh = await rotated.encrypt("new-row");
+    expect(rotated.storedPrefixes).toHaveLength(2);
+    for (const value of [written, fresh]) {
+      expect(rotated.storedPrefixes.some((p) => value.startsWith(p))).toBe(true);
+      expect(rotated.canRead(value)).toBe(true);
+    }
+    const stranger = new SecretBox(randomBytes(32));
+    expect(stranger.storedPrefixes.some((p) => written.startsWith(p) || fresh.startsWith(p))).toBe(false);
+    expect(stranger.canRead(written)).toBe(false);
+    expect(stranger.canRead("not a JWE")).toBe(false);
+  });
+
   it("mints 256-bit tokens (43 base64url characters after the prefix), each one new", () => {
     const t = randomToken("mab_at_");
     expect(t).toMatch(/^mab_at_[A-Za-z0-9_-]{43}$/);

@@ -1,7 +1,7 @@
 // A real PostgreSQL server for the storage tests, started by the test suite itself when the server
 // binaries are installed (Debian's `postgresql` package, which .ci/run installs). Nothing to start
 // by hand; when the binaries are missing the PostgreSQL tests are skipped with a notice.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -11,6 +11,11 @@ export interface PostgresServer {
   /** Base URL without database name, e.g. postgresql://postgres@127.0.0.1:5555 */
   readonly baseUrl: string;
   readonly dataDir: string;
+  /**
+   * Stops the server without removing it, off the event loop (a broker in this process keeps
+   * answering meanwhile): `immediate` ends every backend at once, as a crash or a killed host does.
+   */
+  halt(mode: "fast" | "immediate"): Promise<void>;
   stop(): void;
 }
 
@@ -74,6 +79,11 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
   return {
     baseUrl: `postgresql://postgres@127.0.0.1:${port}`,
     dataDir,
+    halt(mode) {
+      const args = ["-D", dataDir, "-m", mode, "-w", "stop"];
+      const [command, argv] = isRoot ? ["runuser", ["-u", "postgres", "--", path.join(bin, "pg_ctl"), ...args]] : [path.join(bin, "pg_ctl"), args];
+      return new Promise((resolve, reject) => execFile(command, argv, (err) => (err ? reject(err) : resolve())));
+    },
     stop() {
       try {
         run("pg_ctl", ["-D", dataDir, "-m", "immediate", "-w", "stop"]);

@@ -94,11 +94,11 @@ describe("claude.ai connectors", () => {
     expect(mcp.requests.at(-1)?.headers["x-auth-scopes"]).toBe("mcp");
   });
 
-  it("sweeps the registrations that never completed a grant after 24 hours, and keeps the one that did", async () => {
+  it("sweeps the registrations that never completed a grant after an hour, and keeps the one that did", async () => {
     const { grants } = t.broker.services;
-    const early = await grants.sweep({ now: new Date(Date.now() + 23 * 3600_000) });
+    const early = await grants.sweep({ now: new Date(Date.now() + 50 * 60_000) });
     expect(early.unusedClients).toBe(0);
-    const later = await grants.sweep({ now: new Date(Date.now() + 25 * 3600_000) });
+    const later = await grants.sweep({ now: new Date(Date.now() + 61 * 60_000) });
     expect(later.unusedClients).toBe(registered.length - 1);
     const kept = await Promise.all(registered.map((id) => grants.clients.get(id)));
     expect(kept.filter(Boolean).map((c) => c!.id)).toEqual([registered.at(-1)]);

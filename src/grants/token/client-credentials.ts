@@ -21,7 +21,7 @@ export function clientCredentialsGrant(t: TokenContext): GrantHandler {
 
   return async (client, params) => {
     const p = parseParameters(Parameters, params);
-    const scope = resolveScope(p.scope, client.scope, t.config.clients.scopes.supported);
+    const scope = resolveScope(p.scope, client.scope, t.config.clients.scopes.supported, t.config.clients.scopes.implies);
     // That the client registered this grant type at all is checked for every grant (token/index.ts).
     if (client.tokenEndpointAuthMethod === "none") {
       throw new UnauthorizedClient("client_credentials requires a confidential client (one with a client secret).");

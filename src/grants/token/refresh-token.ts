@@ -7,7 +7,7 @@ import { audit, auditRow } from "../audit.ts";
 import { dateOf } from "../clock.ts";
 import { InvalidGrant, InvalidScope, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
-import { parseScope } from "../scope.ts";
+import { covers, parseScope, scopeList } from "../scope.ts";
 import { deriveSecret, hashPresentedToken, type MintedSecret } from "../token-format.ts";
 import type { TokenResponse } from "../types.ts";
 import { upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
@@ -75,8 +75,8 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
       throw new InvalidTarget("resource does not match the resource this refresh token was issued for.");
     let scope = row.scope;
     if (requested !== undefined) {
-      const granted = new Set(row.scope.split(" ").filter(Boolean));
-      if (requested.length === 0 || requested.some((s) => !granted.has(s)))
+      // Narrower by the operator's hierarchy counts too (SCOPE_IMPLIES: docs:read from docs:write).
+      if (requested.length === 0 || !covers(scopeList(row.scope), requested, t.config.clients.scopes.implies))
         throw new InvalidScope(`scope can only narrow on refresh; granted: "${row.scope}".`);
       scope = requested.join(" ");
     }
