@@ -8,7 +8,7 @@ import { publicPaths } from "./http/public-paths.ts";
 import { securityHeaders } from "./http/security-headers.ts";
 import { errorHandler } from "./http/error-handler.ts";
 import { browserSession } from "./http/browser-session.ts";
-import { cookieKeys } from "./store/secrets.ts";
+import { cookieKeys } from "./crypto/keys.ts";
 
 export interface AppParts {
   readonly config: Config;

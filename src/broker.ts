@@ -26,7 +26,7 @@ import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
 import { allowedOrigin } from "./gateway/origin-check.ts";
 import { SessionRegistry } from "./stdio/session-registry.ts";
 import { openChildGuard } from "./stdio/child-guard.ts";
-import { systemClock, type Clock } from "./grants/clock.ts";
+import { systemClock, type Clock } from "./lib/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
 import { createMcpSessionStore } from "./store/mcp-sessions.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";

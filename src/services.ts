@@ -3,14 +3,15 @@
 import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import type { Database } from "./store/db.ts";
-import { SecretBox, purposeKey } from "./store/secrets.ts";
+import { SecretBox } from "./store/secrets.ts";
+import { purposeKey } from "./crypto/keys.ts";
 import { createGrants, type Grants } from "./grants/index.ts";
 import type { ClientRegistry } from "./grants/clients.ts";
 import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts";
 import { readAuditLog, type AuditFilter, type AuditRecord } from "./grants/audit-log.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
-import type { Clock } from "./grants/clock.ts";
+import type { Clock } from "./lib/clock.ts";
 import type { JsonFetcher } from "./outbound/guarded-fetch.ts";
 
 export interface Services {

@@ -3,7 +3,7 @@
 import Router from "@koa/router";
 import type Koa from "koa";
 import { callbackUrl, type Config } from "../config.ts";
-import { purposeKey } from "../store/secrets.ts";
+import { purposeKey } from "../crypto/keys.ts";
 import { DEMO_CLIENT_ID } from "../upstream/create.ts";
 import { demoClientSecret, demoIssuerUrl } from "../services.ts";
 import { createDemoIdentityProvider, type DemoIdentityProvider } from "./identity-provider.ts";

@@ -2,9 +2,9 @@
 // The owner of a session never changes once bound, so each instance keeps what it has seen in
 // memory: after a session's first request on an instance, its requests there touch the database
 // no more. That caching is the gateway's policy, built on the store's first-claim-wins rule.
-import { boundedCache } from "../grants/bounded-cache.ts";
+import { boundedCache } from "../lib/bounded-cache.ts";
 import type { McpSessionStore } from "../store/mcp-sessions.ts";
-import { SingleFlight } from "../grants/single-flight.ts";
+import { SingleFlight } from "../lib/single-flight.ts";
 import type { McpSessionBinding } from "./session-binding.ts";
 
 export interface DatabaseSessionBindingOptions {

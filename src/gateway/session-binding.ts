@@ -4,7 +4,7 @@
 // and the proxy answers it 404 without forwarding it. The broker uses
 // the database-backed binding (database-session-binding.ts), shared by all its instances; the
 // in-memory one here serves a proxy used on its own (library use, tests).
-import { boundedCache } from "../grants/bounded-cache.ts";
+import { boundedCache } from "../lib/bounded-cache.ts";
 import type { CallerIdentity } from "./identity.ts";
 
 export interface McpSessionBinding {

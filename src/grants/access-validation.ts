@@ -3,15 +3,15 @@
 // than the token, the grant's deadlines and the upstream re-check window allow. Revocations in
 // this process evict at once (RevocationBus).
 import type { LRUCache } from "lru-cache";
-import { boundedCache } from "./bounded-cache.ts";
+import { boundedCache } from "../lib/bounded-cache.ts";
 import type { GrantsContext, RevocationBus } from "./context.ts";
 import { grantDeathReason } from "./lifecycle.ts";
 import type { UpstreamSessions } from "./upstream-sessions.ts";
 import { CredentialRejected } from "./errors.ts";
 import { hashPresentedToken } from "./token-format.ts";
 import type { UsageRecorder } from "./usage-recorder.ts";
-import { SingleFlight } from "./single-flight.ts";
-import { dateOf } from "./clock.ts";
+import { SingleFlight } from "../lib/single-flight.ts";
+import { dateOf } from "../lib/clock.ts";
 import { machineSubject } from "./types.ts";
 
 export interface ValidatedAccess {

@@ -7,10 +7,10 @@
 // carries a CSRF token derived from the browser session, with its own key.
 import { createHmac, randomUUID } from "node:crypto";
 import { callbackUrl } from "../config.ts";
-import { constantTimeEqual } from "../store/secrets.ts";
+import { constantTimeEqual } from "../crypto/tokens.ts";
 import type { GrantsContext } from "./context.ts";
 import { SignInError } from "./errors.ts";
-import { dateOf } from "./clock.ts";
+import { dateOf } from "../lib/clock.ts";
 import { audit } from "./audit.ts";
 import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
 import type { BrowserIdentities, BrowserIdentity } from "./browser-identities.ts";

@@ -4,7 +4,7 @@
 // new id (session fixation: the id it had may be a copy an attacker planted), and so does sign-out.
 import { randomBytes } from "node:crypto";
 import type { Db } from "../store/db.ts";
-import { dateOf, systemClock, type Clock } from "./clock.ts";
+import { dateOf, systemClock, type Clock } from "../lib/clock.ts";
 import { CONSENT_TTL_SECONDS } from "./consents.ts";
 
 /** As long as the browser session cookie (and the consents it remembers) lives. */

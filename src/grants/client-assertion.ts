@@ -16,9 +16,9 @@ import {
   type ProtectedHeaderParameters,
 } from "jose";
 import type { HotStore } from "../store/hot-store.ts";
-import { sha256Hex } from "../store/secrets.ts";
+import { sha256Hex } from "../crypto/tokens.ts";
 import type { ClientKeys } from "./client-keys.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../lib/clock.ts";
 import { InvalidClient } from "./errors.ts";
 import type { JsonWebKeySet, RegisteredClient } from "./types.ts";
 

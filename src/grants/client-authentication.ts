@@ -5,7 +5,7 @@
 // reads the credentials off the request; everything decided about them is decided here, and every
 // failure is an InvalidClient.
 import type { Logger } from "../logger.ts";
-import { boundedCache } from "./bounded-cache.ts";
+import { boundedCache } from "../lib/bounded-cache.ts";
 import { assertionClientId, CLIENT_ASSERTION_TYPE, type ClientAssertions } from "./client-assertion.ts";
 import type { ClientRegistry, KnownClient } from "./clients.ts";
 import { InvalidClient } from "./errors.ts";

@@ -8,11 +8,11 @@
 import type { JsonFetcher } from "../outbound/guarded-fetch.ts";
 import { fetchKeySet } from "../outbound/key-set-fetch.ts";
 import { OutboundFetchError } from "../outbound/fetch-error.ts";
-import { boundedCache } from "./bounded-cache.ts";
-import type { Clock } from "./clock.ts";
+import { boundedCache } from "../lib/bounded-cache.ts";
+import type { Clock } from "../lib/clock.ts";
 import { InvalidClient } from "./errors.ts";
 import { freshnessMs } from "./freshness.ts";
-import { SingleFlight } from "./single-flight.ts";
+import { SingleFlight } from "../lib/single-flight.ts";
 import type { JsonWebKeySet, RegisteredClient } from "./types.ts";
 
 /** More keys than any client rotates through: a set larger than this is not a client's key set. */

@@ -6,12 +6,12 @@ import { randomBytes } from "node:crypto";
 import { hotStoreOf, type Db, type Prisma } from "../store/db.ts";
 import type { Logger } from "../logger.ts";
 import type { HotStore } from "../store/hot-store.ts";
-import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../store/secrets.ts";
+import { constantTimeEqual, displayPrefix, randomToken, sha256Hex } from "../crypto/tokens.ts";
 import { clientMetadataColumns, type ClientMetadata } from "./client-metadata.ts";
 import type { ApplicationType, GrantType, JsonWebKeySet, RegisteredClient, TokenEndpointAuthMethod } from "./types.ts";
 import { audit } from "./audit.ts";
-import { boundedCache } from "./bounded-cache.ts";
-import { systemClock, type Clock } from "./clock.ts";
+import { boundedCache } from "../lib/bounded-cache.ts";
+import { systemClock, type Clock } from "../lib/clock.ts";
 import { documentHost, isMetadataDocumentUrl, isTrustedHost, type MetadataDocuments } from "./metadata-documents.ts";
 
 type ClientRow = Awaited<ReturnType<Db["client"]["findUniqueOrThrow"]>>;

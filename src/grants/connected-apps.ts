@@ -7,7 +7,7 @@ import type { GrantsContext } from "./context.ts";
 import type { GrantLifecycle } from "./lifecycle.ts";
 import { liveGrantWhere } from "./live-grants.ts";
 import { audit } from "./audit.ts";
-import { dateOf } from "./clock.ts";
+import { dateOf } from "../lib/clock.ts";
 
 export interface ConnectedApp {
   readonly grantId: string;

@@ -3,7 +3,7 @@
 // scopes, or with some replaced by narrower ones they imply (SCOPE_IMPLIES).
 import { randomUUID } from "node:crypto";
 import type { Db } from "../store/db.ts";
-import { dateOf, systemClock, type Clock } from "./clock.ts";
+import { dateOf, systemClock, type Clock } from "../lib/clock.ts";
 import { covers, scopeList, withImplied, type ScopeImplications } from "./scope.ts";
 
 export const CONSENT_TTL_SECONDS = 30 * 86400;

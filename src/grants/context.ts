@@ -6,7 +6,7 @@ import type { Db } from "../store/db.ts";
 import type { HotStore } from "../store/hot-store.ts";
 import type { SecretBox } from "../store/secrets.ts";
 import type { UpstreamProvider } from "../upstream/provider.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../lib/clock.ts";
 import type { AccessPolicy } from "./policy.ts";
 
 export interface GrantsContext {

@@ -4,7 +4,7 @@ import { liveGrantWhere } from "./live-grants.ts";
 import type { GrantsContext, RevocationBus } from "./context.ts";
 import { audit } from "./audit.ts";
 import type { Tx } from "../store/db.ts";
-import { dateOf } from "./clock.ts";
+import { dateOf } from "../lib/clock.ts";
 
 export type RevocationReason =
   | "client_revoked"

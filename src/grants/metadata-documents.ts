@@ -10,9 +10,9 @@ import type { FetchedJson, JsonFetcher } from "../outbound/guarded-fetch.ts";
 import { OutboundFetchError } from "../outbound/guarded-fetch.ts";
 import { audit } from "./audit.ts";
 import { clientMetadataColumns, parseClientMetadata, type ClientMetadata } from "./client-metadata.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../lib/clock.ts";
 import { DomainError, SignInError } from "./errors.ts";
-import { SingleFlight } from "./single-flight.ts";
+import { SingleFlight } from "../lib/single-flight.ts";
 import { freshnessMs } from "./freshness.ts";
 
 export { DEFAULT_FRESH_MS, freshnessMs, MAX_FRESH_MS, MIN_FRESH_MS } from "./freshness.ts";

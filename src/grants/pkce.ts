@@ -1,5 +1,5 @@
 // PKCE (RFC 7636), S256 only: OAuth 2.1 and the MCP authorization spec require it of every client.
-import { constantTimeEqual } from "../store/secrets.ts";
+import { constantTimeEqual } from "../crypto/tokens.ts";
 import { s256Challenge } from "../crypto/pkce.ts";
 
 export { s256Challenge };

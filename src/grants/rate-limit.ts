@@ -18,7 +18,7 @@ import { createHmac } from "node:crypto";
 import type { Logger } from "../logger.ts";
 import { firstLine } from "../store/errors.ts";
 import type { BucketRule, RateBuckets } from "../store/rate-buckets.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../lib/clock.ts";
 import { StorageUnavailable } from "./errors.ts";
 
 export interface RateLimitRule {

@@ -1,7 +1,7 @@
 // The broker's own credentials: opaque, 256-bit, with a recognisable prefix so they can be spotted
 // in logs or secret scanners. Only their SHA-256 is stored.
 import { createHmac } from "node:crypto";
-import { displayPrefix, randomToken, sha256Hex } from "../store/secrets.ts";
+import { displayPrefix, randomToken, sha256Hex } from "../crypto/tokens.ts";
 
 export const TOKEN_PREFIX = {
   accessToken: "mab_at_",

@@ -4,10 +4,10 @@
 // The consent form's CSRF token is derived the same way, so a repeated GET shows the same valid form.
 import { createHmac, randomBytes } from "node:crypto";
 import type { Db } from "../store/db.ts";
-import { constantTimeEqual } from "../store/secrets.ts";
+import { constantTimeEqual } from "../crypto/tokens.ts";
 import type { ValidatedAuthorizationRequest } from "./types.ts";
 import { audit } from "./audit.ts";
-import { dateOf, systemClock, type Clock } from "./clock.ts";
+import { dateOf, systemClock, type Clock } from "../lib/clock.ts";
 
 export const TRANSACTION_TTL_SECONDS = 600;
 

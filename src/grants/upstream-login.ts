@@ -5,7 +5,7 @@ import { callbackUrl } from "../config.ts";
 import { randomUUID } from "node:crypto";
 import type { GrantsContext } from "./context.ts";
 import { SignInError } from "./errors.ts";
-import { dateOf } from "./clock.ts";
+import { dateOf } from "../lib/clock.ts";
 import { initialDeadlines } from "./lifecycle.ts";
 import type { UpstreamSessions } from "./upstream-sessions.ts";
 import { mintSecret } from "./token-format.ts";

@@ -5,12 +5,12 @@ import type { GrantsContext } from "./context.ts";
 import type { GrantLifecycle } from "./lifecycle.ts";
 import { CredentialRejected, UpstreamUnavailable } from "./errors.ts";
 import { audit } from "./audit.ts";
-import { SingleFlight } from "./single-flight.ts";
+import { SingleFlight } from "../lib/single-flight.ts";
 import { UpstreamError, type TokensForIdentity, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
 import type { Tx } from "../store/db.ts";
 import type { UpstreamCheck, UpstreamSession } from "../store/hot-store.ts";
 import { DecryptionError, storedKeyId } from "../store/secrets.ts";
-import { dateOf } from "./clock.ts";
+import { dateOf } from "../lib/clock.ts";
 
 export interface CheckedSession {
   readonly id: string;

@@ -7,7 +7,7 @@ import { BROWSER_SESSION_ID, newBrowserSessionId } from "../grants/browser-ident
 
 export interface BrowserSessionOptions {
   readonly https: boolean;
-  /** Signing keys (newest first); see cookieKeys() in store/secrets.ts. */
+  /** Signing keys (newest first); see cookieKeys() in crypto/keys.ts. */
   readonly keys: readonly string[];
 }
 

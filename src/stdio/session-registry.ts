@@ -5,7 +5,7 @@
 // ends a revoked grant's children at once, and stops them all at shutdown. No HTTP here beyond
 // handing the requests through.
 import type { Logger } from "../logger.ts";
-import type { Clock } from "../grants/clock.ts";
+import type { Clock } from "../lib/clock.ts";
 import type { StdioServerConfig } from "../stdio-server-config.ts";
 import { childEnvironment } from "./child-environment.ts";
 import { StdioChild } from "./child-process.ts";

@@ -4,7 +4,7 @@
 // first claim of a session wins, atomically across instances: the primary key decides. No caching here: what an
 // instance may remember is the gateway's policy (gateway/database-session-binding.ts).
 import type { Database } from "./db.ts";
-import { sha256Hex } from "./secrets.ts";
+import { sha256Hex } from "../crypto/tokens.ts";
 
 export interface McpSessionStore {
   /** The owner bound to the session, or undefined when the session is unknown. */

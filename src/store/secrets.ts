@@ -2,34 +2,9 @@
 // upstream tokens are encrypted (JWE, dir + A256GCM) under a key derived from SECRET_KEY with HKDF.
 // The JWE header carries a key id, so after SECRET_KEY is rotated the rows written under the
 // previous key (SECRET_KEY_PREVIOUS) can still be read.
-import { createDecipheriv, createHash, createSecretKey, hkdfSync, randomBytes, timingSafeEqual, webcrypto, type KeyObject } from "node:crypto";
+import { createDecipheriv, createSecretKey, webcrypto, type KeyObject } from "node:crypto";
 import { CompactEncrypt } from "jose";
-
-/** 256 bits of randomness, base64url, with an optional recognisable prefix (e.g. "mab_at_"). */
-export function randomToken(prefix = ""): string {
-  return prefix + randomBytes(32).toString("base64url");
-}
-
-export function sha256Hex(value: string): string {
-  return createHash("sha256").update(value, "utf8").digest("hex");
-}
-
-/** Constant-time comparison of two strings (hash them first so lengths never leak). */
-export function constantTimeEqual(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a, "utf8").digest();
-  const hb = createHash("sha256").update(b, "utf8").digest();
-  return timingSafeEqual(ha, hb) && a.length === b.length;
-}
-
-/** The first characters of a token, safe to show and log. */
-export function displayPrefix(token: string): string {
-  return token.slice(0, Math.min(12, Math.floor(token.length / 4)));
-}
-
-interface DerivedKey {
-  readonly kid: string;
-  readonly key: Uint8Array;
-}
+import { derive, type DerivedKey } from "../crypto/keys.ts";
 
 /**
  * An encryption key imported once: jose imports a raw key anew on every call (~55 µs of ~130 per
@@ -66,12 +41,6 @@ function protectedHeader(segment: string): { kid?: unknown } | undefined {
   } catch {
     return undefined;
   }
-}
-
-function derive(secret: Buffer, purpose: string): DerivedKey {
-  const key = new Uint8Array(hkdfSync("sha256", secret, Buffer.from("mcp-auth-broker"), Buffer.from(purpose), 32));
-  const kid = createHash("sha256").update(key).digest("base64url").slice(0, 12);
-  return { kid, key };
 }
 
 export class DecryptionError extends Error {}
@@ -157,14 +126,4 @@ export class SecretBox {
   async decryptOptional(value: string | null | undefined): Promise<string | null> {
     return value ? this.decrypt(value) : null;
   }
-}
-
-/** Key material for one purpose (HKDF): no key serves two purposes. */
-export function purposeKey(secretKey: Buffer, purpose: string): Uint8Array {
-  return derive(secretKey, purpose).key;
-}
-
-/** A separate HKDF output for signing cookies, so no key serves two purposes. */
-export function cookieKeys(secretKey: Buffer, previousKeys: readonly Buffer[] = []): string[] {
-  return [secretKey, ...previousKeys].map((k) => Buffer.from(derive(k, "cookie-signing/v1").key).toString("base64url"));
 }

@@ -10,7 +10,7 @@ import { authorizeInBrowser, describeWithChromium, newUser, useChromium } from "
 import { CallbackServer, connectWithOAuth, TestOAuthProvider, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { runCliBinary } from "../support/spawn.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 
 const whoami = async (c: ConnectedClient) => {
   const result = CallToolResultSchema.parse(await c.client.callTool({ name: "whoami", arguments: {} }));

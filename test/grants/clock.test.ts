@@ -1,7 +1,7 @@
 // Every time decision of the grants code reads the injected clock: tests move it and never sleep.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { insertClient, machineGrantsHarness, presented, type GrantsHarness } from "../support/grants-harness.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { CredentialRejected } from "../../src/grants/errors.ts";
 import type { RegisteredClient } from "../../src/grants/types.ts";
 

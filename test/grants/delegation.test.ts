@@ -9,7 +9,7 @@ import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emul
 import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { until } from "../support/wait.ts";
 
 const mcp = (t: TestBroker, token: string) =>

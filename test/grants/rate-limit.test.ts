@@ -8,7 +8,7 @@ import pino from "pino";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import { createRateBuckets } from "../../src/store/rate-buckets.ts";
 import { RateLimiter, REGISTRATION_RATE_LIMIT, type RateLimitRule } from "../../src/grants/rate-limit.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { StorageUnavailable } from "../../src/grants/errors.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 

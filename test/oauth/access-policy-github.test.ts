@@ -6,7 +6,7 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorize, obtainTokens, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { mcpStatus } from "../support/mcp-probe.ts";
 
 let gh: GitHubEmulator;

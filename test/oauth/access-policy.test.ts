@@ -10,7 +10,7 @@ import { authorize, obtainTokens, registerClient, tokenRequest, type RegisteredT
 import { HttpBrowser } from "../support/http-browser.ts";
 import { basicAuth, postForm, registerOperatorClient } from "../support/oauth-client.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { startLoggedBroker } from "../http/logged-broker.ts";
 import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
 

@@ -2,7 +2,7 @@
 // publishes (throwaway CA, DNS answers injected: nothing leaves the machine), through /authorize,
 // consent, the upstream login and /token; and every way a document is refused.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { freshnessMs, isMetadataDocumentUrl, MAX_FRESH_MS, MIN_FRESH_MS } from "../../src/grants/metadata-documents.ts";
 import { authorize, tokenRequest } from "../support/oauth-flow.ts";
 import { authorizeUrl, openConsent } from "../support/oauth-client.ts";

@@ -13,7 +13,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { PrivateKeyJwtProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import { runCli } from "../../src/cli/program.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { MIN_REFETCH_MS } from "../../src/grants/client-keys.ts";
 import { startDocumentServer, DOCUMENT_HOST, type DocumentServer } from "../support/document-server.ts";
 import { authorize } from "../support/oauth-flow.ts";

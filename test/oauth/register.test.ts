@@ -1,6 +1,6 @@
 // RFC 7591 dynamic client registration at /register.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { displayPrefix, sha256Hex } from "../../src/store/secrets.ts";
+import { displayPrefix, sha256Hex } from "../../src/crypto/tokens.ts";
 import { ClientRegistry } from "../../src/grants/clients.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
 import { REGISTRATION_RATE_LIMIT } from "../../src/grants/rate-limit.ts";

@@ -9,7 +9,7 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { insertClient } from "../support/grants-harness.ts";
 import { s256Challenge } from "../../src/grants/pkce.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { loadConfig } from "../../src/config.ts";
 
 let t: TestBroker | undefined;

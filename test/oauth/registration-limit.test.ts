@@ -13,7 +13,7 @@ import { copyMigratedSqlite } from "../support/template-db.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 import { freshIp, postJson, type HttpResult } from "../support/oauth-client.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { REGISTRATION_RATE_LIMIT } from "../../src/grants/rate-limit.ts";
 
 const BUDGET = REGISTRATION_RATE_LIMIT.burst;

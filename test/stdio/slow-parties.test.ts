@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { answerOf, bearerFor, fixtureEnv, MCP_HEADERS, modernRequest, nextMessage, openSession, sseMessages } from "./stdio-support.ts";
 import { until } from "../support/wait.ts";
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 import { alive, answerOf, fixtureEnv, MCP_HEADERS, modernRequest, nextMessage, openSession, sseMessages, type Whoami } from "./stdio-support.ts";
 import { until } from "../support/wait.ts";
 

@@ -4,7 +4,8 @@
 import { describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
 import { CompactEncrypt, compactDecrypt } from "jose";
-import { DecryptionError, purposeKey, SecretBox } from "../../src/store/secrets.ts";
+import { DecryptionError, SecretBox } from "../../src/store/secrets.ts";
+import { purposeKey } from "../../src/crypto/keys.ts";
 
 const secret = randomBytes(32);
 const box = new SecretBox(secret);

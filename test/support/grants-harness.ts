@@ -14,7 +14,7 @@ import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import type { UpstreamProvider } from "../../src/upstream/provider.ts";
 import type { RegisteredClient } from "../../src/grants/types.ts";
 import type { PresentedClient } from "../../src/grants/ports.ts";
-import type { Clock } from "../../src/grants/clock.ts";
+import type { Clock } from "../../src/lib/clock.ts";
 
 export interface GrantsHarness {
   readonly config: Config;

@@ -3,7 +3,7 @@
 // twice revokes the grant it created.
 import { z } from "zod";
 import { audit, auditRow } from "../audit.ts";
-import { dateOf } from "../clock.ts";
+import { dateOf } from "../../lib/clock.ts";
 import { InvalidGrant, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { verifyPkceS256 } from "../pkce.ts";

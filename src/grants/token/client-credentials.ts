@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { audit } from "../audit.ts";
-import { dateOf } from "../clock.ts";
+import { dateOf } from "../../lib/clock.ts";
 import { UnauthorizedClient } from "../errors.ts";
 import { initialDeadlines } from "../lifecycle.ts";
 import { resolveScope } from "../scope.ts";

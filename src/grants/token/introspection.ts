@@ -2,7 +2,7 @@
 // A token is active only while it, its grant and the upstream login behind it are all alive; an
 // upstream that cannot say right now is an error (UpstreamUnavailable), not "inactive".
 import { z } from "zod";
-import { dateOf } from "../clock.ts";
+import { dateOf } from "../../lib/clock.ts";
 import { CredentialRejected } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { hashPresentedToken } from "../token-format.ts";

@@ -4,7 +4,7 @@
 // narrow the scope, never widen it, and honours the upstream login behind the grant.
 import { z } from "zod";
 import { audit, auditRow } from "../audit.ts";
-import { dateOf } from "../clock.ts";
+import { dateOf } from "../../lib/clock.ts";
 import { InvalidGrant, InvalidScope, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { covers, parseScope, scopeList } from "../scope.ts";

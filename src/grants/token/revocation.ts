@@ -3,7 +3,7 @@
 // other clients' tokens are silently ignored, so nothing is learned from the answer.
 import { z } from "zod";
 import { audit } from "../audit.ts";
-import { dateOf } from "../clock.ts";
+import { dateOf } from "../../lib/clock.ts";
 import { hashPresentedToken } from "../token-format.ts";
 import type { RegisteredClient } from "../types.ts";
 import type { TokenContext } from "./context.ts";

@@ -13,7 +13,7 @@ jest.unstable_mockModule("node:crypto", () => ({
     return crypto.timingSafeEqual(a, b);
   },
 }));
-const { constantTimeEqual } = await import("../../src/store/secrets.ts");
+const { constantTimeEqual } = await import("../../src/crypto/tokens.ts");
 
 describe("constantTimeEqual", () => {
   it.each([

@@ -1,8 +1,8 @@
 // The broker's in-memory caches hold at most their limit, forgetting the least recently used
 // first, and tell their owner what they forget (the access cache unlinks it from its grant).
 import { describe, expect, it } from "@jest/globals";
-import { boundedCache } from "../../src/grants/bounded-cache.ts";
-import { ManualClock } from "../../src/grants/clock.ts";
+import { boundedCache } from "../../src/lib/bounded-cache.ts";
+import { ManualClock } from "../../src/lib/clock.ts";
 
 describe("boundedCache", () => {
   it("keeps at most its limit, forgetting the least recently used, and reports each one it forgets", () => {
