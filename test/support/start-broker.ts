@@ -93,6 +93,10 @@ export async function startBroker(
       async stop({ keepDir = false } = {}) {
         await broker.stop(2000);
         await mcp?.close();
+        // The server destroyed its keep-alive sockets; this process's fetch pool learns it only when
+        // it reads their end in a poll phase. A broker restarted on the same port at once (its start
+        // can be all synchronous) would otherwise get the next request on a dead socket.
+        await new Promise((resolve) => setImmediate(resolve));
         if (!keepDir) rmSync(dir, { recursive: true, force: true });
       },
     };
