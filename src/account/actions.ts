@@ -3,7 +3,7 @@
 // touches only the signed-in user's grants. Answers 303 back to the page (or to the IdP).
 import type Koa from "koa";
 import { z } from "zod";
-import { PageError } from "../http/errors.ts";
+import { PageError } from "../grants/errors.ts";
 import { readForm } from "../http/body.ts";
 import { browserSessionId, rememberRevokedApp, useBrowserSessionId } from "../http/browser-session.ts";
 import { setTransactionCookie } from "../http/transaction-cookie.ts";
@@ -19,19 +19,25 @@ const AccountForm = z.discriminatedUnion("action", [
 ]);
 
 const AGAIN = "Open the connected apps page again.";
-const BAD_FORM = new PageError(400, "This request cannot be completed", "The form was incomplete or not one of this page's. Nothing was changed.", AGAIN);
+const BAD_FORM = new PageError(
+  "invalid_request",
+  "This request cannot be completed",
+  "The form was incomplete or not one of this page's. Nothing was changed.",
+  AGAIN,
+);
 const STALE_FORM = new PageError(
-  403,
+  "access_denied",
   "This form has expired",
   "It was not made for this browser session (it was opened before you signed out, or in another browser). Nothing was changed.",
   AGAIN,
 );
-const SIGNED_OUT = new PageError(403, "Sign in again", "Your sign-in to the connected apps page has ended. Nothing was changed.", AGAIN);
+const SIGNED_OUT = new PageError("access_denied", "Sign in again", "Your sign-in to the connected apps page has ended. Nothing was changed.", AGAIN);
 const NO_SUCH_APP = new PageError(
-  404,
+  "invalid_request",
   "No such connected app",
   "This application is not connected with your account (it may have been disconnected already). Nothing was changed.",
   "Open the connected apps page again to see the current list.",
+  { status: 404 },
 );
 
 export function accountActionHandler(deps: AccountDeps): Koa.Middleware {

@@ -5,7 +5,7 @@
 import type Koa from "koa";
 import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
 import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
-import { PageError } from "../http/errors.ts";
+import { PageError } from "../grants/errors.ts";
 import { sendHtml } from "../http/html-page.ts";
 import type { CallbackBranch } from "../oauth/callback.ts";
 import type { AccountSignInOutcome } from "../grants/account-sign-in.ts";
@@ -16,17 +16,23 @@ const AGAIN = "Sign in again from the connected apps page.";
 
 function failure(reason: Extract<AccountSignInOutcome, { kind: "failed" }>["reason"], providerName: string): PageError {
   if (reason === "cancelled")
-    return new PageError(400, "Sign-in cancelled", `The sign-in at ${providerName} was cancelled or refused: you are not signed in.`, AGAIN);
+    return new PageError("invalid_request", "Sign-in cancelled", `The sign-in at ${providerName} was cancelled or refused: you are not signed in.`, AGAIN);
   if (reason === "unavailable")
-    return new PageError(503, `${providerName} is not reachable`, `${providerName} could not be reached to complete the sign-in.`, "Try again in a moment.");
+    return new PageError(
+      "temporarily_unavailable",
+      `${providerName} is not reachable`,
+      `${providerName} could not be reached to complete the sign-in.`,
+      "Try again in a moment.",
+    );
   if (reason === "misconfigured")
     return new PageError(
-      502,
+      "server_error",
       "Sign-in could not be completed",
       `${providerName} did not accept this service's sign-in request.`,
       "Tell the operator of this service.",
+      { status: 502 },
     );
-  return new PageError(502, "Sign-in could not be completed", `The sign-in at ${providerName} could not be completed.`, AGAIN);
+  return new PageError("server_error", "Sign-in could not be completed", `The sign-in at ${providerName} could not be completed.`, AGAIN, { status: 502 });
 }
 
 export function accountSignInCallback(deps: AccountDeps): CallbackBranch {

@@ -9,7 +9,7 @@ import { createHmac, randomUUID } from "node:crypto";
 import { callbackUrl } from "../config.ts";
 import { constantTimeEqual } from "../crypto/tokens.ts";
 import type { GrantsContext } from "./context.ts";
-import { SignInError } from "./errors.ts";
+import { PageError } from "./errors.ts";
 import { dateOf } from "../lib/clock.ts";
 import { audit } from "./audit.ts";
 import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
@@ -41,7 +41,7 @@ export type AccountSignInResult =
 
 const START_AGAIN = "Open the connected apps page again and sign in from there.";
 const alreadyUsed = () =>
-  new SignInError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
+  new PageError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
 
 export class AccountSignIn {
   constructor(
@@ -78,7 +78,7 @@ export class AccountSignIn {
       request = await this.ctx.provider.createAuthorizationRequest(callbackUrl(this.ctx.config.publicUrl), options);
     } catch (err) {
       this.ctx.logger.error({ err: (err as Error).message }, "cannot start the account sign-in");
-      throw new SignInError(
+      throw new PageError(
         "temporarily_unavailable",
         `${this.ctx.provider.displayName} is not reachable`,
         `The sign-in service could not be reached: ${(err as Error).message}`,
@@ -113,19 +113,19 @@ export class AccountSignIn {
 
   /**
    * Completes the sign-in: only in the browser that started it, once, before it expires. Problems
-   * with the response itself (unknown, replayed, foreign) are SignInErrors.
+   * with the response itself (unknown, replayed, foreign) are PageErrors.
    */
   async complete(input: BrowserCallback & { readonly bindingOf: (loginId: string) => string | null }): Promise<AccountSignInOutcome> {
     const state = input.callbackUrl.searchParams.get("state") ?? "";
     const login = state ? await this.ctx.db.accountLogin.findUnique({ where: { upstreamState: state } }) : null;
     if (!login)
-      throw new SignInError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending sign-in.", START_AGAIN);
+      throw new PageError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending sign-in.", START_AGAIN);
     if (login.status !== "pending") throw alreadyUsed();
     const presented = input.bindingOf(login.id);
     if (presented === null || !constantTimeEqual(presented, this.binding(login.id))) {
       // A leaked callback URL must not sign in anyone later, in this browser or another.
       await this.end(login.id, "pending");
-      throw new SignInError(
+      throw new PageError(
         "access_denied",
         "Sign-in started in another browser",
         "This sign-in response was opened in a different browser (or its cookie is missing) than the one that started it, so it was cancelled.",
@@ -135,7 +135,7 @@ export class AccountSignIn {
     const now = dateOf(this.ctx.clock);
     if (login.expiresAt <= now) {
       await this.end(login.id, "pending");
-      throw new SignInError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
+      throw new PageError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
     }
     // Claim it: a second callback (replay, double click) finds it taken. Its deadline shrinks to
     // what the exchange can take, so a process that dies mid-exchange leaves a row the sweep removes.

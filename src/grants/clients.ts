@@ -138,7 +138,7 @@ export class ClientRegistry {
   /**
    * The client an authorization request names. A metadata-document client_id is fetched again
    * when its cached copy is stale, so a changed document changes the client and a vanished one
-   * (404, 410) starts no new authorization (a SignInError says why); any other id is looked up.
+   * (404, 410) starts no new authorization (a PageError says why); any other id is looked up.
    */
   async forAuthorization(id: string): Promise<RegisteredClient | null> {
     if (this.documents && this.documentsEnabled && isMetadataDocumentUrl(id)) await this.documents.ensureFresh(id);

@@ -121,19 +121,28 @@ export class UpstreamUnavailable extends TemporarilyUnavailable {}
  */
 export class StorageUnavailable extends TemporarilyUnavailable {}
 
+/** The codes a page for the person in front of the browser is filed under. */
+export type PageErrorCode = "invalid_request" | "access_denied" | "temporarily_unavailable" | "server_error";
+
 /**
- * A step of the browser sign-in (consent, the upstream login and its callback) failed in a way only
- * the person in front of the browser can act on: it is shown to them as a page with a title, what
+ * A failure only the person in front of the browser can act on (a consent or sign-in step, the
+ * connected-apps page, a broken authorization request): shown to them as a page with a title, what
  * happened (the description) and what to do (the hint), and never sent to the client application.
+ * `status` is set where the page's own status says more than its code does (404 for an application
+ * nobody registered, 502 for an identity provider's broken answer).
  */
-export class SignInError extends DomainError {
+export class PageError extends DomainError {
+  readonly status: number | undefined;
+
   constructor(
-    readonly code: "invalid_request" | "access_denied" | "temporarily_unavailable",
+    readonly code: PageErrorCode,
     readonly title: string,
     detail: string,
     readonly hint?: string,
+    options: { readonly status?: number } = {},
   ) {
     super(detail);
+    this.status = options.status;
   }
 
   get detail(): string {

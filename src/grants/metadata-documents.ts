@@ -11,7 +11,7 @@ import { OutboundFetchError } from "../outbound/guarded-fetch.ts";
 import { audit } from "./audit.ts";
 import { clientMetadataColumns, parseClientMetadata, type ClientMetadata } from "./client-metadata.ts";
 import type { Clock } from "../lib/clock.ts";
-import { DomainError, SignInError } from "./errors.ts";
+import { DomainError, PageError } from "./errors.ts";
 import { SingleFlight } from "../lib/single-flight.ts";
 import { freshnessMs } from "./freshness.ts";
 
@@ -54,8 +54,8 @@ export function isTrustedHost(clientId: string, trustedHosts: readonly string[])
 
 const START_AGAIN = "Go back to the application you came from. If this keeps happening, tell the application's developer.";
 
-function refused(clientId: string, why: string): SignInError {
-  return new SignInError(
+function refused(clientId: string, why: string): PageError {
+  return new PageError(
     "invalid_request",
     "This application could not be identified",
     `The application says it is described at ${clientId}, but ${why}`,
@@ -121,7 +121,7 @@ export class MetadataDocuments {
 
   /**
    * Makes sure the client's Client row reflects a fresh copy of its document: fetched again when
-   * the cached one is stale. Throws a SignInError (a page for the person) when the document is
+   * the cached one is stale. Throws a PageError (a page for the person) when the document is
    * unreachable, gone, or not an acceptable registration.
    */
   async ensureFresh(clientId: string): Promise<void> {

@@ -4,7 +4,7 @@
 import { callbackUrl } from "../config.ts";
 import { randomUUID } from "node:crypto";
 import type { GrantsContext } from "./context.ts";
-import { SignInError } from "./errors.ts";
+import { PageError } from "./errors.ts";
 import { dateOf } from "../lib/clock.ts";
 import { initialDeadlines } from "./lifecycle.ts";
 import type { UpstreamSessions } from "./upstream-sessions.ts";
@@ -49,7 +49,7 @@ export type CallbackOutcome = CallbackDestination & { readonly transactionId: st
 
 const START_AGAIN = "Go back to your application and start the sign-in again.";
 const alreadyUsed = () =>
-  new SignInError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
+  new PageError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
 
 /**
  * Upstream calls one callback makes at most (code exchange, identity, e-mails), each bounded by
@@ -89,14 +89,14 @@ export class UpstreamLogin implements UpstreamLoginStarter {
   async start(transactionId: string, options: { readonly selectAccount?: boolean } = {}): Promise<string> {
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { id: transactionId } });
     if (tx?.status !== "approved" || tx.expiresAt <= dateOf(this.ctx.clock)) {
-      throw new SignInError("invalid_request", "Sign-in expired", "This authorization request is no longer pending.", START_AGAIN);
+      throw new PageError("invalid_request", "Sign-in expired", "This authorization request is no longer pending.", START_AGAIN);
     }
     let request: UpstreamAuthorizationRequest;
     try {
       request = await this.ctx.provider.createAuthorizationRequest(this.callbackUri, options);
     } catch (err) {
       this.ctx.logger.error({ err: (err as Error).message }, "cannot start the upstream login");
-      throw new SignInError(
+      throw new PageError(
         "temporarily_unavailable",
         `${this.providerName} is not reachable`,
         `The sign-in service could not be reached: ${(err as Error).message}`,
@@ -117,20 +117,20 @@ export class UpstreamLogin implements UpstreamLoginStarter {
   /**
    * Completes the upstream login and returns where to send the browser: the client's redirect URI
    * with the broker's code (or an OAuth error). Problems that must not reach the client (unknown,
-   * replayed or foreign callbacks) are SignInErrors, shown to the person in the browser.
+   * replayed or foreign callbacks) are PageErrors, shown to the person in the browser.
    */
   async complete(input: AuthorizationCallback): Promise<CallbackOutcome> {
     const state = input.callbackUrl.searchParams.get("state");
-    if (!state) throw new SignInError("invalid_request", "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
+    if (!state) throw new PageError("invalid_request", "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
     const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
     if (!tx)
-      throw new SignInError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
+      throw new PageError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
     if (tx.status !== "approved") throw alreadyUsed();
     if (!this.transactions.boundTo(tx.id, input.bindingOf(tx.id))) {
       // A callback URL that leaked (history, logs, a shared screen) must not complete the login
       // later in the right browser either: any refused callback ends its transaction.
       await this.abandon(tx.id, tx.clientId, "browser_mismatch", input.ip);
-      throw new SignInError(
+      throw new PageError(
         "access_denied",
         "Sign-in started in another browser",
         "This sign-in response was opened in a different browser (or its cookie is missing) than the one that started it, so it was cancelled.",
@@ -140,7 +140,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     const now = dateOf(this.ctx.clock);
     if (tx.expiresAt <= now) {
       await this.abandon(tx.id, tx.clientId, "expired", input.ip);
-      throw new SignInError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
+      throw new PageError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
     }
     // Claim the transaction: a second callback (replay, double click) finds it taken. Its
     // deadline shrinks to what the exchange can take, so a process that dies mid-exchange (kill -9)

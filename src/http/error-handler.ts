@@ -6,9 +6,9 @@
 // refused) is the client's doing: logged at info, answered 400 if anyone is still listening. It is
 // known by where it happened (http/body.ts marks it), never by its error code.
 import type Koa from "koa";
-import { OAuthError, PageError, statusOf, type ErrorFormat } from "./errors.ts";
+import { OAuthError, statusOf, type ErrorFormat } from "./errors.ts";
 import { RequestBodyUnreadable } from "./body.ts";
-import { DomainError, SignInError } from "../grants/errors.ts";
+import { DomainError, PageError } from "../grants/errors.ts";
 import { renderErrorPage } from "../views/error-page.ts";
 import { firstLine, isDatabaseUnavailable } from "../store/errors.ts";
 
@@ -33,19 +33,15 @@ export interface Problem {
 
 /** The response an expected error stands for; undefined for anything else (a bug, a fault). */
 export function problemOf(err: unknown): Problem | undefined {
-  if (err instanceof DomainError) {
-    return {
-      status: statusOf(err.code),
-      code: err.code,
-      description: err.description,
-      headers: err.retryAfterSeconds === undefined ? {} : { "Retry-After": String(err.retryAfterSeconds) },
-      ...(err instanceof SignInError ? { page: { title: err.title, hint: err.hint } } : {}),
-    };
-  }
   if (err instanceof OAuthError) return { status: err.status, code: err.code, description: err.description, headers: err.headers };
-  if (err instanceof PageError)
-    return { status: err.status, code: "invalid_request", description: err.detail, headers: {}, page: { title: err.title, hint: err.hint } };
-  return undefined;
+  if (!(err instanceof DomainError)) return undefined;
+  return {
+    status: (err instanceof PageError ? err.status : undefined) ?? statusOf(err.code),
+    code: err.code,
+    description: err.description,
+    headers: err.retryAfterSeconds === undefined ? {} : { "Retry-After": String(err.retryAfterSeconds) },
+    ...(err instanceof PageError ? { page: { title: err.title, hint: err.hint } } : {}),
+  };
 }
 
 function send(ctx: Koa.Context, format: ErrorFormat, status: number, code: string, description: string, hint?: string, title?: string): void {

@@ -1,8 +1,8 @@
-// Typed errors of the HTTP layer that the error middleware turns into responses: OAuth JSON for
-// protocol endpoints, a safe HTML page for browser pages. The domain's own errors live in
-// grants/errors.ts; anything else is an unexpected error: logged, answered 500.
+// The HTTP layer's own error, and the status each OAuth error code is answered with. The domain's
+// errors, pages for people included, live in grants/errors.ts; anything else is an unexpected
+// error: logged, answered 500.
 
-import type { OAuthErrorCode } from "../grants/errors.ts";
+import { DomainError, type OAuthErrorCode } from "../grants/errors.ts";
 
 export type { OAuthErrorCode };
 
@@ -21,34 +21,22 @@ export function statusOf(code: OAuthErrorCode): number {
 }
 
 /**
- * An error of the HTTP layer itself (client authentication, body parsing, bearer challenges):
- * where the status or headers are the point. Domain errors (grants/errors.ts) carry only a code.
+ * An error of the HTTP layer itself (client authentication, body parsing, bearer challenges): where
+ * the status or headers are the point (413, 408, 429 with Retry-After, 401 with its challenge). One
+ * of the domain's family, so the error middleware has one root to answer; the only one that carries
+ * HTTP, which is why it lives here and not in grants/.
  */
-export class OAuthError extends Error {
+export class OAuthError extends DomainError {
   readonly status: number;
   readonly headers: Record<string, string>;
   constructor(
     readonly code: OAuthErrorCode,
-    readonly description: string,
+    description: string,
     options: { status?: number; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
-    super(`${code}: ${description}`, { cause: options.cause });
-    this.name = "OAuthError";
+    super(description, { cause: options.cause });
     this.status = options.status ?? statusOf(code);
     this.headers = options.headers ?? {};
-  }
-}
-
-/** An error shown to a person in the browser: what went wrong and what to do. */
-export class PageError extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    readonly detail: string,
-    readonly hint?: string,
-  ) {
-    super(`${title}: ${detail}`);
-    this.name = "PageError";
   }
 }
 

@@ -8,7 +8,7 @@
 // already approved the same client, redirect URI and scope, and the browser says the person, not
 // another site, started this navigation: http/fetch-metadata.ts).
 import type Koa from "koa";
-import { PageError } from "../http/errors.ts";
+import { PageError } from "../grants/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import { setTransactionCookie } from "../http/transaction-cookie.ts";
@@ -44,21 +44,27 @@ const START_AGAIN = "Go back to the application you came from and try to connect
 async function trustedTarget(params: Record<string, string>, clients: ClientRegistry): Promise<{ client: RegisteredClient; redirectUri: string }> {
   const clientId = params.client_id;
   if (!clientId)
-    throw new PageError(400, "Missing client", "The authorization request does not say which application is asking (client_id is missing).", START_AGAIN);
+    throw new PageError(
+      "invalid_request",
+      "Missing client",
+      "The authorization request does not say which application is asking (client_id is missing).",
+      START_AGAIN,
+    );
   // A Client ID Metadata Document URL is fetched (again when stale); a refusal is a page too.
   const client = await clients.forAuthorization(clientId);
-  if (!client) throw new PageError(400, "Unknown application", "The application that sent you here is not registered with this server.", START_AGAIN);
+  if (!client)
+    throw new PageError("invalid_request", "Unknown application", "The application that sent you here is not registered with this server.", START_AGAIN);
   const requested = params.redirect_uri;
   if (requested === undefined) {
     if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };
-    throw new PageError(400, "Missing redirect address", "The request does not say where to return to (redirect_uri is missing).", START_AGAIN);
+    throw new PageError("invalid_request", "Missing redirect address", "The request does not say where to return to (redirect_uri is missing).", START_AGAIN);
   }
   // Exact string match against the registration (spec §5.3, OAuth 2.1 §4.1.1), any port for a
   // loopback URI (OAuth 2.1 §8.4.2, RFC 8252 §7.3).
   const redirectUri = matchRedirectUri(client.redirectUris, requested);
   if (redirectUri === null) {
     throw new PageError(
-      400,
+      "invalid_request",
       "Unregistered redirect address",
       // The address as sent (shown escaped, shortened): what the application's developer compares with the registration.
       `The address this request wants to return to, ${requested.length > 200 ? `${requested.slice(0, 200)}…` : requested}, is not registered for the application, so you were not sent there.`,
@@ -122,7 +128,7 @@ export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
     } catch (err) {
       if (!(err instanceof DomainError)) throw err;
       if (!(await mayRedirectErrors(ctx, client, deps.consents))) {
-        throw new PageError(400, ERROR_TITLES[err.code] ?? "Invalid authorization request", `${err.description} (${err.code})`, START_AGAIN);
+        throw new PageError("invalid_request", ERROR_TITLES[err.code] ?? "Invalid authorization request", `${err.description} (${err.code})`, START_AGAIN);
       }
       ctx.redirect(
         clientRedirectUrl(redirectUri, {

@@ -4,7 +4,7 @@
 // is an Allow that first forgets who this browser was (and the consents it remembered), then asks
 // the upstream IdP for another account.
 import type Koa from "koa";
-import { PageError } from "../http/errors.ts";
+import { PageError } from "../grants/errors.ts";
 import { paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
@@ -41,7 +41,7 @@ const DECISIONS = new Map<string, "approved" | "denied">([
 ]);
 
 const NOT_PENDING = new PageError(
-  400,
+  "invalid_request",
   "This request is no longer waiting for you",
   "It was already answered, it expired, or it was started in another browser.",
   "Go back to your application and connect again.",

@@ -7,19 +7,20 @@ import Koa from "koa";
 import {
   AccessDenied,
   CredentialRejected,
+  DomainError,
   InvalidClientMetadata,
   InvalidGrant,
   InvalidRedirectUri,
   InvalidRequest,
   InvalidScope,
   InvalidTarget,
-  SignInError,
+  PageError,
   UnauthorizedClient,
   UnsupportedGrantType,
   UpstreamUnavailable,
 } from "../../src/grants/errors.ts";
 import { errorHandler, problemOf } from "../../src/http/error-handler.ts";
-import { OAuthError, PageError, type ErrorFormat } from "../../src/http/errors.ts";
+import { OAuthError, type ErrorFormat } from "../../src/http/errors.ts";
 import { requestContext } from "../../src/http/request-context.ts";
 import { createLogger } from "../../src/logger.ts";
 
@@ -49,15 +50,15 @@ describe("problemOf", () => {
   });
 
   it("renders sign-in errors for the person: title, detail and hint, status from the code", () => {
-    expect(problemOf(new SignInError("access_denied", "Other browser", "Opened elsewhere.", "Start again."))).toEqual({
+    expect(problemOf(new PageError("access_denied", "Other browser", "Opened elsewhere.", "Start again."))).toEqual({
       status: 403,
       code: "access_denied",
       description: "Opened elsewhere.",
       headers: {},
       page: { title: "Other browser", hint: "Start again." },
     });
-    expect(problemOf(new SignInError("temporarily_unavailable", "Down", "Not reachable."))?.status).toBe(503);
-    expect(problemOf(new SignInError("temporarily_unavailable", "Down", "Not reachable."))?.headers).toEqual({});
+    expect(problemOf(new PageError("temporarily_unavailable", "Down", "Not reachable."))?.status).toBe(503);
+    expect(problemOf(new PageError("temporarily_unavailable", "Down", "Not reachable."))?.headers).toEqual({});
   });
 
   it("keeps the HTTP layer's own errors as they are, and leaves anything else to the 500 path", () => {
@@ -67,7 +68,12 @@ describe("problemOf", () => {
       description: "who?",
       headers: { "WWW-Authenticate": "Basic" },
     });
-    expect(problemOf(new PageError(404, "Gone", "Not here."))).toMatchObject({ status: 404, page: { title: "Gone" } });
+    expect(problemOf(new PageError("invalid_request", "Gone", "Not here.", undefined, { status: 404 }))).toMatchObject({
+      status: 404,
+      page: { title: "Gone" },
+    });
+    // One family: the HTTP layer's error is a domain error too, answered with its own status.
+    expect(new OAuthError("invalid_request", "x", { status: 413 })).toBeInstanceOf(DomainError);
     expect(problemOf(new Error("bug"))).toBeUndefined();
     expect(problemOf("not even an error")).toBeUndefined();
   });
@@ -91,7 +97,7 @@ describe("errorHandler with domain errors, per route format", () => {
       ctx.state.errorFormat = (ctx.query.format as ErrorFormat | undefined) ?? "oauth";
       if (ctx.path === "/unavailable") throw new UpstreamUnavailable("the upstream identity provider is not reachable right now; retry shortly");
       if (ctx.path === "/grant") throw new InvalidGrant("The refresh token is invalid, expired or revoked.");
-      if (ctx.path === "/sign-in") throw new SignInError("invalid_request", "Sign-in expired", "This sign-in took too long.", "Start again.");
+      if (ctx.path === "/sign-in") throw new PageError("invalid_request", "Sign-in expired", "This sign-in took too long.", "Start again.");
       throw new Error("unexpected");
     });
     server = createServer(app.callback());
