@@ -7,7 +7,16 @@ import { InvalidClientMetadata, InvalidRedirectUri } from "./errors.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";
 import { ASSERTION_ALGORITHMS } from "./client-assertion.ts";
 import { parseKeySet } from "./client-keys.ts";
-import { SUPPORTED_SCOPES, type ApplicationType, type GrantType, type JsonWebKeySet, type RegisteredClient } from "./types.ts";
+import {
+  GRANT_TYPES,
+  isGrantType,
+  SUPPORTED_SCOPES,
+  TOKEN_ENDPOINT_AUTH_METHODS,
+  type ApplicationType,
+  type GrantType,
+  type JsonWebKeySet,
+  type RegisteredClient,
+} from "./types.ts";
 
 /** What the server lets a registration ask for (config.clients); the defaults are the strictest. */
 export interface RegistrationPolicy {
@@ -62,11 +71,9 @@ const text = (max: number) =>
     .regex(/^[^\u0000-\u001f\u007f]*$/, "must not contain control characters")
     .refine((v) => !LONE_SURROGATE.test(v), "must be valid Unicode text");
 
-const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials"] as const;
-
 const Schema = z.object({
   redirect_uris: z.array(text(2000)).max(20).optional(),
-  token_endpoint_auth_method: z.enum(["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]).optional(),
+  token_endpoint_auth_method: z.enum(TOKEN_ENDPOINT_AUTH_METHODS).optional(),
   grant_types: z.array(text(200)).max(10).optional(),
   response_types: z
     .array(z.enum(["code"]))
@@ -133,8 +140,8 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, 
   const m = parsed.data;
   // RFC 7591 §2 defaults; MCP clients send "none" explicitly.
   const tokenEndpointAuthMethod = m.token_endpoint_auth_method ?? "client_secret_basic";
-  const known = (m.grant_types ?? []).filter((g): g is GrantType => (GRANT_TYPES as readonly string[]).includes(g));
-  const unknown = (m.grant_types ?? []).filter((g) => !(GRANT_TYPES as readonly string[]).includes(g));
+  const known = (m.grant_types ?? []).filter(isGrantType);
+  const unknown = (m.grant_types ?? []).filter((g) => !isGrantType(g));
   if (unknown.length && !policy.ignoreUnknownGrantTypes)
     fail("grant_types", `is invalid: ${JSON.stringify(unknown[0])} is not supported here (${GRANT_TYPES.join(", ")}).`);
   if (m.grant_types && m.grant_types.length > 0 && known.length === 0) fail("grant_types", `has none this server supports (${GRANT_TYPES.join(", ")}).`);

@@ -2,7 +2,12 @@
 // No Koa, no Prisma types here.
 import type { JWK } from "jose";
 
-export type TokenEndpointAuthMethod = "none" | "client_secret_basic" | "client_secret_post" | "private_key_jwt";
+/**
+ * The client authentication methods, in the order the metadata lists them: "none" first, since
+ * claude.ai uses a metadata document only when it is listed.
+ */
+export const TOKEN_ENDPOINT_AUTH_METHODS = ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"] as const;
+export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
 
 /** RFC 7517 §5: the public keys a private_key_jwt client signs its assertions with. */
 export interface JsonWebKeySet {
@@ -11,7 +16,17 @@ export interface JsonWebKeySet {
 
 /** What a registration says the client is (OpenID Connect Registration application_type). */
 export type ApplicationType = "native" | "web";
-export type GrantType = "authorization_code" | "refresh_token" | "client_credentials";
+/**
+ * The grant types this server serves: the one list registration, metadata and the token endpoint
+ * read. grants/token/index.ts holds a handler for each (its Record<GrantType, …> fails to compile
+ * when one is missing).
+ */
+export const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials"] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+
+export function isGrantType(value: unknown): value is GrantType {
+  return typeof value === "string" && (GRANT_TYPES as readonly string[]).includes(value);
+}
 
 /** A client as the rest of the code sees it (JSON columns decoded, no secret hash). */
 export interface RegisteredClient {

@@ -4,6 +4,7 @@ import type Koa from "koa";
 import type { Config } from "../config.ts";
 import { knownScopes, resourceScopes } from "../grants/scope.ts";
 import { ASSERTION_ALGORITHMS } from "../grants/client-assertion.ts";
+import { GRANT_TYPES, TOKEN_ENDPOINT_AUTH_METHODS } from "../grants/types.ts";
 
 export function authorizationServerMetadata(config: Config, dynamicRegistration: boolean): Record<string, unknown> {
   const base = config.publicUrl;
@@ -16,14 +17,14 @@ export function authorizationServerMetadata(config: Config, dynamicRegistration:
     introspection_endpoint: `${base}/introspect`,
     response_types_supported: ["code"],
     response_modes_supported: ["query"],
-    grant_types_supported: ["authorization_code", "refresh_token", "client_credentials"],
+    grant_types_supported: GRANT_TYPES,
     code_challenge_methods_supported: ["S256"],
-    // "none" first: claude.ai uses a metadata document only when it is listed.
-    token_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"],
+    token_endpoint_auth_methods_supported: TOKEN_ENDPOINT_AUTH_METHODS,
     token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
-    revocation_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"],
+    revocation_endpoint_auth_methods_supported: TOKEN_ENDPOINT_AUTH_METHODS,
     revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
-    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+    // Introspection is for confidential clients only.
+    introspection_endpoint_auth_methods_supported: TOKEN_ENDPOINT_AUTH_METHODS.filter((m) => m !== "none"),
     introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     // SCOPES_SUPPORTED, with mcp and offline_access, which are always understood.
     scopes_supported: knownScopes(config.clients.scopes.supported),

@@ -5,8 +5,7 @@ import { readForm } from "../http/body.ts";
 import { challengingClients, presentedClient } from "../http/client-auth.ts";
 import type { ClientAuthentication } from "../grants/client-authentication.ts";
 import type { TokenIssuer } from "../grants/ports.ts";
-
-const GRANT_TYPES = new Set(["authorization_code", "refresh_token", "client_credentials"]);
+import { isGrantType } from "../grants/types.ts";
 
 export interface TokenDeps {
   readonly clientAuthentication: ClientAuthentication;
@@ -19,7 +18,7 @@ export function tokenHandler(deps: TokenDeps): Koa.Middleware {
     ctx.set("Pragma", "no-cache");
     const params = await readForm(ctx);
     // Only the grants this server knows become a metrics label (a bounded set).
-    if (GRANT_TYPES.has(params.grant_type ?? "")) ctx.state.grantType = params.grant_type;
+    if (isGrantType(params.grant_type)) ctx.state.grantType = params.grant_type;
     // The client is authenticated by the grants code, against its row: a refresh reads that row
     // with the token (grants/token/index.ts).
     ctx.body = await challengingClients(() => deps.tokens.grant(presentedClient(ctx, params, deps.clientAuthentication), params));

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { UnauthorizedClient, UnsupportedGrantType } from "../errors.ts";
 import type { TokenIssuer } from "../ports.ts";
-import type { GrantType } from "../types.ts";
+import { isGrantType, type GrantType } from "../types.ts";
 import { authorizationCodeGrant } from "./authorization-code.ts";
 import { clientCredentialsGrant } from "./client-credentials.ts";
 import type { GrantHandler, PrereadRefreshToken, TokenContext } from "./context.ts";
@@ -17,11 +17,9 @@ import { revocation } from "./revocation.ts";
 
 export type { TokenContext } from "./context.ts";
 
-const GRANT_TYPES: readonly GrantType[] = ["authorization_code", "refresh_token", "client_credentials"];
-
 function grantTypeOf(value: string): GrantType {
-  if (!(GRANT_TYPES as readonly string[]).includes(value)) throw new UnsupportedGrantType(`grant_type ${value.slice(0, 60)} is not supported.`);
-  return value as GrantType;
+  if (!isGrantType(value)) throw new UnsupportedGrantType(`grant_type ${value.slice(0, 60)} is not supported.`);
+  return value;
 }
 
 const Parameters = z.object({
