@@ -2,7 +2,6 @@
 // Client ID Metadata Documents, and the scopes clients may ask for. Parsed once at start.
 import { z } from "zod";
 import { ConfigError, commaList, type Env } from "./config-values.ts";
-import { closeImplications, type ScopeImplications } from "./grants/scope.ts";
 
 export interface ScopeConfig {
   /** SCOPES_SUPPORTED: what clients may ask for (offline_access is always understood too). */
@@ -163,4 +162,31 @@ export function parseAllowedOrigins(env: Env, demoMode: boolean): AllowedOrigins
     return parsed.data;
   });
   return { origins: [...new Set(origins)], loopback: false };
+}
+
+/**
+ * What each scope implies besides itself (SCOPE_IMPLIES, `docs:write=docs:read,admin=docs:write`),
+ * already closed under implication: `admin` lists `docs:write` and `docs:read`.
+ */
+export type ScopeImplications = Readonly<Record<string, readonly string[]>>;
+
+/**
+ * The transitive closure of direct implications: every scope reachable from each. A cycle
+ * (`a=b,b=a`) is harmless: the scopes on it imply each other, which is what it says.
+ */
+export function closeImplications(direct: Readonly<Record<string, readonly string[]>>): ScopeImplications {
+  const closed: Record<string, readonly string[]> = {};
+  for (const scope of Object.keys(direct)) {
+    const reached = new Set<string>();
+    const pending = [...(direct[scope] ?? [])];
+    while (pending.length > 0) {
+      const next = pending.pop()!;
+      if (reached.has(next)) continue;
+      reached.add(next);
+      pending.push(...(direct[next] ?? []));
+    }
+    reached.delete(scope);
+    closed[scope] = [...reached].sort();
+  }
+  return closed;
 }

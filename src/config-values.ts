@@ -20,3 +20,6 @@ export function commaList(raw: string | undefined): string[] {
     .map((v) => v.trim())
     .filter(Boolean);
 }
+
+/** The identity providers the broker signs users in at. */
+export type UpstreamKind = "github" | "google" | "oidc" | "demo";

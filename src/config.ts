@@ -9,7 +9,8 @@ import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy-config.ts";
 import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop-config.ts";
-import { ConfigError, commaList, type Env } from "./config-values.ts";
+import { ConfigError, commaList, type Env, type UpstreamKind } from "./config-values.ts";
+export type { UpstreamKind };
 import { withSecretFiles } from "./config-sources.ts";
 import { parseStdioServer, type StdioServerConfig } from "./stdio-server-config.ts";
 
@@ -17,8 +18,6 @@ export { ConfigError };
 
 /** Demo mode cannot write its data folder; the message says which and what to do. */
 export class DataFolderError extends Error {}
-
-export type UpstreamKind = "github" | "google" | "oidc" | "demo";
 
 export interface Config {
   readonly port: number;

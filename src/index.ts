@@ -5,6 +5,6 @@ export { createBroker, type Broker, type BrokerOptions } from "./broker.ts";
 export { createServices, type Services } from "./services.ts";
 export { bearerAuth, challenge, type BearerOptions, type BearerState } from "./gateway/bearer.ts";
 export { mcpRouter, type McpHandler } from "./gateway/router.ts";
-export type { CallerIdentity } from "./gateway/identity.ts";
+export type { CallerIdentity } from "./grants/caller-identity.ts";
 export { createMcpProxy, type McpProxy, type McpProxyOptions } from "./gateway/proxy.ts";
 export type { UpstreamProvider, UpstreamIdentity, UpstreamTokens } from "./upstream/provider.ts";

@@ -3,7 +3,6 @@
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, type Env } from "./config-values.ts";
-import { isInheritedVariable } from "./stdio/child-environment.ts";
 
 export interface StdioServerConfig {
   /** The program, as the first word of MCP_SERVER_COMMAND (looked up on PATH when not a path). */
@@ -150,4 +149,33 @@ export function parseStdioServer(env: Env, cwd: string): StdioServerConfig | und
     idleSeconds: positiveInt(env, "MCP_STDIO_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, 7 * 24 * 3600),
     requestTimeoutSeconds: positiveInt(env, "MCP_STDIO_REQUEST_TIMEOUT_SECONDS", DEFAULT_REQUEST_TIMEOUT_SECONDS, 24 * 3600),
   });
+}
+
+/** What a program needs to run at all (find programs, a home, a locale, temp files, a proxy, CAs). */
+export const INHERITED_VARIABLES: readonly string[] = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "TZ",
+  "TMPDIR",
+  "TEMP",
+  "TMP",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+];
+
+/** Inherited too: the locale categories (LC_ALL, LC_CTYPE…). */
+export function isInheritedVariable(name: string): boolean {
+  return INHERITED_VARIABLES.includes(name) || /^LC_[A-Z_]+$/.test(name);
 }

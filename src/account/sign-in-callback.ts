@@ -7,7 +7,7 @@ import { browserSessionId, useBrowserSessionId } from "../http/browser-session.t
 import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
 import { PageError } from "../grants/errors.ts";
 import { sendHtml } from "../http/html-page.ts";
-import type { CallbackBranch } from "../oauth/callback.ts";
+import type { CallbackBranch } from "../http/callback-branch.ts";
 import type { AccountSignInOutcome } from "../grants/account-sign-in.ts";
 import { renderAccessRefusedPage } from "../views/access-refused-page.ts";
 import { accountUrl, type AccountDeps } from "./deps.ts";

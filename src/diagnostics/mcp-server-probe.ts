@@ -5,7 +5,7 @@
 // 401, 404, 405, 501 or an HTML page means. `check` prints the finding; the broker logs it at start.
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { Agent } from "undici";
-import { describeNetworkFailure } from "../outbound/network-failure.ts";
+import { describeNetworkFailure } from "../lib/network-failure.ts";
 import { misfitOf } from "../outbound/mcp-server-answer.ts";
 import type { Config } from "../config.ts";
 import type { Finding } from "./finding.ts";

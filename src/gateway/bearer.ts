@@ -8,7 +8,7 @@ import type { AccessValidator, ValidatedAccess } from "../grants/access-validati
 import { CredentialRejected } from "../grants/errors.ts";
 import { covers, scopeList, type ScopeImplications } from "../grants/scope.ts";
 import { OFFLINE_ACCESS } from "../grants/types.ts";
-import type { CallerIdentity } from "./identity.ts";
+import type { CallerIdentity } from "../grants/caller-identity.ts";
 
 export interface BearerOptions {
   readonly validator: AccessValidator;

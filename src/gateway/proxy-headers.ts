@@ -2,7 +2,7 @@
 // the client forges or the broker owns leaks through), the identity headers the broker adds, the
 // response headers the client may see, and the upstream path.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
-import type { CallerIdentity } from "./identity.ts";
+import type { CallerIdentity } from "../grants/caller-identity.ts";
 
 /**
  * Client headers the MCP server needs; everything else (Authorization, Cookie, X-Auth-*, …) is

@@ -11,7 +11,7 @@ import type { Readable } from "node:stream";
 import type Koa from "koa";
 import { Pool, errors as undiciErrors } from "undici";
 import type { Logger } from "../logger.ts";
-import type { CallerIdentity } from "./identity.ts";
+import type { CallerIdentity } from "../grants/caller-identity.ts";
 import { challenge, parseBearerChallenge, type ChallengeOptions } from "./bearer.ts";
 import { OAuthError } from "../http/errors.ts";
 import { scopeList } from "../grants/scope.ts";

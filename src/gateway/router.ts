@@ -9,7 +9,7 @@ import Router from "@koa/router";
 import type Koa from "koa";
 import { bearerAuth, type BearerOptions } from "./bearer.ts";
 import { cors } from "../http/cors.ts";
-import type { CallerIdentity } from "./identity.ts";
+import type { CallerIdentity } from "../grants/caller-identity.ts";
 import { originCheck, type OriginPredicate } from "./origin-check.ts";
 
 export type McpHandler = (ctx: Koa.Context, identity: CallerIdentity) => Promise<void>;

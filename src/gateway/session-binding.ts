@@ -5,7 +5,7 @@
 // the database-backed binding (database-session-binding.ts), shared by all its instances; the
 // in-memory one here serves a proxy used on its own (library use, tests).
 import { boundedCache } from "../lib/bounded-cache.ts";
-import type { CallerIdentity } from "./identity.ts";
+import type { CallerIdentity } from "../grants/caller-identity.ts";
 
 export interface McpSessionBinding {
   /** The owner key bound to the session, or undefined when the session is unknown. */

@@ -9,7 +9,7 @@
 import type Koa from "koa";
 import type { Logger } from "../logger.ts";
 import type { McpHandler } from "./router.ts";
-import type { CallerIdentity } from "./identity.ts";
+import type { CallerIdentity } from "../grants/caller-identity.ts";
 import { sessionOwnerKey } from "./session-binding.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
 import { HEADER_MISMATCH, headerMismatch, requestId } from "./header-consistency.ts";

@@ -3,6 +3,7 @@
 // `offline_access` (refresh tokens) are always understood.
 import { InvalidScope } from "./errors.ts";
 import { DEFAULT_SCOPE, OFFLINE_ACCESS } from "./types.ts";
+import type { ScopeImplications } from "../client-interop-config.ts";
 
 const SCOPE_SYNTAX = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/;
 
@@ -19,32 +20,7 @@ export function resourceScopes(supported: readonly string[] = []): string[] {
   return knownScopes(supported).filter((s) => s !== OFFLINE_ACCESS);
 }
 
-/**
- * What each scope implies besides itself (SCOPE_IMPLIES, `docs:write=docs:read,admin=docs:write`),
- * already closed under implication: `admin` lists `docs:write` and `docs:read`.
- */
-export type ScopeImplications = Readonly<Record<string, readonly string[]>>;
-
-/**
- * The transitive closure of direct implications: every scope reachable from each. A cycle
- * (`a=b,b=a`) is harmless: the scopes on it imply each other, which is what it says.
- */
-export function closeImplications(direct: Readonly<Record<string, readonly string[]>>): ScopeImplications {
-  const closed: Record<string, readonly string[]> = {};
-  for (const scope of Object.keys(direct)) {
-    const reached = new Set<string>();
-    const pending = [...(direct[scope] ?? [])];
-    while (pending.length > 0) {
-      const next = pending.pop()!;
-      if (reached.has(next)) continue;
-      reached.add(next);
-      pending.push(...(direct[next] ?? []));
-    }
-    reached.delete(scope);
-    closed[scope] = [...reached].sort();
-  }
-  return closed;
-}
+export type { ScopeImplications };
 
 /** The scopes and every scope they imply, sorted and deduplicated. */
 export function withImplied(scopes: readonly string[], implies: ScopeImplications = {}): string[] {

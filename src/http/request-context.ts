@@ -3,7 +3,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type Koa from "koa";
 import { redactUrl, type Logger } from "../logger.ts";
 import type { ErrorFormat } from "./errors.ts";
-import type { CallerIdentity } from "../gateway/identity.ts";
+import type { CallerIdentity } from "../grants/caller-identity.ts";
 
 /** What the broker's middleware keep in `ctx.state`, for every route. */
 export interface RequestState {

@@ -3,7 +3,6 @@
 // recognized by theirs; any other is a client's authorization) and the grants layer matches the
 // transaction and browser session, exchanges the code and decides where to go.
 import { callbackPath, callbackUrl } from "../config.ts";
-import type Koa from "koa";
 import Router from "@koa/router";
 import type { UpstreamLogin } from "../grants/upstream-login.ts";
 import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
@@ -12,13 +11,7 @@ import { publicPaths } from "../http/public-paths.ts";
 import { paramsToRecord } from "../http/body.ts";
 import { sendHtml } from "../http/html-page.ts";
 import { renderAccessRefusedPage } from "../views/access-refused-page.ts";
-
-/** Another sign-in that comes back through this callback, recognized by the state it sent upstream. */
-export interface CallbackBranch {
-  owns(state: string): Promise<boolean>;
-  /** Completes the sign-in and sets the response. */
-  complete(ctx: Koa.Context, callbackUrl: URL): Promise<void>;
-}
+import type { CallbackBranch } from "../http/callback-branch.ts";
 
 export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, resourceName: string, accountSignIn?: CallbackBranch): Router {
   const router = new Router();

@@ -1,35 +1,7 @@
 // The environment a stdio MCP server starts with. Built from an allow-list, never from the broker's
 // whole environment: the broker's SECRET_KEY, DATABASE_URL and client secret must not reach a
 // program that runs on behalf of a user.
-
-/** What a program needs to run at all (find programs, a home, a locale, temp files, a proxy, CAs). */
-export const INHERITED_VARIABLES: readonly string[] = [
-  "PATH",
-  "HOME",
-  "USER",
-  "LOGNAME",
-  "SHELL",
-  "LANG",
-  "LANGUAGE",
-  "TZ",
-  "TMPDIR",
-  "TEMP",
-  "TMP",
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "NO_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "no_proxy",
-  "NODE_EXTRA_CA_CERTS",
-  "SSL_CERT_FILE",
-  "SSL_CERT_DIR",
-];
-
-/** Inherited too: the locale categories (LC_ALL, LC_CTYPE…). */
-export function isInheritedVariable(name: string): boolean {
-  return INHERITED_VARIABLES.includes(name) || /^LC_[A-Z_]+$/.test(name);
-}
+import { isInheritedVariable } from "../stdio-server-config.ts";
 
 /**
  * The child's environment: the allow-listed part of `parent`, then the operator's fixed variables,

@@ -2,7 +2,7 @@
 // only "Can't reach database server" (or nothing on their first line); for PostgreSQL a direct
 // connection attempt with `pg` gives the real cause: DNS, refused, timeout, TLS, credentials.
 import pg from "pg";
-import { describeNetworkFailure } from "../outbound/network-failure.ts";
+import { describeNetworkFailure } from "../lib/network-failure.ts";
 import { databaseKindOf } from "./database-kind.ts";
 import { firstLine } from "./errors.ts";
 

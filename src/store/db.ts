@@ -3,7 +3,8 @@
 // source, prisma/postgres is derived), so the rest of the code sees a single `Db` type.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { PrismaClient as SqliteClient, type Prisma } from "./generated/sqlite/client.ts";
+import { PrismaClient as SqliteClient } from "./generated/sqlite/client.ts";
+import type { Db } from "./db-types.ts";
 import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
 import { assertWritable, checkWritable, DatabaseNotWritableError, type WritableTarget, type WriteCheck } from "./writability.ts";
 import { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
@@ -11,10 +12,7 @@ import { WriteFailures } from "./readiness.ts";
 import type { HotStore } from "./hot-store.ts";
 import { createSqliteHotStore } from "./hot-store-sqlite.ts";
 
-export type Db = SqliteClient;
-export type { Prisma };
-/** The client inside an interactive transaction (`db.$transaction(async (tx) => …)`). */
-export type Tx = Prisma.TransactionClient;
+export type { Db, Prisma, Tx } from "./db-types.ts";
 export { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
 
 const hotStores = new WeakMap<Db, HotStore>();

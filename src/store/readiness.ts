@@ -1,10 +1,10 @@
 // Whether a database is usable by the broker: reachable and migrated (its tables exist), and what
 // its writes have been answered lately.
-import type { Database } from "./db.ts";
+import type { Db } from "./db-types.ts";
 import { postgresSqlState, sqliteCannotWriteCode } from "./errors.ts";
 
 /** False when the database cannot be reached or has no schema yet; never throws. */
-export async function schemaIsReady(database: Pick<Database, "db">): Promise<boolean> {
+export async function schemaIsReady(database: { readonly db: Db }): Promise<boolean> {
   try {
     await database.db.client.findFirst({ select: { id: true } });
     return true;

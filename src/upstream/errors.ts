@@ -1,7 +1,7 @@
 // Turns whatever an upstream call threw (openid-client / oauth4webapi errors, fetch failures,
 // timeouts, HTTP statuses) into an UpstreamError whose kind decides what the broker does.
 import { UpstreamError } from "./provider.ts";
-import { describeNetworkFailure } from "../outbound/network-failure.ts";
+import { describeNetworkFailure } from "../lib/network-failure.ts";
 import { OutboundFetchError } from "../outbound/fetch-error.ts";
 
 interface ErrorShape {

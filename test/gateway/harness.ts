@@ -15,7 +15,7 @@ import { listen } from "../../src/http/server.ts";
 import { mcpRouter } from "../../src/gateway/router.ts";
 import { createMcpProxy, type McpProxyOptions } from "../../src/gateway/proxy.ts";
 import { createMemorySessionBinding, type McpSessionBinding } from "../../src/gateway/session-binding.ts";
-import type { CallerIdentity } from "../../src/gateway/identity.ts";
+import type { CallerIdentity } from "../../src/grants/caller-identity.ts";
 
 /** `x-test-user: alice` → user `test:alice`; no header → a client_credentials caller (no subject). */
 export function testIdentity(ctx: Koa.Context): CallerIdentity {

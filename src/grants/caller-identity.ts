@@ -1,4 +1,5 @@
-// The caller of /mcp as the bearer middleware hands it to the proxy: what the MCP server is told.
+// The caller of /mcp as validation establishes it and the bearer middleware hands it to the
+// backends (and the request log): what the MCP server is told.
 
 export interface CallerIdentity {
   /** Stable user id at the upstream IdP (`github:12345`); null for client_credentials grants. */
