@@ -35,7 +35,7 @@ import { DEFAULT_SCOPE } from "./grants/types.ts";
 import { knownScopes } from "./grants/scope.ts";
 import { publicPaths } from "./http/public-paths.ts";
 import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
-import { firstLine } from "./store/errors.ts";
+import { firstLine } from "./lib/error-text.ts";
 import { runStartProbes } from "./diagnostics/start-probes.ts";
 import type { Finding } from "./diagnostics/finding.ts";
 import { packageVersion } from "./package-version.ts";
@@ -276,7 +276,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       ? setInterval(() => {
           grants.sweep().then(
             (result) => logger.debug({ result }, "sweep completed"),
-            (err: unknown) => logger.warn({ err: (err as Error).message }, "sweep failed"),
+            (err: unknown) => logger.warn({ err: firstLine(err) }, "sweep failed"),
           );
         }, sweepIntervalMs)
       : undefined;

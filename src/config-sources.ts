@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import leven from "leven";
 import { ConfigError, type Env } from "./config-values.ts";
+import { firstLine } from "./lib/error-text.ts";
 
 /** The variables that may also be given as `<NAME>_FILE`: the secrets. */
 export const FILE_VARIABLES = ["SECRET_KEY", "UPSTREAM_CLIENT_SECRET", "DATABASE_URL"] as const;
@@ -25,7 +26,7 @@ export function withSecretFiles(env: Env, cwd: string): Env {
     } catch (err) {
       throw new ConfigError(
         `${name}_FILE`,
-        `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): mount the secret there or correct the path`,
+        `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? firstLine(err)}): mount the secret there or correct the path`,
       );
     }
     resolved[name] = value.replace(/\r?\n$/, "");
@@ -72,6 +73,7 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "SESSION_MAX_AGE_SECONDS",
   "REFRESH_GRACE_SECONDS",
   "AUDIT_RETENTION_DAYS",
+  "DEAD_GRANT_RETENTION_DAYS",
   "SECRET_KEY",
   "SECRET_KEY_PREVIOUS",
   "DYNAMIC_REGISTRATION",

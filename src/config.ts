@@ -57,6 +57,8 @@ export interface Config {
   readonly refreshGraceSeconds: number;
   /** AUDIT_RETENTION_DAYS: how long audit events are kept before the sweep removes them. */
   readonly auditRetentionDays: number;
+  /** DEAD_GRANT_RETENTION_DAYS: how long a revoked or expired grant's rows are kept (for /account and the CLI). */
+  readonly deadGrantRetentionDays: number;
   /** Raw key material (>= 32 bytes) for cookies and encryption at rest. */
   readonly secretKey: Buffer;
   /** Keys that were rotated out: still accepted for reading old rows and cookies. */
@@ -390,6 +392,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
   const upstreamTimeoutSeconds = parseVar(env, "UPSTREAM_TIMEOUT_SECONDS", intIn(1, 120, 5), "a whole number of seconds between 1 and 120");
   const refreshGraceSeconds = parseVar(env, "REFRESH_GRACE_SECONDS", intIn(0, 3600, 30), "a whole number of seconds between 0 and 3600");
   const auditRetentionDays = parseVar(env, "AUDIT_RETENTION_DAYS", intIn(1, 36500, 90), "a whole number of days between 1 and 36500");
+  const deadGrantRetentionDays = parseVar(env, "DEAD_GRANT_RETENTION_DAYS", intIn(0, 36500, 7), "a whole number of days between 0 and 36500");
   const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
   const metricsPort = parseVar(env, "METRICS_PORT", z.coerce.number().int().min(0).max(65535).optional(), "a port number between 0 and 65535");
   const metricsToken = parseVar(
@@ -401,7 +404,8 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
   const dynamicRegistration = parseVar(env, "DYNAMIC_REGISTRATION", bool(true), "true or false");
   const unusedRegistrations = {
     max: parseVar(env, "DYNAMIC_REGISTRATION_MAX_UNUSED", intIn(1, 10_000_000, 10_000), "a whole number between 1 and 10000000"),
-    // At least a sign-in's time (an authorization waits 10 minutes for its user).
+    // At least a sign-in's time (an authorization waits 10 minutes for its user); an hour by default,
+    // far less than a day of a registration flood.
     lifetimeSeconds: parseVar(env, "DYNAMIC_REGISTRATION_UNUSED_SECONDS", intIn(600, 30 * 86400, 3600), "a whole number of seconds between 600 and 2592000"),
   };
   const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
@@ -483,6 +487,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     sessionMaxAgeSeconds,
     refreshGraceSeconds,
     auditRetentionDays,
+    deadGrantRetentionDays,
     secretKey,
     previousSecretKeys,
     dynamicRegistration,

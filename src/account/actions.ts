@@ -4,7 +4,7 @@
 import type Koa from "koa";
 import { z } from "zod";
 import { PageError } from "../grants/errors.ts";
-import { readForm } from "../http/body.ts";
+import { PAGE_FORM_LIMIT, readForm } from "../http/body.ts";
 import { browserSessionId, rememberRevokedApp, useBrowserSessionId } from "../http/browser-session.ts";
 import { setTransactionCookie } from "../http/transaction-cookie.ts";
 import { accountUrl, type AccountDeps } from "./deps.ts";
@@ -43,7 +43,7 @@ const NO_SUCH_APP = new PageError(
 export function accountActionHandler(deps: AccountDeps): Koa.Middleware {
   return async (ctx) => {
     ctx.state.errorFormat = "page";
-    const parsed = AccountForm.safeParse(await readForm(ctx, 8 * 1024));
+    const parsed = AccountForm.safeParse(await readForm(ctx, PAGE_FORM_LIMIT));
     if (!parsed.success) throw BAD_FORM;
     const form = parsed.data;
     const sid = browserSessionId(ctx, false);

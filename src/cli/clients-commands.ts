@@ -12,6 +12,7 @@ import { parseClientMetadata, registrationPolicyOf, type ClientMetadata } from "
 import { cliConfig } from "./context.ts";
 import { DomainError } from "../grants/errors.ts";
 import type { RegisteredClient } from "../grants/types.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 /** How a client came to be: a metadata-document client also says who publishes its document. */
 function registrationOf(client: RegisteredClient): string {
@@ -81,7 +82,7 @@ function keyOptions(io: CliIo, opts: { jwksUri?: string; jwksFile?: string }): {
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new CliError(`cannot read --jwks-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 2);
+    throw new CliError(`cannot read --jwks-file ${file}: ${(err as NodeJS.ErrnoException).code ?? firstLine(err)}`, 2);
   }
   try {
     return { jwks: JSON.parse(text) as unknown };

@@ -9,6 +9,7 @@ import { describeNetworkFailure } from "../lib/network-failure.ts";
 import { misfitOf } from "../outbound/mcp-server-answer.ts";
 import type { Config } from "../config.ts";
 import type { Finding } from "./finding.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 export interface McpServerTarget {
   /** MCP_SERVER_URL. */
@@ -73,8 +74,7 @@ export async function probeMcpServer(target: McpServerTarget, version: string): 
       headers = res.headers;
       body = await res.body.text();
     } catch (err) {
-      const why =
-        describeNetworkFailure(err, "the MCP server", "MCP_SERVER_URL") ?? `${(err as Error).message}; start the MCP server or correct MCP_SERVER_URL`;
+      const why = describeNetworkFailure(err, "the MCP server", "MCP_SERVER_URL") ?? `${firstLine(err)}; start the MCP server or correct MCP_SERVER_URL`;
       return fail(`cannot reach ${url}: ${why}`);
     }
     // Leave no session behind on the MCP server.

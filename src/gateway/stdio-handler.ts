@@ -14,6 +14,7 @@ import { sessionOwnerKey } from "./session-binding.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
 import { HEADER_MISMATCH, headerMismatch, requestId } from "./header-consistency.ts";
 import { readRaw } from "../http/body.ts";
+import { CHECKED_BODY_BYTES } from "./request-body.ts";
 import { ProcessLimitReached, type SessionRegistry } from "../stdio/session-registry.ts";
 import { ChildStartFailed } from "../stdio/child-process.ts";
 import type { BridgeSession, SessionOwner } from "../stdio/bridge-session.ts";
@@ -57,7 +58,7 @@ async function readBody(ctx: Koa.Context, limit: number): Promise<{ value: unkno
 
 export function stdioMcpHandler(options: StdioHandlerOptions): McpHandler {
   const { registry } = options;
-  const limit = options.maxBodyBytes ?? 4 * 1024 * 1024;
+  const limit = options.maxBodyBytes ?? CHECKED_BODY_BYTES;
 
   const serve = async (ctx: Koa.Context, session: BridgeSession, body: unknown) => {
     ctx.respond = false;

@@ -15,6 +15,7 @@ import { audit } from "./audit.ts";
 import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
 import type { BrowserIdentities, BrowserIdentity } from "./browser-identities.ts";
 import type { UpstreamError } from "../upstream/provider.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 /** How long an account sign-in may wait for its callback. */
 export const ACCOUNT_LOGIN_TTL_SECONDS = 600;
@@ -77,11 +78,11 @@ export class AccountSignIn {
     try {
       request = await this.ctx.provider.createAuthorizationRequest(callbackUrl(this.ctx.config.publicUrl), options);
     } catch (err) {
-      this.ctx.logger.error({ err: (err as Error).message }, "cannot start the account sign-in");
+      this.ctx.logger.error({ err: firstLine(err) }, "cannot start the account sign-in");
       throw new PageError(
         "temporarily_unavailable",
         `${this.ctx.provider.displayName} is not reachable`,
-        `The sign-in service could not be reached: ${(err as Error).message}`,
+        `The sign-in service could not be reached: ${firstLine(err)}`,
         "Try again in a moment.",
       );
     }
@@ -181,7 +182,7 @@ export class AccountSignIn {
     });
     // The page keeps no upstream token: give it back whatever happens next.
     await this.ctx.provider.revoke(tokens).catch((err: unknown) => {
-      this.ctx.logger.warn({ err: (err as Error).message, subject: identity.subject }, "could not revoke the account page's upstream token (best effort)");
+      this.ctx.logger.warn({ err: firstLine(err), subject: identity.subject }, "could not revoke the account page's upstream token (best effort)");
     });
     // Past its deadline the sweep may have removed it: then nobody is signed in.
     if (done.count !== 1) throw alreadyUsed();

@@ -21,6 +21,7 @@ import type { ClientKeys } from "./client-keys.ts";
 import type { Clock } from "../lib/clock.ts";
 import { InvalidClient } from "./errors.ts";
 import type { JsonWebKeySet, RegisteredClient } from "./types.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 export const CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
@@ -184,5 +185,5 @@ function describe(err: unknown, client: RegisteredClient, header: ProtectedHeade
   }
   if (err instanceof errors.JOSEError) return invalid(`it could not be verified: ${err.message}.`);
   // A key jose refused to import (an RSA key under 2048 bits…) fails like a bad signature would.
-  return invalid(`it could not be verified with the client's keys: ${(err as Error).message}.`);
+  return invalid(`it could not be verified with the client's keys: ${firstLine(err)}.`);
 }

@@ -14,6 +14,7 @@ import { InvalidClient } from "./errors.ts";
 import { freshnessMs } from "./freshness.ts";
 import { SingleFlight } from "../lib/single-flight.ts";
 import type { JsonWebKeySet, RegisteredClient } from "./types.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 /** More keys than any client rotates through: a set larger than this is not a client's key set. */
 const MAX_KEYS = 20;
@@ -130,7 +131,7 @@ export class ClientKeys {
     try {
       keys = parseKeySet(fetched.body);
     } catch (err) {
-      throw keysUnavailable(client, `is not usable: it ${(err as Error).message}`);
+      throw keysUnavailable(client, `is not usable: it ${firstLine(err)}`);
     }
     const now = this.clock.now();
     return { keys, fetchedAt: now, freshUntil: now + freshnessMs(fetched.headers, now) };

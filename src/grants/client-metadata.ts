@@ -9,6 +9,7 @@ import { ASSERTION_ALGORITHMS } from "./client-assertion.ts";
 import { parseKeySet } from "./client-keys.ts";
 import {
   GRANT_TYPES,
+  MAX_URL_LENGTH,
   isGrantType,
   SUPPORTED_SCOPES,
   TOKEN_ENDPOINT_AUTH_METHODS,
@@ -17,6 +18,7 @@ import {
   type JsonWebKeySet,
   type RegisteredClient,
 } from "./types.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 /** What the server lets a registration ask for (config.clients); the defaults are the strictest. */
 export interface RegistrationPolicy {
@@ -48,7 +50,7 @@ export type ClientMetadata = Omit<RegisteredClient, "id" | "registrationType" | 
 
 const httpsUrl = z
   .string()
-  .max(2000)
+  .max(MAX_URL_LENGTH)
   .refine((v) => {
     try {
       return new URL(v).protocol === "https:";
@@ -72,7 +74,7 @@ const text = (max: number) =>
     .refine((v) => !LONE_SURROGATE.test(v), "must be valid Unicode text");
 
 const Schema = z.object({
-  redirect_uris: z.array(text(2000)).max(20).optional(),
+  redirect_uris: z.array(text(MAX_URL_LENGTH)).max(20).optional(),
   token_endpoint_auth_method: z.enum(TOKEN_ENDPOINT_AUTH_METHODS).optional(),
   grant_types: z.array(text(200)).max(10).optional(),
   response_types: z
@@ -216,7 +218,7 @@ function clientKeysOf(
     try {
       jwks = parseKeySet(m.jwks);
     } catch (err) {
-      fail("jwks", `is invalid: the key set ${(err as Error).message}.`);
+      fail("jwks", `is invalid: the key set ${firstLine(err)}.`);
     }
   }
   const alg = m.token_endpoint_auth_signing_alg;

@@ -13,6 +13,7 @@ import { audit } from "./audit.ts";
 import { boundedCache } from "../lib/bounded-cache.ts";
 import { systemClock, type Clock } from "../lib/clock.ts";
 import { documentHost, isMetadataDocumentUrl, isTrustedHost, type MetadataDocuments } from "./metadata-documents.ts";
+import { MAX_URL_LENGTH } from "./types.ts";
 
 type ClientRow = Awaited<ReturnType<Db["client"]["findUniqueOrThrow"]>>;
 
@@ -216,7 +217,7 @@ export class ClientRegistry {
    * was a statement more on the token endpoint's path for every confidential client.
    */
   async find(id: string): Promise<KnownClient | null> {
-    if (id.length > 2000) return null;
+    if (id.length > MAX_URL_LENGTH) return null;
     return this.known(await this.hot.clientById(id));
   }
 

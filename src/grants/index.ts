@@ -53,7 +53,7 @@ export interface Grants {
   readonly connectedApps: ConnectedApps;
   /** Dynamic registrations per client address, counted in the database (shared by every instance). */
   readonly registrationLimit: RateLimiter;
-  sweep(options?: SweepOptions): Promise<SweepResult>;
+  sweep(options?: Partial<SweepOptions>): Promise<SweepResult>;
 }
 
 export interface GrantsInput {
@@ -131,6 +131,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
         now: dateOf(clock),
         mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds,
         retainAuditSeconds: input.config.auditRetentionDays * 86400,
+        retainDeadSeconds: input.config.deadGrantRetentionDays * 86400,
         unusedClientSeconds: input.config.unusedRegistrations.lifetimeSeconds,
         evictedClients: clients.takeEvicted(),
         ...options,

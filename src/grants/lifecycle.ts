@@ -5,6 +5,7 @@ import type { GrantsContext, RevocationBus } from "./context.ts";
 import { audit } from "./audit.ts";
 import type { Tx } from "../store/db.ts";
 import { dateOf } from "../lib/clock.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 export type RevocationReason =
   | "client_revoked"
@@ -155,11 +156,11 @@ export class GrantLifecycle {
         await this.ctx.provider.revoke({ accessToken, refreshToken: refreshToken ?? undefined });
         this.ctx.logger.info({ upstreamSession: sessionId, subject: session.subject }, "upstream token revoked");
       } catch (err) {
-        this.ctx.logger.warn({ upstreamSession: sessionId, err: (err as Error).message }, "upstream token revocation failed (best effort)");
+        this.ctx.logger.warn({ upstreamSession: sessionId, err: firstLine(err) }, "upstream token revocation failed (best effort)");
         await audit(this.ctx.db, {
           type: "upstream.revoke_failed",
           subject: session.subject,
-          detail: { upstreamSession: sessionId, message: (err as Error).message },
+          detail: { upstreamSession: sessionId, message: firstLine(err) },
         });
       }
     }

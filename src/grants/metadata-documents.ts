@@ -14,6 +14,7 @@ import type { Clock } from "../lib/clock.ts";
 import { DomainError, PageError } from "./errors.ts";
 import { SingleFlight } from "../lib/single-flight.ts";
 import { freshnessMs } from "./freshness.ts";
+import { MAX_URL_LENGTH } from "./types.ts";
 
 export { DEFAULT_FRESH_MS, freshnessMs, MAX_FRESH_MS, MIN_FRESH_MS } from "./freshness.ts";
 
@@ -23,8 +24,6 @@ export interface MetadataDocumentSettings {
   /** CIMD_TRUSTED_HOSTS: documents on these hosts make verified clients. */
   readonly trustedHosts: readonly string[];
 }
-
-const MAX_URL_LENGTH = 2000;
 
 /**
  * Whether a client_id is written as a metadata document URL: https with a path below the root, no

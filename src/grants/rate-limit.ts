@@ -16,7 +16,7 @@
 // error either way, never a 500; the operator gets a warning with the cause.
 import { createHmac } from "node:crypto";
 import type { Logger } from "../logger.ts";
-import { firstLine } from "../store/errors.ts";
+import { firstLine } from "../lib/error-text.ts";
 import type { BucketRule, RateBuckets } from "../store/rate-buckets.ts";
 import type { Clock } from "../lib/clock.ts";
 import { StorageUnavailable } from "./errors.ts";

@@ -4,7 +4,7 @@
 // tokens, which also covers what a notification connection missed while it was down. Both deliver
 // on the same RevocationBus as local revocations. Never on the request path.
 import type { GrantsContext, RevocationBus } from "./context.ts";
-import { firstLine } from "../store/errors.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 /** Rows revoked up to this long before the newest one seen are read again (clock skew between instances). */
 const OVERLAP_MS = 2000;
@@ -30,7 +30,7 @@ export class RevocationFeed {
     this.timer.unref();
     this.stopListening = this.ctx.hot.listenForRevocations(
       (revocation) => this.bus.deliver(revocation),
-      (err) => this.ctx.logger.warn({ err: (err as Error).message }, "revocation notifications interrupted; polling meanwhile"),
+      (err) => this.ctx.logger.warn({ err: firstLine(err) }, "revocation notifications interrupted; polling meanwhile"),
     );
   }
 

@@ -33,27 +33,20 @@ export interface SweepResult {
 }
 
 export interface SweepOptions {
-  /** How long dead grants and their rows are kept after death (default 7 days). */
-  readonly retainDeadSeconds?: number;
-  /** How long audit events are kept (default 90 days). */
-  readonly retainAuditSeconds?: number;
-  /** How long an MCP session stays bound to its owner (default 30 days). */
-  readonly mcpSessionMaxAgeSeconds?: number;
-  /** How long a dynamically registered client that never completed a grant is kept (default 1 h). */
-  readonly unusedClientSeconds?: number;
+  /** How long dead grants and their rows are kept after death (DEAD_GRANT_RETENTION_DAYS). */
+  readonly retainDeadSeconds: number;
+  /** How long audit events are kept (AUDIT_RETENTION_DAYS). */
+  readonly retainAuditSeconds: number;
+  /** How long an MCP session stays bound to its owner (SESSION_MAX_AGE_SECONDS: no grant outlives it). */
+  readonly mcpSessionMaxAgeSeconds: number;
+  /** How long a dynamically registered client that never completed a grant is kept (DYNAMIC_REGISTRATION_UNUSED_SECONDS). */
+  readonly unusedClientSeconds: number;
   /** Never-used clients removed at registration since the last sweep (reported in the sweep's event). */
   readonly evictedClients?: number;
   readonly now?: Date;
 }
 
-/**
- * A self-registered client that never completed a grant is kept this long (1 h; the
- * DYNAMIC_REGISTRATION_UNUSED_SECONDS default): far more than a sign-in takes (an authorization
- * waits 10 minutes), far less than a day of a registration flood.
- */
-export const UNUSED_CLIENT_SECONDS = 3600;
-
-export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOptions = {}): Promise<SweepResult> {
+export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOptions): Promise<SweepResult> {
   const now = options.now ?? new Date();
   // Timed-out grants are revoked first, so the upstream tokens only they needed are released.
   const pastMaxAge = await db.grant.findMany({ where: { revokedAt: null, absoluteExpiresAt: { lte: now } }, select: { id: true } });
@@ -71,10 +64,10 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
         "idle_timeout",
       )
     ).length;
-  const deadBefore = new Date(now.getTime() - (options.retainDeadSeconds ?? 7 * 86400) * 1000);
-  const auditBefore = new Date(now.getTime() - (options.retainAuditSeconds ?? 90 * 86400) * 1000);
-  const mcpSessionsBefore = new Date(now.getTime() - (options.mcpSessionMaxAgeSeconds ?? 30 * 86400) * 1000);
-  const unusedClientsBefore = new Date(now.getTime() - (options.unusedClientSeconds ?? UNUSED_CLIENT_SECONDS) * 1000);
+  const deadBefore = new Date(now.getTime() - options.retainDeadSeconds * 1000);
+  const auditBefore = new Date(now.getTime() - options.retainAuditSeconds * 1000);
+  const mcpSessionsBefore = new Date(now.getTime() - options.mcpSessionMaxAgeSeconds * 1000);
+  const unusedClientsBefore = new Date(now.getTime() - options.unusedClientSeconds * 1000);
   const result = await db.$transaction(async (tx) => {
     const transactions = (await tx.authTransaction.deleteMany({ where: { expiresAt: { lt: now } } })).count;
     const codes = (await tx.authorizationCode.deleteMany({ where: { expiresAt: { lt: now } } })).count;

@@ -3,6 +3,13 @@
 import type { JWK } from "jose";
 
 /**
+ * The longest URL taken from a client (a client_id that is a metadata document's address, a
+ * redirect URI, a logo or home page): browsers and proxies cut longer ones, and a longer one is an
+ * attack on the storage or the logs, not a client.
+ */
+export const MAX_URL_LENGTH = 2000;
+
+/**
  * The client authentication methods, in the order the metadata lists them: "none" first, since
  * claude.ai uses a metadata document only when it is listed.
  */

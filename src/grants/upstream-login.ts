@@ -17,6 +17,7 @@ import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from 
 import type { BrowserIdentities } from "./browser-identities.ts";
 import type { AuthorizationTransactions } from "./transactions.ts";
 import type { Consents } from "./consents.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
 
@@ -95,11 +96,11 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     try {
       request = await this.ctx.provider.createAuthorizationRequest(this.callbackUri, options);
     } catch (err) {
-      this.ctx.logger.error({ err: (err as Error).message }, "cannot start the upstream login");
+      this.ctx.logger.error({ err: firstLine(err) }, "cannot start the upstream login");
       throw new PageError(
         "temporarily_unavailable",
         `${this.providerName} is not reachable`,
-        `The sign-in service could not be reached: ${(err as Error).message}`,
+        `The sign-in service could not be reached: ${firstLine(err)}`,
         "Try again in a moment.",
       );
     }

@@ -1,6 +1,7 @@
 // Records when grants were last used, for the idle timeout, without a database write per request:
 // at most one write per grant per interval (a minute, or a quarter of a short idle timeout).
 import type { GrantsContext } from "./context.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 export class UsageRecorder {
   private readonly lastWritten = new Map<string, number>();
@@ -24,7 +25,7 @@ export class UsageRecorder {
     // A grant already past a deadline stays dead: use cannot resurrect it (the store checks).
     const write = this.ctx.hot
       .recordGrantUse({ grantId, lastUsedAt: new Date(now), idleExpiresAt: new Date(now + this.ctx.config.sessionIdleTimeoutSeconds * 1000) })
-      .catch((err: unknown) => this.ctx.logger.warn({ err: (err as Error).message, grantId }, "could not record grant use"))
+      .catch((err: unknown) => this.ctx.logger.warn({ err: firstLine(err), grantId }, "could not record grant use"))
       .finally(() => this.pending.delete(write));
     this.pending.add(write);
     if (this.lastWritten.size > 100_000) this.lastWritten.clear();

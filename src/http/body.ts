@@ -10,6 +10,10 @@ import { OAuthError } from "./errors.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES } from "./slow-requests.ts";
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
+/** A browser form of ours (consent, connected apps): a few fields. */
+export const PAGE_FORM_LIMIT = 8 * 1024;
+/** A client registration (RFC 7591): metadata, redirect URIs, perhaps a key set. */
+export const REGISTRATION_LIMIT = 16 * 1024;
 
 const CLOSE = { Connection: "close" } as const;
 

@@ -10,7 +10,8 @@ import { OAuthError, statusOf, type ErrorFormat } from "./errors.ts";
 import { RequestBodyUnreadable } from "./body.ts";
 import { DomainError, PageError } from "../grants/errors.ts";
 import { renderErrorPage } from "../views/error-page.ts";
-import { firstLine, isDatabaseUnavailable } from "../store/errors.ts";
+import { isDatabaseUnavailable } from "../store/errors.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 const DATABASE_RETRY_AFTER_SECONDS = 5;
 
@@ -113,7 +114,7 @@ export function errorHandler(options: ErrorHandlerOptions = {}): Koa.Middleware 
         if (problem.page) {
           send(ctx, format === "oauth" ? "page" : format, problem.status, problem.code, problem.description, problem.page.hint, problem.page.title);
         } else {
-          if (problem.status >= 500) state.log.warn({ err: (err as Error).message }, "oauth error");
+          if (problem.status >= 500) state.log.warn({ err: firstLine(err) }, "oauth error");
           send(ctx, format, problem.status, problem.code, problem.description);
         }
         return;

@@ -1,7 +1,7 @@
 // Liveness and readiness probes.
 import Router from "@koa/router";
 import type { Database } from "../store/db.ts";
-import { firstLine } from "../store/errors.ts";
+import { firstLine } from "../lib/error-text.ts";
 import type { Logger } from "../logger.ts";
 
 /**

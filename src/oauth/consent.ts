@@ -5,7 +5,7 @@
 // the upstream IdP for another account.
 import type Koa from "koa";
 import { PageError } from "../grants/errors.ts";
-import { paramsToRecord, readForm } from "../http/body.ts";
+import { PAGE_FORM_LIMIT, paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
@@ -81,7 +81,7 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
 export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
   return async (ctx) => {
     ctx.state.errorFormat = "page";
-    const form = await readForm(ctx, 8 * 1024);
+    const form = await readForm(ctx, PAGE_FORM_LIMIT);
     const decision = DECISIONS.get(form.decision ?? "");
     const binding = form.transaction ? transactionBinding(ctx, form.transaction) : null;
     if (!form.transaction || !form.csrf || !decision || !(await deps.transactions.decide(form.transaction, binding, form.csrf, decision, ctx.ip))) {

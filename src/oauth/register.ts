@@ -1,7 +1,7 @@
 // POST /register: RFC 7591 dynamic client registration (JSON in and out, 201 on success).
 import type Koa from "koa";
 import { OAuthError } from "../http/errors.ts";
-import { readJsonObject } from "../http/body.ts";
+import { readJsonObject, REGISTRATION_LIMIT } from "../http/body.ts";
 import { parseClientMetadata, type RegistrationPolicy } from "../grants/client-metadata.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import { SUPPORTED_SCOPES, type RegisteredClient } from "../grants/types.ts";
@@ -43,7 +43,7 @@ export function registerHandler(clients: ClientRegistry, enabled: boolean, polic
         { status: 403 },
       );
     }
-    const input = await readJsonObject(ctx, 16 * 1024, "invalid_client_metadata");
+    const input = await readJsonObject(ctx, REGISTRATION_LIMIT, "invalid_client_metadata");
     const metadata = parseClientMetadata(input, "dynamic", policy);
     const { client, clientSecret } = await clients.register(metadata, "dynamic", ctx.ip);
     ctx.status = 201;

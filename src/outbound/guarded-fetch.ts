@@ -5,6 +5,7 @@ import type { LookupFunction } from "node:net";
 import { Agent, request } from "undici";
 import { OutboundFetchError } from "./fetch-error.ts";
 import { guardedLookup, refuseAddressLiteral, systemLookup } from "./guarded-lookup.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 export interface GuardedFetchOptions {
   /** CIMD_ALLOW_PRIVATE_NETWORKS: private and loopback addresses too (cloud metadata never). */
@@ -94,7 +95,7 @@ export function createGuardedFetcher(options: GuardedFetchOptions): JsonFetcher 
       if (refused) throw refused;
       if (signal.aborted || causeChain(err).some((e) => (e as { code?: string }).code === "UND_ERR_CONNECT_TIMEOUT"))
         throw new OutboundFetchError("timeout", `no answer within ${timeoutMs / 1000} s`);
-      throw new OutboundFetchError("network", `could not connect: ${(err as Error).message}`);
+      throw new OutboundFetchError("network", `could not connect: ${firstLine(err)}`);
     }
     const headers: Record<string, string | undefined> = {};
     for (const [name, value] of Object.entries(res.headers)) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
@@ -129,7 +130,7 @@ export function createGuardedFetcher(options: GuardedFetchOptions): JsonFetcher 
     } catch (err) {
       if (err instanceof OutboundFetchError) throw err;
       if (signal.aborted) throw new OutboundFetchError("timeout", `no answer within ${timeoutMs / 1000} s`);
-      throw new OutboundFetchError("network", `the answer broke off: ${(err as Error).message}`);
+      throw new OutboundFetchError("network", `the answer broke off: ${firstLine(err)}`);
     }
     let body: unknown;
     try {

@@ -16,6 +16,7 @@ import path from "node:path";
 import { z } from "zod";
 import type { Logger } from "../logger.ts";
 import { allPids, environmentHas, hasProc, startTimeOf } from "./proc.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 /** The variable every stdio child gets, naming the ledger of the broker that started it. */
 export const CHILD_MARKER_VARIABLE = "MCP_AUTH_BROKER_LEDGER";
@@ -155,10 +156,7 @@ export class ChildLedger {
     } catch (err) {
       // The watchdog still stops the children with the broker; only the start-up check loses them.
       if (!this.failed) {
-        this.log.warn(
-          { dir: this.dir, err: (err as Error).message },
-          "cannot write the stdio ledger; children left by a crash could not be found at the next start",
-        );
+        this.log.warn({ dir: this.dir, err: firstLine(err) }, "cannot write the stdio ledger; children left by a crash could not be found at the next start");
       }
       this.failed = true;
     }

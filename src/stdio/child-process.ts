@@ -9,6 +9,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.ts";
 import { stderrLogger } from "./stderr-log.ts";
 import type { ChildGuard } from "./child-guard.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 export interface ChildSpec {
   readonly command: string;
@@ -54,7 +55,7 @@ export class StdioChild {
       try {
         buffer.append(chunk);
       } catch (err) {
-        log.warn({ err: (err as Error).message }, "stdio MCP server wrote an over-long line; stopping it");
+        log.warn({ err: firstLine(err) }, "stdio MCP server wrote an over-long line; stopping it");
         void this.stop(0);
         return;
       }

@@ -26,7 +26,7 @@ const groups = new Set();
 for (const s of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(s, () => {});
 const killAll = (signal) => {
   for (const g of groups) {
-    try { process.kill(-g, signal); } catch {}
+    try { process.kill(-g, signal); } catch { /* the group is gone already: nothing left to stop */ }
   }
 };
 let partial = "";

@@ -4,7 +4,7 @@
 import pg from "pg";
 import { describeNetworkFailure } from "../lib/network-failure.ts";
 import { databaseKindOf } from "./database-kind.ts";
-import { firstLine } from "./errors.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 const POSTGRES_CODES: Record<string, string> = {
   "28P01": "PostgreSQL refused the user name or password in DATABASE_URL; correct them",

@@ -122,14 +122,3 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   }
   return false;
 }
-
-/** The first non-empty line of an error's message (Prisma's go on with source excerpts). */
-export function firstLine(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return (
-    message
-      .split("\n")
-      .map((l) => l.trim())
-      .find(Boolean) ?? "unknown error"
-  );
-}

@@ -18,6 +18,7 @@ import {
 } from "./provider.ts";
 import { classifyFailure, refusedAddress } from "./errors.ts";
 import { createPooledFetch, type PooledFetch } from "../outbound/pooled-fetch.ts";
+import { firstLine } from "../lib/error-text.ts";
 
 export interface OidcProviderOptions {
   /** Subject prefix and provider name: `oidc`, `google`, `demo`. */
@@ -100,7 +101,7 @@ export class OidcProvider implements UpstreamProvider {
           this.configuration = undefined;
           throw new UpstreamError(
             "unavailable",
-            `cannot reach the OIDC issuer ${this.options.issuer} (discovery failed: ${refusedAddress(err)?.message ?? (err as Error).message}); check UPSTREAM_ISSUER`,
+            `cannot reach the OIDC issuer ${this.options.issuer} (discovery failed: ${refusedAddress(err)?.message ?? firstLine(err)}); check UPSTREAM_ISSUER`,
             { cause: err },
           );
         });
