@@ -35,7 +35,9 @@ interface Answer {
     await admin.connect();
     await admin.query(`CREATE DATABASE broker TEMPLATE ${template}`);
     await admin.end();
-    t = await startBroker({ DATABASE_URL: `${server.baseUrl}/broker` }, { migrate: false });
+    // The setup signs 40 users in at once through the demo IdP; on a busy machine its default
+    // 5 s deadline is not what this test is about.
+    t = await startBroker({ DATABASE_URL: `${server.baseUrl}/broker`, UPSTREAM_TIMEOUT_SECONDS: "60" }, { migrate: false });
   }, 120_000);
   afterAll(async () => {
     await t?.stop().catch(() => undefined);
