@@ -10,22 +10,16 @@ import { callbackUrl } from "../config.ts";
 import { constantTimeEqual } from "../crypto/tokens.ts";
 import type { GrantsContext } from "./context.ts";
 import { PageError } from "./errors.ts";
-import { dateOf } from "../lib/clock.ts";
 import { audit } from "./audit.ts";
 import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
 import type { BrowserIdentities, BrowserIdentity } from "./browser-identities.ts";
 import type { UpstreamError } from "../upstream/provider.ts";
 import { firstLine } from "../lib/error-text.ts";
+import { alreadyUsed, claimCallback, type PendingSignIn, type SignInStore } from "./callback-claim.ts";
+import type { AccountLoginRow } from "../store/db-types.ts";
 
 /** How long an account sign-in may wait for its callback. */
 export const ACCOUNT_LOGIN_TTL_SECONDS = 600;
-
-/**
- * Upstream calls one callback makes at most (exchange, identity, e-mails), each bounded by
- * UPSTREAM_TIMEOUT_SECONDS, plus a margin for the writes: how long a claimed sign-in may take.
- */
-const UPSTREAM_CALLS_PER_CALLBACK = 3;
-const EXCHANGE_MARGIN_MS = 60_000;
 
 export type AccountSignInOutcome = AccountSignInResult & {
   /** The sign-in that ended (its binding cookie can go). */
@@ -41,8 +35,6 @@ export type AccountSignInResult =
   | { readonly kind: "failed"; readonly reason: "cancelled" | UpstreamError["kind"] };
 
 const START_AGAIN = "Open the connected apps page again and sign in from there.";
-const alreadyUsed = () =>
-  new PageError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
 
 export class AccountSignIn {
   constructor(
@@ -112,41 +104,34 @@ export class AccountSignIn {
     await this.ctx.db.accountLogin.updateMany({ where: { id, status: from }, data: { status: "failed", upstreamVerifierEnc: null } });
   }
 
+  /** How an account sign-in is found, checked and taken by the shared claim step. */
+  private claimStore(bindingOf: (loginId: string) => string | null): SignInStore<AccountLoginRow & PendingSignIn> {
+    const db = this.ctx.db;
+    return {
+      find: async (state) => {
+        const login = await db.accountLogin.findUnique({ where: { upstreamState: state } });
+        return login && { ...login, waiting: login.status === "pending" };
+      },
+      boundHere: (login) => {
+        const presented = bindingOf(login.id);
+        return presented !== null && constantTimeEqual(presented, this.binding(login.id));
+      },
+      // A leaked callback URL must not sign in anyone later, in this browser or another.
+      abandon: (login) => this.end(login.id, "pending"),
+      take: async (login, deadline) =>
+        (await db.accountLogin.updateMany({ where: { id: login.id, status: "pending" }, data: { status: "exchanging", expiresAt: deadline } })).count === 1,
+      startAgain: START_AGAIN,
+      startAgainInOneBrowser: "Sign in again from the connected apps page, in one browser.",
+      noun: "sign-in",
+    };
+  }
+
   /**
    * Completes the sign-in: only in the browser that started it, once, before it expires. Problems
    * with the response itself (unknown, replayed, foreign) are PageErrors.
    */
   async complete(input: BrowserCallback & { readonly bindingOf: (loginId: string) => string | null }): Promise<AccountSignInOutcome> {
-    const state = input.callbackUrl.searchParams.get("state") ?? "";
-    const login = state ? await this.ctx.db.accountLogin.findUnique({ where: { upstreamState: state } }) : null;
-    if (!login)
-      throw new PageError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending sign-in.", START_AGAIN);
-    if (login.status !== "pending") throw alreadyUsed();
-    const presented = input.bindingOf(login.id);
-    if (presented === null || !constantTimeEqual(presented, this.binding(login.id))) {
-      // A leaked callback URL must not sign in anyone later, in this browser or another.
-      await this.end(login.id, "pending");
-      throw new PageError(
-        "access_denied",
-        "Sign-in started in another browser",
-        "This sign-in response was opened in a different browser (or its cookie is missing) than the one that started it, so it was cancelled.",
-        "Sign in again from the connected apps page, in one browser.",
-      );
-    }
-    const now = dateOf(this.ctx.clock);
-    if (login.expiresAt <= now) {
-      await this.end(login.id, "pending");
-      throw new PageError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
-    }
-    // Claim it: a second callback (replay, double click) finds it taken. Its deadline shrinks to
-    // what the exchange can take, so a process that dies mid-exchange leaves a row the sweep removes.
-    const exchangeDeadline = now.getTime() + UPSTREAM_CALLS_PER_CALLBACK * this.ctx.config.upstream.timeoutMs + EXCHANGE_MARGIN_MS;
-    const claim = await this.ctx.db.accountLogin.updateMany({
-      where: { id: login.id, status: "pending" },
-      data: { status: "exchanging", expiresAt: new Date(Math.min(login.expiresAt.getTime(), exchangeDeadline)) },
-    });
-    if (claim.count !== 1) throw alreadyUsed();
-
+    const { row: login, state } = await claimCallback(input.callbackUrl, this.claimStore(input.bindingOf), this.ctx.clock, this.ctx.config.upstream.timeoutMs);
     const upstreamError = input.callbackUrl.searchParams.get("error");
     if (upstreamError) {
       await this.end(login.id, "exchanging");
@@ -185,7 +170,7 @@ export class AccountSignIn {
       this.ctx.logger.warn({ err: firstLine(err), subject: identity.subject }, "could not revoke the account page's upstream token (best effort)");
     });
     // Past its deadline the sweep may have removed it: then nobody is signed in.
-    if (done.count !== 1) throw alreadyUsed();
+    if (done.count !== 1) throw alreadyUsed(START_AGAIN);
     const remembered = { subject: identity.subject, login: identity.login, provider: this.ctx.provider.kind };
     const browserSessionId = await this.browserIdentities.signIn(input.browserSessionId, remembered);
     await audit(this.ctx.db, {

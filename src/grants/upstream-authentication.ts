@@ -38,6 +38,9 @@ export type UpstreamAuthentication =
   /** The IdP refused, failed or could not be reached; `message` is for logs, never for the user. */
   | { readonly outcome: "failed"; readonly kind: UpstreamError["kind"]; readonly message: string };
 
+/** An upstream login the access policy admitted: its tokens, the identity, and the rule that admitted it. */
+export type AdmittedSignIn = Extract<UpstreamAuthentication, { readonly outcome: "admitted" }>;
+
 export async function authenticateUpstream(
   ctx: GrantsContext,
   leg: UpstreamCallbackLeg,

@@ -13,7 +13,9 @@ import { audit } from "./audit.ts";
 import { clientRedirectUrl } from "./client-redirect.ts";
 import type { UpstreamLoginStarter } from "./ports.ts";
 import type { UpstreamAuthorizationRequest } from "../upstream/provider.ts";
-import { authenticateUpstream, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
+import { authenticateUpstream, type AdmittedSignIn, type BrowserCallback, type RefusedAccount } from "./upstream-authentication.ts";
+import { alreadyUsed, claimCallback, type PendingSignIn, type SignInStore } from "./callback-claim.ts";
+import type { AuthTransactionRow as AuthTransaction } from "../store/db-types.ts";
 import type { BrowserIdentities } from "./browser-identities.ts";
 import type { AuthorizationTransactions } from "./transactions.ts";
 import type { Consents } from "./consents.ts";
@@ -49,15 +51,6 @@ export type CallbackDestination =
 export type CallbackOutcome = CallbackDestination & { readonly transactionId: string; readonly browserSessionId?: string };
 
 const START_AGAIN = "Go back to your application and start the sign-in again.";
-const alreadyUsed = () =>
-  new PageError("invalid_request", "Sign-in already used", "This sign-in response was already used, cancelled or interrupted.", START_AGAIN);
-
-/**
- * Upstream calls one callback makes at most (code exchange, identity, e-mails), each bounded by
- * UPSTREAM_TIMEOUT_SECONDS; the margin covers the database writes around them.
- */
-const UPSTREAM_CALLS_PER_CALLBACK = 3;
-const EXCHANGE_MARGIN_MS = 60_000;
 
 export class UpstreamLogin implements UpstreamLoginStarter {
   readonly providerName: string;
@@ -74,11 +67,6 @@ export class UpstreamLogin implements UpstreamLoginStarter {
 
   get callbackUri(): string {
     return callbackUrl(this.ctx.config.publicUrl);
-  }
-
-  /** How long a claimed ("exchanging") transaction may take before it counts as abandoned. */
-  private exchangeDeadlineMs(): number {
-    return UPSTREAM_CALLS_PER_CALLBACK * this.ctx.config.upstream.timeoutMs + EXCHANGE_MARGIN_MS;
   }
 
   /** Ends a transaction whose callback was refused; only one still waiting for its callback. */
@@ -115,43 +103,31 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     return request.url;
   }
 
+  /** How this kind of sign-in is found, checked and taken by the shared claim step. */
+  private claimStore(input: AuthorizationCallback): SignInStore<AuthTransaction & PendingSignIn> {
+    const db = this.ctx.db;
+    return {
+      find: async (state) => {
+        const tx = await db.authTransaction.findUnique({ where: { upstreamState: state } });
+        return tx && { ...tx, waiting: tx.status === "approved" };
+      },
+      boundHere: (tx) => this.transactions.boundTo(tx.id, input.bindingOf(tx.id)),
+      abandon: (tx, reason) => this.abandon(tx.id, tx.clientId, reason, input.ip),
+      take: async (tx, deadline) =>
+        (await db.authTransaction.updateMany({ where: { id: tx.id, status: "approved" }, data: { status: "exchanging", expiresAt: deadline } })).count === 1,
+      startAgain: START_AGAIN,
+      startAgainInOneBrowser: "Go back to your application and start the sign-in again in one browser.",
+      noun: "authorization",
+    };
+  }
+
   /**
    * Completes the upstream login and returns where to send the browser: the client's redirect URI
    * with the broker's code (or an OAuth error). Problems that must not reach the client (unknown,
    * replayed or foreign callbacks) are PageErrors, shown to the person in the browser.
    */
   async complete(input: AuthorizationCallback): Promise<CallbackOutcome> {
-    const state = input.callbackUrl.searchParams.get("state");
-    if (!state) throw new PageError("invalid_request", "Invalid sign-in response", "The identity provider's response carries no state.", START_AGAIN);
-    const tx = await this.ctx.db.authTransaction.findUnique({ where: { upstreamState: state } });
-    if (!tx)
-      throw new PageError("invalid_request", "Unknown sign-in response", "This sign-in response does not belong to any pending authorization.", START_AGAIN);
-    if (tx.status !== "approved") throw alreadyUsed();
-    if (!this.transactions.boundTo(tx.id, input.bindingOf(tx.id))) {
-      // A callback URL that leaked (history, logs, a shared screen) must not complete the login
-      // later in the right browser either: any refused callback ends its transaction.
-      await this.abandon(tx.id, tx.clientId, "browser_mismatch", input.ip);
-      throw new PageError(
-        "access_denied",
-        "Sign-in started in another browser",
-        "This sign-in response was opened in a different browser (or its cookie is missing) than the one that started it, so it was cancelled.",
-        "Go back to your application and start the sign-in again in one browser.",
-      );
-    }
-    const now = dateOf(this.ctx.clock);
-    if (tx.expiresAt <= now) {
-      await this.abandon(tx.id, tx.clientId, "expired", input.ip);
-      throw new PageError("invalid_request", "Sign-in expired", "This sign-in took too long.", START_AGAIN);
-    }
-    // Claim the transaction: a second callback (replay, double click) finds it taken. Its
-    // deadline shrinks to what the exchange can take, so a process that dies mid-exchange (kill -9)
-    // leaves a transaction the sweep removes soon after, instead of one that looks alive.
-    const claim = await this.ctx.db.authTransaction.updateMany({
-      where: { id: tx.id, status: "approved" },
-      data: { status: "exchanging", expiresAt: new Date(Math.min(tx.expiresAt.getTime(), now.getTime() + this.exchangeDeadlineMs())) },
-    });
-    if (claim.count !== 1) throw alreadyUsed();
-
+    const { row: tx, state } = await claimCallback(input.callbackUrl, this.claimStore(input), this.ctx.clock, this.ctx.config.upstream.timeoutMs);
     const toClient = (params: Record<string, string>) =>
       clientRedirectUrl(tx.redirectUri, { ...params, ...(tx.state ? { state: tx.state } : {}), iss: this.ctx.config.publicUrl });
     const end = () => this.ctx.db.authTransaction.update({ where: { id: tx.id }, data: { status: "failed", upstreamVerifierEnc: null } });
@@ -196,8 +172,25 @@ export class UpstreamLogin implements UpstreamLoginStarter {
         returnTo: toClient({ error: "access_denied", error_description: `This ${this.providerName} account may not use ${this.ctx.config.resourceName}.` }),
       };
     }
-    const { tokens, identity } = signIn;
+    const code = await this.issueCode(tx, signIn, input.ip);
+    // Who signed in, for this browser's next consent page and its /account, under a new browser
+    // session id; the consent this sign-in completes goes along.
+    const { identity } = signIn;
+    const browserSessionId = await this.browserIdentities.signIn(input.browserSessionId, {
+      subject: identity.subject,
+      login: identity.login,
+      provider: this.ctx.provider.kind,
+    });
+    await this.consents.remember({ browserSessionId, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });
+    return { transactionId: tx.id, browserSessionId, kind: "redirect", location: toClient({ code }) };
+  }
 
+  /**
+   * Stores what an admitted sign-in produced, in one transaction: the upstream session, the grant,
+   * the broker's authorization code, and the transaction completed. Its code, for the client.
+   */
+  private async issueCode(tx: AuthTransaction, signIn: AdmittedSignIn, ip: string | undefined): Promise<string> {
+    const { tokens, identity } = signIn;
     const code = mintSecret("authorizationCode");
     const issuedAt = dateOf(this.ctx.clock);
     const grantId = randomUUID();
@@ -233,24 +226,16 @@ export class UpstreamLogin implements UpstreamLoginStarter {
         where: { id: tx.id, status: "exchanging" },
         data: { status: "completed", upstreamVerifierEnc: null },
       });
-      if (done.count !== 1) throw alreadyUsed();
+      if (done.count !== 1) throw alreadyUsed(START_AGAIN);
       await audit(db, {
         type: "login.completed",
         clientId: tx.clientId,
         grantId,
         subject: identity.subject,
-        ip: input.ip,
+        ip,
         detail: { provider: this.ctx.provider.kind, rule: signIn.rule },
       });
     });
-    // Who signed in, for this browser's next consent page and its /account, under a new browser
-    // session id; the consent this sign-in completes goes along.
-    const browserSessionId = await this.browserIdentities.signIn(input.browserSessionId, {
-      subject: identity.subject,
-      login: identity.login,
-      provider: this.ctx.provider.kind,
-    });
-    await this.consents.remember({ browserSessionId, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });
-    return { transactionId: tx.id, browserSessionId, kind: "redirect", location: toClient({ code: code.value }) };
+    return code.value;
   }
 }

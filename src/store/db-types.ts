@@ -7,3 +7,7 @@ export type Db = SqliteClient;
 export type { Prisma };
 /** The client inside an interactive transaction (`db.$transaction(async (tx) => …)`). */
 export type Tx = Prisma.TransactionClient;
+
+/** A row of a table as Prisma reads it (for code that passes rows around). */
+export type AuthTransactionRow = Awaited<ReturnType<Db["authTransaction"]["findUniqueOrThrow"]>>;
+export type AccountLoginRow = Awaited<ReturnType<Db["accountLogin"]["findUniqueOrThrow"]>>;
