@@ -31,6 +31,8 @@ import { DEFAULT_SCOPE } from "./grants/types.ts";
 import { knownScopes } from "./grants/scope.ts";
 import { publicPaths } from "./http/public-paths.ts";
 import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
+import type { Tracing } from "./telemetry/tracing.ts";
+import { tracedHotStore } from "./store/hot-store-traced.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
@@ -120,7 +122,11 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     const { applied } = await migrateDatabase(config.databaseUrl, options.cwd);
     if (applied.length > 0) logger.info({ applied }, "database migrations applied");
   }
-  const database = await openDatabase(config.databaseUrl, options.cwd);
+  // Loaded only when configured: a broker without tracing loads no part of the OpenTelemetry SDK.
+  const { tracing: tracingConfig } = config.observability;
+  const tracing: Tracing | undefined = tracingConfig ? (await import("./telemetry/tracing.ts")).startTracing(tracingConfig, logger) : undefined;
+  const opened = await openDatabase(config.databaseUrl, options.cwd);
+  const database: Database = tracing ? { ...opened, hot: tracedHotStore(opened.hot) } : opened;
   const documentFetcher = createGuardedFetcher({ allowPrivateNetworks: config.clients.cimd.allowPrivateNetworks, ...options.documentFetch });
   const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
   const { grants } = services;
@@ -256,6 +262,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       await demoIdp?.close();
       await grants.usage.flush();
       await database.close();
+      await tracing?.shutdown();
     },
   };
 }

@@ -8,9 +8,10 @@ import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy } from "./access-policy-config.ts";
 import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop-config.ts";
-import { ConfigError, commaList, type Env } from "./config-values.ts";
+import { ConfigError, commaList, isLoopbackHost, type Env } from "./config-values.ts";
 import { withSecretFiles } from "./config-sources.ts";
 import { parseStdioServer, type StdioServerConfig } from "./stdio-server-config.ts";
+import { parseObservability, type ObservabilityConfig } from "./observability-config.ts";
 
 export { ConfigError };
 
@@ -54,6 +55,8 @@ export interface Config {
   readonly refreshGraceSeconds: number;
   /** AUDIT_RETENTION_DAYS: how long audit events are kept before the sweep removes them. */
   readonly auditRetentionDays: number;
+  /** OpenTelemetry traces (OTEL_*) and the audit stream (AUDIT_SINK). */
+  readonly observability: ObservabilityConfig;
   /** Raw key material (>= 32 bytes) for cookies and encryption at rest. */
   readonly secretKey: Buffer;
   /** Keys that were rotated out: still accepted for reading old rows and cookies. */
@@ -85,10 +88,7 @@ export function callbackUrl(publicUrl: string): string {
   return `${publicUrl}${callbackPath}`;
 }
 
-const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
-export function isLoopbackHost(hostname: string): boolean {
-  return loopbackHosts.has(hostname.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(hostname);
-}
+export { isLoopbackHost };
 
 /**
  * Outside demo mode the operator must say what is protected: fronting the built-in demo MCP
@@ -287,6 +287,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
   const upstreamTimeoutSeconds = parseVar(env, "UPSTREAM_TIMEOUT_SECONDS", intIn(1, 120, 5), "a whole number of seconds between 1 and 120");
   const refreshGraceSeconds = parseVar(env, "REFRESH_GRACE_SECONDS", intIn(0, 3600, 30), "a whole number of seconds between 0 and 3600");
   const auditRetentionDays = parseVar(env, "AUDIT_RETENTION_DAYS", intIn(1, 36500, 90), "a whole number of days between 1 and 36500");
+  const observability = parseObservability(env, cwd);
   const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
   const metricsPort = parseVar(env, "METRICS_PORT", z.coerce.number().int().min(0).max(65535).optional(), "a port number between 0 and 65535");
   const metricsToken = parseVar(
@@ -375,6 +376,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     sessionMaxAgeSeconds,
     refreshGraceSeconds,
     auditRetentionDays,
+    observability: Object.freeze(observability),
     secretKey,
     previousSecretKeys,
     dynamicRegistration,

@@ -12,6 +12,8 @@ import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
 import type { Clock } from "./grants/clock.ts";
 import type { JsonFetcher } from "./outbound/guarded-fetch.ts";
+import { activeTracer } from "./telemetry/span.ts";
+import { tracedProvider } from "./upstream/traced.ts";
 
 export interface Services {
   readonly secrets: SecretBox;
@@ -42,12 +44,13 @@ export function createServices(
   options: { readonly clock?: Clock | undefined; readonly documentFetcher?: JsonFetcher | undefined } = {},
 ): Services {
   const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
-  const provider = createUpstreamProvider(config.upstream, {
+  const created = createUpstreamProvider(config.upstream, {
     demoIssuer: demoIssuerUrl(config),
     demoClientSecret: demoClientSecret(config),
     policy: config.accessPolicy,
     log: logger,
   });
+  const provider = activeTracer() ? tracedProvider(created) : created;
   const grants = createGrants({
     db: database.db,
     hot: database.hot,
