@@ -33,6 +33,8 @@ import { publicPaths } from "./http/public-paths.ts";
 import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
 import type { Tracing } from "./telemetry/tracing.ts";
 import { tracedHotStore } from "./store/hot-store-traced.ts";
+import { createAuditSink, type AuditSink, type AuditSinkOptions } from "./audit-sink/sink.ts";
+import { auditOutbox } from "./grants/audit-outbox.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
@@ -58,6 +60,8 @@ export interface BrokerOptions {
    * their own DNS answers and the CA of their https document server.
    */
   readonly documentFetch?: Partial<Pick<GuardedFetchOptions, "lookup" | "ca" | "timeoutMs" | "maxBytes">>;
+  /** The audit sink's timing and stdout (AUDIT_SINK): tests poll and retry in milliseconds. */
+  readonly auditSink?: Omit<AuditSinkOptions, "logger">;
 }
 
 export interface Broker {
@@ -76,6 +80,8 @@ export interface Broker {
   metricsPort(): number | undefined;
   /** Graceful stop: the server (if listening) drains within the deadline, then everything closes. */
   stop(deadlineMs?: number): Promise<void>;
+  /** The audit sink's file is opened again before its next batch (SIGHUP, after logrotate). */
+  reopenAuditSink(): void;
 }
 
 const TEN_MINUTES = 10 * 60 * 1000;
@@ -228,6 +234,11 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       : undefined;
   sweepTimer?.unref();
   grants.revocationFeed.start(options.revocationPollMs ?? REVOCATION_POLL_MS);
+  const { auditSink: auditSinkConfig } = config.observability;
+  const auditSink: AuditSink | undefined = auditSinkConfig
+    ? createAuditSink(auditSinkConfig, auditOutbox(database.db), { ...options.auditSink, logger })
+    : undefined;
+  auditSink?.start();
 
   let running: RunningServer | undefined;
   let metricsServer: RunningServer | undefined;
@@ -245,6 +256,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       return running;
     },
     metricsPort: () => metricsServer?.port,
+    reopenAuditSink: () => auditSink?.reopen(),
     async stop(deadlineMs = 10_000) {
       if (sweepTimer) clearInterval(sweepTimer);
       await grants.revocationFeed.stop();
@@ -261,6 +273,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       await demoMcp?.close();
       await demoIdp?.close();
       await grants.usage.flush();
+      // After the drain (the last requests' events are in the trail), before the database closes.
+      await auditSink?.stop();
       await database.close();
       await tracing?.shutdown();
     },

@@ -7,7 +7,7 @@ import leven from "leven";
 import { ConfigError, type Env } from "./config-values.ts";
 
 /** The variables that may also be given as `<NAME>_FILE`: the secrets. */
-export const FILE_VARIABLES = ["SECRET_KEY", "UPSTREAM_CLIENT_SECRET", "DATABASE_URL"] as const;
+export const FILE_VARIABLES = ["SECRET_KEY", "UPSTREAM_CLIENT_SECRET", "DATABASE_URL", "AUDIT_SINK_SECRET"] as const;
 
 /**
  * `env` with each `<NAME>_FILE` read into `<NAME>` (one trailing newline dropped, as secret files
@@ -70,6 +70,8 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "SESSION_MAX_AGE_SECONDS",
   "REFRESH_GRACE_SECONDS",
   "AUDIT_RETENTION_DAYS",
+  "AUDIT_SINK",
+  "AUDIT_SINK_SECRET",
   "OTEL_SDK_DISABLED",
   "OTEL_TRACES_EXPORTER",
   "OTEL_EXPORTER_OTLP_ENDPOINT",

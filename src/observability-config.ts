@@ -1,7 +1,9 @@
 // Where the broker sends what it sees, beyond its log and /metrics: OpenTelemetry traces (the
 // standard OTEL_* variables, read here rather than by the SDK so that `.env` counts too) and the
 // audit stream (AUDIT_SINK). Parsed once at start with the rest of the configuration.
-import { ConfigError, commaList, type Env } from "./config-values.ts";
+import path from "node:path";
+import { z } from "zod";
+import { ConfigError, commaList, isLoopbackHost, type Env } from "./config-values.ts";
 
 /** How spans are chosen (OTEL_TRACES_SAMPLER); `ratio` applies to the traceidratio ones. */
 export type SamplerKind = "always_on" | "always_off" | "traceidratio" | "parentbased_always_on" | "parentbased_always_off" | "parentbased_traceidratio";
@@ -22,9 +24,17 @@ export interface TracingConfig {
   readonly scheduleDelayMs: number;
 }
 
+export type AuditSinkConfig =
+  | { readonly kind: "stdout" }
+  /** Appended to; reopened on SIGHUP (logrotate moves the file away, then signals). */
+  | { readonly kind: "file"; readonly path: string }
+  /** Batches of JSON lines, signed with AUDIT_SINK_SECRET. */
+  | { readonly kind: "webhook"; readonly url: string; readonly secret: string };
+
 export interface ObservabilityConfig {
   /** Undefined: tracing is off, and no part of the OpenTelemetry SDK is loaded. */
   readonly tracing: TracingConfig | undefined;
+  readonly auditSink: AuditSinkConfig | undefined;
 }
 
 const SAMPLERS: readonly SamplerKind[] = [
@@ -133,6 +143,36 @@ function parseTracing(env: Env): TracingConfig | undefined {
   };
 }
 
-export function parseObservability(env: Env, _cwd: string): ObservabilityConfig {
-  return { tracing: parseTracing(env) };
+const SINK_EXPECTATION = "stdout, file:/path/to/audit.log, or the https:// URL of a webhook";
+
+function parseAuditSink(env: Env, cwd: string): AuditSinkConfig | undefined {
+  const raw = value(env, "AUDIT_SINK");
+  if (raw === undefined) return undefined;
+  if (raw === "stdout") return { kind: "stdout" };
+  if (raw.startsWith("file:")) {
+    const file = raw.slice("file:".length);
+    if (!file) throw new ConfigError("AUDIT_SINK", `expected a path after file:, e.g. file:/var/log/mcp-auth-broker/audit.log`);
+    return { kind: "file", path: path.resolve(cwd, file) };
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError("AUDIT_SINK", `expected ${SINK_EXPECTATION}, got ${JSON.stringify(raw.slice(0, 80))}`);
+  }
+  // The events name users and addresses: only a local receiver (a collector's agent) may take them unencrypted.
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopbackHost(url.hostname)))
+    throw new ConfigError("AUDIT_SINK", `expected ${SINK_EXPECTATION} (plain http only to localhost/127.0.0.1), got ${JSON.stringify(raw.slice(0, 80))}`);
+  if (url.username || url.password || url.hash) throw new ConfigError("AUDIT_SINK", "expected a webhook URL without user name, password or fragment");
+  const secret = z.string().min(32).safeParse(value(env, "AUDIT_SINK_SECRET"));
+  if (!secret.success)
+    throw new ConfigError(
+      "AUDIT_SINK_SECRET",
+      `expected at least 32 characters to sign the webhook's deliveries with (required with an https:// AUDIT_SINK), e.g. node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"`,
+    );
+  return { kind: "webhook", url: url.href, secret: secret.data };
+}
+
+export function parseObservability(env: Env, cwd: string): ObservabilityConfig {
+  return { tracing: parseTracing(env), auditSink: parseAuditSink(env, cwd) };
 }

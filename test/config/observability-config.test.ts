@@ -86,3 +86,37 @@ describe("tracing configuration", () => {
     expect(problem(env).variable).toBe(variable);
   });
 });
+
+describe("audit sink configuration", () => {
+  const sink = (env: Record<string, string>) => parseObservability(env, "/srv/broker").auditSink;
+  const secret = "s".repeat(32);
+
+  it("is off when unset; stdout; a file, relative to the working folder", () => {
+    expect(sink({})).toBeUndefined();
+    expect(sink({ AUDIT_SINK: "stdout" })).toEqual({ kind: "stdout" });
+    expect(sink({ AUDIT_SINK: "file:/var/log/mab/audit.log" })).toEqual({ kind: "file", path: "/var/log/mab/audit.log" });
+    expect(sink({ AUDIT_SINK: "file:data/audit.log" })).toEqual({ kind: "file", path: "/srv/broker/data/audit.log" });
+  });
+
+  it("takes an https webhook with its secret, and plain http only to this machine", () => {
+    expect(sink({ AUDIT_SINK: "https://siem.example.com/ingest?source=mab", AUDIT_SINK_SECRET: secret })).toEqual({
+      kind: "webhook",
+      url: "https://siem.example.com/ingest?source=mab",
+      secret,
+    });
+    expect(sink({ AUDIT_SINK: "http://127.0.0.1:8088/audit", AUDIT_SINK_SECRET: secret })).toMatchObject({ kind: "webhook" });
+    expect(sink({ AUDIT_SINK: "http://localhost:8088/audit", AUDIT_SINK_SECRET: secret })).toMatchObject({ kind: "webhook" });
+  });
+
+  it.each([
+    [{ AUDIT_SINK: "http://siem.example.com/ingest", AUDIT_SINK_SECRET: secret }, "AUDIT_SINK"],
+    [{ AUDIT_SINK: "http://10.0.0.5/ingest", AUDIT_SINK_SECRET: secret }, "AUDIT_SINK"],
+    [{ AUDIT_SINK: "syslog" }, "AUDIT_SINK"],
+    [{ AUDIT_SINK: "file:" }, "AUDIT_SINK"],
+    [{ AUDIT_SINK: "https://user:pw@siem.example.com/", AUDIT_SINK_SECRET: secret }, "AUDIT_SINK"],
+    [{ AUDIT_SINK: "https://siem.example.com/ingest" }, "AUDIT_SINK_SECRET"],
+    [{ AUDIT_SINK: "https://siem.example.com/ingest", AUDIT_SINK_SECRET: "short" }, "AUDIT_SINK_SECRET"],
+  ])("refuses %j, naming %s", (env, variable) => {
+    expect(problem(env).variable).toBe(variable);
+  });
+});
