@@ -7,7 +7,7 @@ import { SecretBox, purposeKey } from "./store/secrets.ts";
 import { createGrants, type Grants } from "./grants/index.ts";
 import type { ClientRegistry } from "./grants/clients.ts";
 import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts";
-import { readAuditLog, type AuditFilter, type AuditRecord } from "./grants/audit-log.ts";
+import { readAuditLog, readAuditLogForward, type AuditFilter, type AuditRecord } from "./grants/audit-log.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
 import type { Clock } from "./grants/clock.ts";
@@ -23,8 +23,8 @@ export interface Services {
   readonly clients: ClientRegistry;
   /** Grants as the operator lists them. */
   readonly grantListing: GrantListing;
-  /** The audit trail, as the operator reads it. */
-  readonly auditLog: { read(filter: AuditFilter): Promise<AuditRecord[]> };
+  /** The audit trail, as the operator reads it: the newest events, or (following it) the next ones. */
+  readonly auditLog: { read(filter: AuditFilter): Promise<AuditRecord[]>; readForward(filter: AuditFilter): Promise<AuditRecord[]> };
 }
 
 /** Where demo mode serves its embedded identity provider. */
@@ -67,6 +67,6 @@ export function createServices(
     grants,
     clients: grants.clients,
     grantListing: createGrantListing(database.db),
-    auditLog: { read: (filter) => readAuditLog(database.db, filter) },
+    auditLog: { read: (filter) => readAuditLog(database.db, filter), readForward: (filter) => readAuditLogForward(database.db, filter) },
   };
 }
