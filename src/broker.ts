@@ -131,7 +131,11 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   // Loaded only when configured: a broker without tracing loads no part of the OpenTelemetry SDK.
   const { tracing: tracingConfig } = config.observability;
   const tracing: Tracing | undefined = tracingConfig ? (await import("./telemetry/tracing.ts")).startTracing(tracingConfig, logger) : undefined;
-  const opened = await openDatabase(config.databaseUrl, options.cwd);
+  // A broker that fails to start leaves no tracing behind in the process (a caller may try again).
+  const opened = await openDatabase(config.databaseUrl, options.cwd).catch(async (err: unknown) => {
+    await tracing?.shutdown();
+    throw err;
+  });
   const database: Database = tracing ? { ...opened, hot: tracedHotStore(opened.hot) } : opened;
   const documentFetcher = createGuardedFetcher({ allowPrivateNetworks: config.clients.cimd.allowPrivateNetworks, ...options.documentFetch });
   const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
