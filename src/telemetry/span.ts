@@ -31,10 +31,14 @@ export interface SpanOptions {
   readonly childOnly?: boolean;
 }
 
-/** The error's kind, never its message: an OAuth error code (`invalid_grant`) or the class name. */
+/**
+ * The error's kind, never its message: the domain's OAuth error code (`invalid_grant`), a system
+ * error's code (`ECONNREFUSED`), an upstream error's kind (`unavailable`), or else the class name.
+ */
 function errorType(err: unknown): string {
-  const e = err as { error?: unknown; kind?: unknown; name?: unknown } | null;
-  for (const candidate of [e?.error, e?.kind, e?.name]) if (typeof candidate === "string" && candidate) return candidate;
+  const e = err as { code?: unknown; error?: unknown; kind?: unknown; name?: unknown } | null;
+  for (const candidate of [e?.code, e?.error, e?.kind, e?.name])
+    if (typeof candidate === "string" && /^[A-Za-z][\w.-]{0,63}$/.test(candidate)) return candidate;
   return "Error";
 }
 

@@ -13,6 +13,9 @@ import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../supp
 import { startV2McpServer, type V2McpServer } from "../gateway/v2-mcp-server.ts";
 import { until } from "../support/wait.ts";
 import { demoClientSecret } from "../../src/services.ts";
+import { startDocumentServer, type DocumentServer } from "../support/document-server.ts";
+import { assertionClaims, assertionForm, keySet, sign, signingKey } from "../support/client-assertion.ts";
+import { postForm, postJson } from "../support/oauth-client.ts";
 
 const SERVER = 2;
 const CLIENT = 3;
@@ -20,11 +23,13 @@ const CLIENT = 3;
 let receiver: OtlpReceiver;
 let mcp: V2McpServer;
 let t: TestBroker;
+let docs: DocumentServer;
 const logLines: Array<Record<string, unknown>> = [];
 
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   mcp = await startV2McpServer();
+  docs = await startDocumentServer();
   const logs = new Writable({
     write(chunk: Buffer, _encoding, done) {
       for (const line of chunk.toString().split("\n").filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
@@ -42,13 +47,16 @@ beforeAll(async () => {
       OTEL_TRACES_SAMPLER: "always_on",
       // Spans go out 20 ms after they end, not 5 s: the tests wait for them.
       OTEL_BSP_SCHEDULE_DELAY: "20",
+      // The document server (metadata documents, key sets) is on 127.0.0.1.
+      CIMD_ALLOW_PRIVATE_NETWORKS: "true",
     },
-    { logDestination: logs },
+    { logDestination: logs, documentFetch: { lookup: docs.lookup(), ca: docs.caCert } },
   );
 });
 afterAll(async () => {
   await t?.stop();
   await mcp?.close();
+  await docs?.close();
   await receiver?.close();
 });
 
@@ -149,7 +157,7 @@ describe("OpenTelemetry traces", () => {
     const { client } = await signIn();
     const grant = await spanWhere("the grant span", (s) => s.name === "grant authorization_code" && s.attributes["oauth.client.id"] === client.client_id);
     expect(grant.attributes).toMatchObject({ "oauth.grant_type": "authorization_code" });
-    const token = receiver.spans.find((s) => s.spanId === grant.parentSpanId)!;
+    const token = await spanWhere("the /token span", (s) => s.spanId === grant.parentSpanId);
     expect(token).toMatchObject({ name: "POST /token", kind: SERVER, parentSpanId: "" });
     expect(token.attributes).toMatchObject({ "http.route": "/token", "http.response.status_code": 200, "oauth.grant_type": "authorization_code" });
     const statements = childrenOf(grant).map((s) => s.name);
@@ -169,6 +177,57 @@ describe("OpenTelemetry traces", () => {
     const atIdp = await spanWhere("the IdP's request span under the call", (s) => s.parentSpanId === post.spanId && s.kind === SERVER);
     expect(atIdp.traceId).toBe(callback.traceId);
     expect(String(atIdp.attributes["url.path"])).toMatch(/^\/demo-idp\//);
+  });
+
+  it("a client's metadata document and key set are fetched in spans under the request that needed them", async () => {
+    const redirect = "http://127.0.0.1:7777/callback";
+    const documentId = `${docs.origin}/traced/client.json`;
+    docs.json("/traced/client.json", {
+      client_id: documentId,
+      client_name: "Traced agent",
+      redirect_uris: [redirect],
+      grant_types: ["authorization_code"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    });
+    const authorizeUrl = new URL(`${t.url}/authorize`);
+    for (const [k, v] of Object.entries({
+      response_type: "code",
+      client_id: documentId,
+      redirect_uri: redirect,
+      code_challenge: "c".repeat(43),
+      code_challenge_method: "S256",
+    }))
+      authorizeUrl.searchParams.set(k, v);
+    await (await fetch(authorizeUrl, { redirect: "manual" })).text();
+    const cimd = await spanWhere("the document fetch", (s) => s.name === "cimd fetch" && s.attributes["url.full"] === documentId);
+    expect(cimd.kind).toBe(CLIENT);
+    // A parent ends after its children: it may come in a later export.
+    expect(await spanWhere("the /authorize span", (s) => s.spanId === cimd.parentSpanId)).toMatchObject({ name: "GET /authorize", kind: SERVER });
+
+    const key = await signingKey();
+    docs.json("/traced/jwks.json", keySet(key));
+    const registered = await postJson(`${t.url}/register`, {
+      client_name: "Signed agent",
+      redirect_uris: [redirect],
+      grant_types: ["authorization_code"],
+      token_endpoint_auth_method: "private_key_jwt",
+      jwks_uri: `${docs.origin}/traced/jwks.json`,
+    });
+    const clientId = registered.json!.client_id as string;
+    // A made-up code: the client is authenticated (its key set fetched) before the code is refused.
+    const res = await postForm(`${t.url}/token`, {
+      grant_type: "authorization_code",
+      code: "made-up",
+      redirect_uri: redirect,
+      code_verifier: "v".repeat(43),
+      ...assertionForm(await sign(key, assertionClaims(clientId, `${t.url}/token`))),
+    });
+    expect(res.status).toBe(400);
+    const jwks = await spanWhere("the key set fetch", (s) => s.name === "jwks fetch" && s.attributes["url.full"] === `${docs.origin}/traced/jwks.json`);
+    const grant = await spanWhere("the grant span", (s) => s.spanId === jwks.parentSpanId);
+    expect(grant).toMatchObject({ name: "grant authorization_code", status: 2 });
+    expect(grant.attributes).toMatchObject({ "oauth.client.id": clientId, "error.type": "invalid_grant" });
   });
 
   it("no span holds a token, a code, a verifier or a secret; queries are redacted as in the log", async () => {
