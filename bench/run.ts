@@ -17,6 +17,7 @@ import { cpuMs, METRICS_TOKEN, metricsText, root, startProcess, stop } from "./p
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
 import { recheckRows } from "./recheck.ts";
 import { modernRows } from "./modern-calls.ts";
+import { tracingRows } from "./tracing.ts";
 import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
@@ -35,12 +36,12 @@ async function main(): Promise<void> {
   const mcpUrl = match[1]!;
   const secret = randomBytes(32).toString("base64");
 
-  /** `db`: a file name in the bench folder, or a PostgreSQL URL. */
-  async function startBrokerProcess(recheck: string, db: string, extra: Record<string, string> = {}) {
+  /** `db`: a file name in the bench folder, or a PostgreSQL URL; `entry`: another build's dist/main.js. */
+  async function startBrokerProcess(recheck: string, db: string, extra: Record<string, string> = {}, entry = "dist/main.js") {
     const databaseUrl = db.startsWith("postgres") ? db : `file:${path.join(dir, db)}`;
     const port = await freePort();
     const { child } = await startProcess(
-      ["dist/main.js"],
+      [entry],
       {
         PORT: String(port),
         PUBLIC_URL: `http://127.0.0.1:${port}`,
@@ -127,6 +128,11 @@ async function main(): Promise<void> {
       rows.push(...(await modernRows(startBrokerProcess, fmt)));
       return report(rows);
     }
+    // BENCH_ONLY=tracing: what OpenTelemetry tracing costs, off and on (row t) alone.
+    if (process.env.BENCH_ONLY === "tracing") {
+      rows.push(...(await tracingRows((db, extra, entry) => startBrokerProcess("30", db, extra, entry))));
+      return report(rows);
+    }
     // BENCH_ONLY=postgres: the PostgreSQL refresh rows alone.
     if (process.env.BENCH_ONLY === "postgres") {
       rows.push(...(await postgresRows()));
@@ -190,6 +196,7 @@ async function main(): Promise<void> {
       }
     }
     rows.push(...(await modernRows(startBrokerProcess, fmt)));
+    rows.push(...(await tracingRows((db, extra, entry) => startBrokerProcess("30", db, extra, entry))));
     rows.push(...(await recheckRows(startBrokerProcess)));
     rows.push(...(await postgresRows()));
     // (e) start-up to /healthz 200: on a fresh database (the migrations run), then a restart on it

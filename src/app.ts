@@ -9,6 +9,8 @@ import { securityHeaders } from "./http/security-headers.ts";
 import { errorHandler } from "./http/error-handler.ts";
 import { browserSession } from "./http/browser-session.ts";
 import { cookieKeys } from "./crypto/keys.ts";
+import { requestSpans } from "./http/request-span.ts";
+import { activeTracer } from "./telemetry/span.ts";
 
 export interface AppParts {
   readonly config: Config;
@@ -25,6 +27,9 @@ export function createApp({ config, logger, routers, metrics }: AppParts): Koa {
   // printing would duplicate them and could leak details.
   app.silent = true;
   if (metrics) app.use(metrics);
+  // Only when tracing is on: without it, requests pay nothing for it.
+  const tracer = activeTracer();
+  if (tracer) app.use(requestSpans(tracer));
   app.use(requestContext(logger, ["/healthz", "/readyz"], publicPaths(config.publicUrl, "/mcp")));
   app.use(securityHeaders({ https: config.publicUrl.startsWith("https:") }));
   app.use(errorHandler({ frontPage: `${config.publicUrl}/` }));

@@ -39,6 +39,10 @@ import { firstLine } from "./lib/error-text.ts";
 import { runStartProbes } from "./diagnostics/start-probes.ts";
 import type { Finding } from "./diagnostics/finding.ts";
 import { packageVersion } from "./package-version.ts";
+import type { Tracing } from "./telemetry/tracing.ts";
+import { tracedHotStore } from "./store/hot-store-traced.ts";
+import { createAuditSink, type AuditSink, type AuditSinkOptions } from "./audit-sink/sink.ts";
+import { auditOutbox } from "./grants/audit-outbox.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
@@ -69,6 +73,8 @@ export interface BrokerOptions {
    * wrong (default true). Tests that count an emulator's calls turn it off.
    */
   readonly startProbes?: boolean;
+  /** The audit sink's timing and stdout (AUDIT_SINK): tests poll and retry in milliseconds. */
+  readonly auditSink?: Omit<AuditSinkOptions, "logger">;
 }
 
 /** Requests in flight, and of them the MCP event streams relayed: answering requests, or only listening (GET). */
@@ -102,6 +108,8 @@ export interface Broker {
    * deadline, with a JSON-RPC error for each request still unanswered.
    */
   stop(deadlineMs?: number): Promise<void>;
+  /** The audit sink's file is opened again before its next batch (SIGHUP, after logrotate). */
+  reopenAuditSink(): void;
 }
 
 const TEN_MINUTES = 10 * 60 * 1000;
@@ -169,7 +177,15 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     const { applied } = await migrateDatabase(config.databaseUrl, options.cwd);
     if (applied.length > 0) logger.info({ applied }, "database migrations applied");
   }
-  const database = await openDatabase(config.databaseUrl, options.cwd);
+  // Loaded only when configured: a broker without tracing loads no part of the OpenTelemetry SDK.
+  const { tracing: tracingConfig } = config.observability;
+  const tracing: Tracing | undefined = tracingConfig ? (await import("./telemetry/tracing.ts")).startTracing(tracingConfig, logger) : undefined;
+  // A broker that fails to start leaves no tracing behind in the process (a caller may try again).
+  const opened = await openDatabase(config.databaseUrl, options.cwd).catch(async (err: unknown) => {
+    await tracing?.shutdown();
+    throw err;
+  });
+  const database: Database = tracing ? { ...opened, hot: tracedHotStore(opened.hot) } : opened;
   const documentFetcher = createGuardedFetcher({ allowPrivateNetworks: config.clients.cimd.allowPrivateNetworks, ...options.documentFetch });
   const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
   const { grants } = services;
@@ -282,6 +298,11 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       : undefined;
   sweepTimer?.unref();
   grants.revocationFeed.start(options.revocationPollMs ?? REVOCATION_POLL_MS);
+  const { auditSink: auditSinkConfig } = config.observability;
+  const auditSink: AuditSink | undefined = auditSinkConfig
+    ? createAuditSink(auditSinkConfig, auditOutbox(database.db), { ...options.auditSink, logger })
+    : undefined;
+  auditSink?.start();
 
   let running: RunningServer | undefined;
   let metricsServer: RunningServer | undefined;
@@ -301,6 +322,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     },
     metricsPort: () => metricsServer?.port,
     activity: () => ({ requests: running?.inFlight() ?? 0, ...streams.count() }),
+    reopenAuditSink: () => auditSink?.reopen(),
     async stop(deadlineMs = 10_000) {
       if (sweepTimer) clearInterval(sweepTimer);
       // Open GET streams would hold the drain below until its deadline.
@@ -321,7 +343,10 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       await demoMcp?.close();
       await demoIdp?.close();
       await grants.usage.flush();
+      // After the drain (the last requests' events are in the trail), before the database closes.
+      await auditSink?.stop();
       await database.close();
+      await tracing?.shutdown();
     },
   };
 }

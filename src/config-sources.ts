@@ -8,7 +8,7 @@ import { ConfigError, type Env } from "./config-values.ts";
 import { firstLine } from "./lib/error-text.ts";
 
 /** The variables that may also be given as `<NAME>_FILE`: the secrets. */
-export const FILE_VARIABLES = ["SECRET_KEY", "UPSTREAM_CLIENT_SECRET", "DATABASE_URL"] as const;
+export const FILE_VARIABLES = ["SECRET_KEY", "UPSTREAM_CLIENT_SECRET", "DATABASE_URL", "AUDIT_SINK_SECRET"] as const;
 
 /**
  * `env` with each `<NAME>_FILE` read into `<NAME>` (one trailing newline dropped, as secret files
@@ -74,6 +74,23 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "REFRESH_GRACE_SECONDS",
   "AUDIT_RETENTION_DAYS",
   "DEAD_GRANT_RETENTION_DAYS",
+  "AUDIT_SINK",
+  "AUDIT_SINK_SECRET",
+  "OTEL_SDK_DISABLED",
+  "OTEL_TRACES_EXPORTER",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+  "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+  "OTEL_EXPORTER_OTLP_PROTOCOL",
+  "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+  "OTEL_EXPORTER_OTLP_HEADERS",
+  "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+  "OTEL_EXPORTER_OTLP_TIMEOUT",
+  "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+  "OTEL_SERVICE_NAME",
+  "OTEL_RESOURCE_ATTRIBUTES",
+  "OTEL_TRACES_SAMPLER",
+  "OTEL_TRACES_SAMPLER_ARG",
+  "OTEL_BSP_SCHEDULE_DELAY",
   "SECRET_KEY",
   "SECRET_KEY_PREVIOUS",
   "DYNAMIC_REGISTRATION",

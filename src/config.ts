@@ -9,10 +9,11 @@ import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy-config.ts";
 import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop-config.ts";
-import { ConfigError, commaList, type Env, type UpstreamKind } from "./config-values.ts";
+import { ConfigError, commaList, isLoopbackHost, type Env, type UpstreamKind } from "./config-values.ts";
 export type { UpstreamKind };
 import { withSecretFiles } from "./config-sources.ts";
 import { parseStdioServer, type StdioServerConfig } from "./stdio-server-config.ts";
+import { parseObservability, type ObservabilityConfig } from "./observability-config.ts";
 
 export { ConfigError };
 
@@ -59,6 +60,8 @@ export interface Config {
   readonly auditRetentionDays: number;
   /** DEAD_GRANT_RETENTION_DAYS: how long a revoked or expired grant's rows are kept (for /account and the CLI). */
   readonly deadGrantRetentionDays: number;
+  /** OpenTelemetry traces (OTEL_*) and the audit stream (AUDIT_SINK). */
+  readonly observability: ObservabilityConfig;
   /** Raw key material (>= 32 bytes) for cookies and encryption at rest. */
   readonly secretKey: Buffer;
   /** Keys that were rotated out: still accepted for reading old rows and cookies. */
@@ -98,10 +101,7 @@ export function callbackUrl(publicUrl: string): string {
   return `${publicUrl}${callbackPath}`;
 }
 
-const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
-export function isLoopbackHost(hostname: string): boolean {
-  return loopbackHosts.has(hostname.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(hostname);
-}
+export { isLoopbackHost };
 
 /**
  * Outside demo mode the operator must say what is protected: fronting the built-in demo MCP
@@ -393,6 +393,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
   const refreshGraceSeconds = parseVar(env, "REFRESH_GRACE_SECONDS", intIn(0, 3600, 30), "a whole number of seconds between 0 and 3600");
   const auditRetentionDays = parseVar(env, "AUDIT_RETENTION_DAYS", intIn(1, 36500, 90), "a whole number of days between 1 and 36500");
   const deadGrantRetentionDays = parseVar(env, "DEAD_GRANT_RETENTION_DAYS", intIn(0, 36500, 7), "a whole number of days between 0 and 36500");
+  const observability = parseObservability(env, cwd);
   const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
   const metricsPort = parseVar(env, "METRICS_PORT", z.coerce.number().int().min(0).max(65535).optional(), "a port number between 0 and 65535");
   const metricsToken = parseVar(
@@ -488,6 +489,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     refreshGraceSeconds,
     auditRetentionDays,
     deadGrantRetentionDays,
+    observability: Object.freeze(observability),
     secretKey,
     previousSecretKeys,
     dynamicRegistration,

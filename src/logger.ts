@@ -2,6 +2,7 @@
 // JSON lines for log collectors, or readable lines (pino-pretty) for a person at a terminal.
 import pino from "pino";
 import pretty from "pino-pretty";
+import { mergeTraceFields, traceFields } from "./telemetry/span.ts";
 
 export type Logger = pino.Logger;
 
@@ -77,6 +78,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     {
       level,
       base: { service: "mcp-auth-broker" },
+      // trace_id and span_id of the active span when tracing is on, so a log line leads to its trace.
+      mixin: traceFields,
+      mixinMergeStrategy: mergeTraceFields,
       // Child bindings are not censored: the broker's are request ids, commands and pids.
       formatters: {
         // An Error under `err` is left to its serializer below, which keeps its type, message and stack.

@@ -113,6 +113,9 @@ async function start(io: ServeIo): Promise<number> {
     process.on("SIGTERM", () => shutdown("SIGTERM"));
     process.on("SIGINT", () => shutdown("SIGINT"));
   });
+  // logrotate moves the audit file away, then signals: later events go to a new file. Only then is
+  // SIGHUP handled; otherwise it ends the process, as it ends any program whose terminal closed.
+  if (config.observability.auditSink?.kind === "file") process.on("SIGHUP", () => broker.reopenAuditSink());
   installProcessGuard(broker.logger);
   if (config.insecurePublicUrl)
     broker.logger.warn(

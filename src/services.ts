@@ -8,11 +8,13 @@ import { purposeKey } from "./crypto/keys.ts";
 import { createGrants, type Grants } from "./grants/index.ts";
 import type { ClientRegistry } from "./grants/clients.ts";
 import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts";
-import { readAuditLog, type AuditFilter, type AuditRecord } from "./grants/audit-log.ts";
+import { readAuditLog, readAuditLogForward, type AuditFilter, type AuditRecord } from "./grants/audit-log.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
 import type { Clock } from "./lib/clock.ts";
 import type { JsonFetcher } from "./outbound/guarded-fetch.ts";
+import { activeTracer } from "./telemetry/span.ts";
+import { tracedProvider } from "./upstream/traced.ts";
 
 export interface Services {
   readonly secrets: SecretBox;
@@ -22,8 +24,8 @@ export interface Services {
   readonly clients: ClientRegistry;
   /** Grants as the operator lists them. */
   readonly grantListing: GrantListing;
-  /** The audit trail, as the operator reads it. */
-  readonly auditLog: { read(filter: AuditFilter): Promise<AuditRecord[]> };
+  /** The audit trail, as the operator reads it: the newest events, or (following it) the next ones. */
+  readonly auditLog: { read(filter: AuditFilter): Promise<AuditRecord[]>; readForward(filter: AuditFilter): Promise<AuditRecord[]> };
 }
 
 /** Where demo mode serves its embedded identity provider. */
@@ -43,12 +45,13 @@ export function createServices(
   options: { readonly clock?: Clock | undefined; readonly documentFetcher?: JsonFetcher | undefined } = {},
 ): Services {
   const secrets = new SecretBox(config.secretKey, config.previousSecretKeys);
-  const provider = createUpstreamProvider(config.upstream, {
+  const created = createUpstreamProvider(config.upstream, {
     demoIssuer: demoIssuerUrl(config),
     demoClientSecret: demoClientSecret(config),
     policy: config.accessPolicy,
     log: logger,
   });
+  const provider = activeTracer() ? tracedProvider(created) : created;
   const grants = createGrants({
     db: database.db,
     hot: database.hot,
@@ -65,6 +68,6 @@ export function createServices(
     grants,
     clients: grants.clients,
     grantListing: createGrantListing(database.db),
-    auditLog: { read: (filter) => readAuditLog(database.db, filter) },
+    auditLog: { read: (filter) => readAuditLog(database.db, filter), readForward: (filter) => readAuditLogForward(database.db, filter) },
   };
 }

@@ -4,6 +4,8 @@ import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, iso, jsonCommand, printJson, printTable } from "./output.ts";
 import type { CliIo } from "./io.ts";
+import { followAuditLog } from "./audit-follow.ts";
+import { auditJson, type AuditRecord } from "../grants/audit-log.ts";
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
 
@@ -16,6 +18,43 @@ export function parseSince(value: string, now: Date): Date {
     if (!Number.isNaN(date.getTime())) return date;
   }
   throw new CliError(`--since ${JSON.stringify(value)}: give a duration (30m, 1h, 7d, 2w) or an ISO date (2026-11-23 or 2026-11-23T10:00:00Z)`, 2);
+}
+
+function parseInterval(value: string): number {
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds < 0.01 || seconds > 3600)
+    throw new CliError(`--interval ${JSON.stringify(value)}: give seconds from 0.01 to 3600`, 2);
+  return seconds * 1000;
+}
+
+/** The columns of a followed trail: fixed widths, since rows arrive one by one. */
+const FOLLOW_COLUMNS = [
+  ["AT", 24],
+  ["TYPE", 22],
+  ["USER", 20],
+  ["CLIENT", 36],
+  ["IP", 15],
+  ["DETAIL", 0],
+] as const;
+
+function followRow(cells: readonly string[]): string {
+  return `${cells
+    .map((cell, i) => cell.padEnd(FOLLOW_COLUMNS[i]![1]))
+    .join("  ")
+    .trimEnd()}\n`;
+}
+
+function rowCells(e: AuditRecord): string[] {
+  return [iso(e.at), e.type, e.subject ?? "-", e.clientId ?? "-", e.ip ?? "-", Object.keys(e.detail).length ? JSON.stringify(e.detail) : ""];
+}
+
+/** Ctrl-C ends a followed trail (tests stop it through their I/O). */
+function interruption(io: CliIo): { signal: AbortSignal; release(): void } {
+  if (io.stop) return { signal: io.stop, release: () => undefined };
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort();
+  process.once("SIGINT", onInterrupt);
+  return { signal: controller.signal, release: () => void process.off("SIGINT", onInterrupt) };
 }
 
 function parseLimit(value: string): number {
@@ -31,33 +70,59 @@ export function registerAuditCommand(program: Command, io: CliIo): void {
     .option("--client <id>", "only events of this client")
     .option("--type <type>", "only this event type (login.refused) or family (login)")
     .option("--limit <n>", "at most the newest n events", "1000")
-    .action(async (opts: { since: string; user?: string; client?: string; type?: string; limit: string; json?: boolean }) => {
-      const filter = {
-        since: parseSince(opts.since, new Date()),
-        subject: opts.user,
-        clientId: opts.client,
-        type: opts.type,
-        limit: parseLimit(opts.limit),
-      };
-      await withContext(io, async ({ services }) => {
-        const events = await services.auditLog.read(filter);
-        if (opts.json)
-          return printJson(
+    .option("--follow", "then keep printing new events as they are recorded, until Ctrl-C (with --json: one JSON object per line)")
+    .option("--interval <seconds>", "with --follow: how often to look for new events", "1")
+    .action(
+      async (opts: { since: string; user?: string; client?: string; type?: string; limit: string; json?: boolean; follow?: boolean; interval: string }) => {
+        const now = new Date();
+        const filter = {
+          since: parseSince(opts.since, now),
+          subject: opts.user,
+          clientId: opts.client,
+          type: opts.type,
+          limit: parseLimit(opts.limit),
+        };
+        const intervalMs = parseInterval(opts.interval);
+        await withContext(io, async ({ services }) => {
+          // Ctrl-C is taken from before the first line: pressed at any moment, it ends the tail, not the process.
+          const stop = opts.follow ? interruption(io) : undefined;
+          const events = await services.auditLog.read(filter).catch((err: unknown) => {
+            stop?.release();
+            throw err;
+          });
+          if (stop) {
+            const print = opts.json ? (e: AuditRecord) => io.out(`${JSON.stringify(auditJson(e))}\n`) : (e: AuditRecord) => io.out(followRow(rowCells(e)));
+            if (!opts.json) io.out(followRow(FOLLOW_COLUMNS.map(([name]) => name)));
+            for (const e of events) print(e);
+            try {
+              await followAuditLog({
+                readForward: (f) => services.auditLog.readForward(f),
+                filter: { subject: filter.subject, clientId: filter.clientId, type: filter.type },
+                printed: events,
+                start: now,
+                intervalMs,
+                stop: stop.signal,
+                print,
+              });
+            } finally {
+              stop.release();
+            }
+            return;
+          }
+          if (opts.json)
+            return printJson(
+              io,
+              events.map((e) => ({ ...e, at: e.at.toISOString() })),
+            );
+          printTable(
             io,
-            events.map((e) => ({ ...e, at: e.at.toISOString() })),
+            events.map((e) => {
+              const [at, type, user, client, ip, detail] = rowCells(e);
+              return { at: at!, type: type!, user: user!, client: client!, ip: ip!, detail: detail! };
+            }),
+            `No audit events since ${iso(filter.since)}${opts.user || opts.client || opts.type ? " matching the filter" : ""}.`,
           );
-        printTable(
-          io,
-          events.map((e) => ({
-            at: iso(e.at),
-            type: e.type,
-            user: e.subject ?? "-",
-            client: e.clientId ?? "-",
-            ip: e.ip ?? "-",
-            detail: Object.keys(e.detail).length ? JSON.stringify(e.detail) : "",
-          })),
-          `No audit events since ${iso(filter.since)}${opts.user || opts.client || opts.type ? " matching the filter" : ""}.`,
-        );
-      });
-    });
+        });
+      },
+    );
 }

@@ -8,6 +8,8 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   out(text: string): void;
   err(text: string): void;
+  /** Ends a command that runs until stopped (`audit --follow`); without it, SIGINT (Ctrl-C) does. */
+  readonly stop?: AbortSignal;
 }
 
 export const processIo: CliIo = {

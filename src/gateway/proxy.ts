@@ -25,6 +25,7 @@ import { rpcMethods } from "./rpc-methods.ts";
 import type { McpServerAnswer } from "../outbound/mcp-server-answer.ts";
 import type { OpenStreams } from "./open-streams.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES, type SlowClientLimits } from "../http/slow-requests.ts";
+import { endProxySpan, proxyAnswered, startProxySpan, withProxyTraceContext, type ProxySpan } from "./proxy-span.ts";
 
 export interface McpProxyOptions {
   /** The MCP server's endpoint URL (MCP_SERVER_URL). */
@@ -338,6 +339,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     }
 
     const controller = new AbortController();
+    let span: ProxySpan | undefined;
     inFlight.add(controller);
     const deadline = requestDeadline(options.timeoutMs, ctx.req, release && slowClientLimits(ctx.app), (reason) => controller.abort(reason));
     const onClose = () => {
@@ -370,16 +372,21 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
           }
         }
         const asked = performance.now();
+        span = startProxySpan(target, ctx.method, path);
         upstream = await pool.request({
           method: ctx.method as "GET" | "POST" | "DELETE",
           path,
-          headers: upstreamRequestHeaders(ctx.req.headers, identity, forwardedConnection(ctx, options.publicUrl), options.forwardUpstreamToken),
+          headers: withProxyTraceContext(
+            span,
+            upstreamRequestHeaders(ctx.req.headers, identity, forwardedConnection(ctx, options.publicUrl), options.forwardUpstreamToken),
+          ),
           // undici documents AsyncIterable bodies (Dispatcher.md); its type declarations lag.
           body: body as Buffer | Readable | null,
           signal: controller.signal,
         });
         options.observer?.mcpServerAnswered((performance.now() - asked) / 1000);
       } catch (err) {
+        endProxySpan(span, controller.signal.reason ?? err);
         return failed(ctx, log(), controller.signal.reason, err);
       } finally {
         deadline.disarm();
@@ -394,6 +401,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         sessionSent: sessionId !== undefined,
         tokenSent: options.forwardUpstreamToken,
       });
+      proxyAnswered(span, status);
       if (status === 401 || status === 403) {
         const refusal = backendRefusal(status, upstream.headers["www-authenticate"], identity, options.challenge, log);
         if (refusal) {
@@ -444,6 +452,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         streamed?.();
       }
     } finally {
+      endProxySpan(span);
       deadline.disarm();
       release?.();
       ctx.res.off("close", onClose);

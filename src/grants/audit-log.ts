@@ -1,5 +1,8 @@
-// Reading the audit trail back: what the `audit` command shows an operator. Newest last, like a log.
+// Reading the audit trail back: what the `audit` command shows an operator (newest last, like a log),
+// and each event as one JSON object, the form the audit sink and `audit --follow --json` send.
 import type { Db } from "../store/db.ts";
+import type { AuditEvent } from "../store/hot-store.ts";
+import { censorSensitive } from "../logger.ts";
 
 export interface AuditFilter {
   /** Only events at or after this time. */
@@ -13,6 +16,8 @@ export interface AuditFilter {
 }
 
 export interface AuditRecord {
+  /** Unique per event: a receiver that got an event twice (at-least-once delivery) knows it by this. */
+  readonly id: string;
   readonly at: Date;
   readonly type: string;
   readonly subject: string | null;
@@ -31,19 +36,19 @@ function parseDetail(text: string): Record<string, unknown> {
   }
 }
 
-export async function readAuditLog(db: Pick<Db, "auditEvent">, filter: AuditFilter): Promise<AuditRecord[]> {
+function whereOf(filter: Omit<AuditFilter, "limit">) {
   const type = filter.type?.trim();
-  const rows = await db.auditEvent.findMany({
-    where: {
-      ...(filter.since ? { at: { gte: filter.since } } : {}),
-      ...(filter.subject ? { subject: filter.subject } : {}),
-      ...(filter.clientId ? { clientId: filter.clientId } : {}),
-      ...(type ? (type.includes(".") ? { type } : { type: { startsWith: `${type}.` } }) : {}),
-    },
-    orderBy: [{ at: "desc" }, { id: "desc" }],
-    take: filter.limit,
-  });
-  return rows.reverse().map((row) => ({
+  return {
+    ...(filter.since ? { at: { gte: filter.since } } : {}),
+    ...(filter.subject ? { subject: filter.subject } : {}),
+    ...(filter.clientId ? { clientId: filter.clientId } : {}),
+    ...(type ? (type.includes(".") ? { type } : { type: { startsWith: `${type}.` } }) : {}),
+  };
+}
+
+export function auditRecord(row: AuditEvent): AuditRecord {
+  return {
+    id: row.id,
     at: row.at,
     type: row.type,
     subject: row.subject,
@@ -51,5 +56,37 @@ export async function readAuditLog(db: Pick<Db, "auditEvent">, filter: AuditFilt
     grantId: row.grantId,
     ip: row.ip,
     detail: parseDetail(row.detail),
-  }));
+  };
+}
+
+/** The newest `filter.limit` events matching the filter, oldest first. */
+export async function readAuditLog(db: Pick<Db, "auditEvent">, filter: AuditFilter): Promise<AuditRecord[]> {
+  const rows = await db.auditEvent.findMany({ where: whereOf(filter), orderBy: [{ at: "desc" }, { id: "desc" }], take: filter.limit });
+  return rows.reverse().map(auditRecord);
+}
+
+/** The oldest `filter.limit` events at or after `filter.since`, oldest first: the next page of a tail. */
+export async function readAuditLogForward(db: Pick<Db, "auditEvent">, filter: AuditFilter): Promise<AuditRecord[]> {
+  const rows = await db.auditEvent.findMany({ where: whereOf(filter), orderBy: [{ at: "asc" }, { id: "asc" }], take: filter.limit });
+  return rows.map(auditRecord);
+}
+
+/**
+ * One event as a JSON object for whatever reads the stream (a SIEM, a log collector): the fields
+ * of the `audit --json` listing plus `stream: "audit"`, which tells these lines apart from log lines
+ * on a shared stdout. Recorded events hold no token, code or secret; detail keys that name one are
+ * masked all the same, as the log masks them.
+ */
+export function auditJson(record: AuditRecord): Record<string, unknown> {
+  return {
+    stream: "audit",
+    id: record.id,
+    at: record.at.toISOString(),
+    type: record.type,
+    subject: record.subject,
+    clientId: record.clientId,
+    grantId: record.grantId,
+    ip: record.ip,
+    detail: censorSensitive(record.detail),
+  };
 }

@@ -49,6 +49,8 @@ export function auditRow(entry: AuditEntry): AuditEvent {
     subject: entry.subject ?? null,
     ip: entry.ip ?? null,
     detail: JSON.stringify(entry.detail ?? {}),
+    // Waiting for the audit sink (audit-sink/), if one is configured.
+    deliveredAt: null,
   };
 }
 

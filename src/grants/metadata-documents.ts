@@ -15,6 +15,8 @@ import { DomainError, PageError } from "./errors.ts";
 import { SingleFlight } from "../lib/single-flight.ts";
 import { freshnessMs } from "./freshness.ts";
 import { MAX_URL_LENGTH } from "./types.ts";
+import { inSpan, SpanKind } from "../telemetry/span.ts";
+import { redactUrl } from "../logger.ts";
 
 export { DEFAULT_FRESH_MS, freshnessMs, MAX_FRESH_MS, MIN_FRESH_MS } from "./freshness.ts";
 
@@ -133,7 +135,12 @@ export class MetadataDocuments {
     this.fresh.delete(clientId);
     let fetched: FetchedJson;
     try {
-      fetched = await this.fetcher.getJson(clientId);
+      fetched = await inSpan(
+        "cimd fetch",
+        () => ({ "url.full": redactUrl(clientId) }),
+        () => this.fetcher.getJson(clientId),
+        { kind: SpanKind.CLIENT },
+      );
     } catch (err) {
       if (err instanceof OutboundFetchError) throw refused(clientId, `it could not be fetched: ${err.message}.`);
       throw err;

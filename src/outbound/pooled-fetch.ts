@@ -16,6 +16,8 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { Agent, type Dispatcher } from "undici";
 import { OutboundFetchError } from "./fetch-error.ts";
 import { guardedLookup, refuseAddressLiteral, systemLookup } from "./guarded-lookup.ts";
+import { inSpan, SpanKind, withTraceContext } from "../telemetry/span.ts";
+import { redactUrl } from "../logger.ts";
 
 export interface PooledFetchOptions {
   /** Private and loopback addresses too (cloud metadata never): true for an operator's own IdP. */
@@ -126,6 +128,16 @@ function requestBody(body: PooledFetchInit["body"], headers: Record<string, stri
   return Readable.fromWeb(body as WebReadableStream);
 }
 
+function clientSpanAttributes(url: string | URL, method: string): Record<string, string | number> {
+  const target = typeof url === "string" ? new URL(url) : url;
+  return {
+    "http.request.method": method,
+    "server.address": target.hostname,
+    "server.port": Number(target.port) || (target.protocol === "https:" ? 443 : 80),
+    "url.full": redactUrl(target.href),
+  };
+}
+
 export function createPooledFetch(options: PooledFetchOptions): PooledFetch {
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   const agent = new Agent({
@@ -152,9 +164,22 @@ export function createPooledFetch(options: PooledFetchOptions): PooledFetch {
     return { signal, timer };
   }
 
-  async function answer(url: string | URL, init: PooledFetchInit = {}): Promise<PooledAnswer> {
+  /** One client span per request (the IdP is told its trace context); with tracing off, the request alone. */
+  const answer = (url: string | URL, init: PooledFetchInit = {}): Promise<PooledAnswer> =>
+    inSpan(
+      init.method ?? "GET",
+      () => clientSpanAttributes(url, init.method ?? "GET"),
+      async (span) => {
+        const answered = await send(url, init);
+        span?.setAttribute("http.response.status_code", answered.status);
+        return answered;
+      },
+      { kind: SpanKind.CLIENT, childOnly: true },
+    );
+
+  async function send(url: string | URL, init: PooledFetchInit): Promise<PooledAnswer> {
     const target = typeof url === "string" ? new URL(url) : url;
-    const headers = headerRecord(init.headers);
+    const headers = withTraceContext(headerRecord(init.headers));
     const body = requestBody(init.body, headers);
     const own = init.signal ? undefined : deadline();
     try {

@@ -128,6 +128,7 @@ export const tables = {
     subject: "text",
     ip: "text",
     detail: "text",
+    deliveredAt: "date",
   }),
 } as const;
 

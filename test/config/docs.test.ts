@@ -11,9 +11,9 @@ const variablesIn = (text: string, pattern: RegExp) => new Set([...text.matchAll
 
 /** Every variable the configuration modules read, by either of their spellings. */
 const readByBroker = new Set(
-  ["src/config.ts", "src/access-policy-config.ts", "src/client-interop-config.ts", "src/stdio-server-config.ts"].flatMap((file) => [
-    ...variablesIn(read(file), /(?:env,\s*"|env\.)([A-Z][A-Z0-9_]+)/g),
-  ]),
+  ["src/config.ts", "src/access-policy-config.ts", "src/client-interop-config.ts", "src/stdio-server-config.ts", "src/observability-config.ts"].flatMap(
+    (file) => [...variablesIn(read(file), /(?:env,\s*"|env\.)([A-Z][A-Z0-9_]+)/g)],
+  ),
 );
 // The secrets may also come from files.
 for (const name of FILE_VARIABLES) readByBroker.add(`${name}_FILE`);

@@ -49,7 +49,7 @@ function accessRow(grantId: string, refreshTokenId: string | null): AccessToken 
 }
 
 function auditRow(type: string, grantId: string): AuditEvent {
-  return { id: randomUUID(), at: T0, type, clientId: "client-1", grantId, subject: "github:1", ip: null, detail: '{"k":1}' };
+  return { id: randomUUID(), at: T0, type, clientId: "client-1", grantId, subject: "github:1", ip: null, detail: '{"k":1}', deliveredAt: null };
 }
 
 describe.each(databaseTargets("hot store tests"))("the hot store on $name", (target) => {

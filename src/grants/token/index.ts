@@ -14,6 +14,7 @@ import { parseParameters, required, rule, type FormParameters } from "./paramete
 import { hashPresentedToken } from "../token-format.ts";
 import { refreshTokenGrant } from "./refresh-token.ts";
 import { revocation } from "./revocation.ts";
+import { inSpan } from "../../telemetry/span.ts";
 
 export type { TokenContext } from "./context.ts";
 
@@ -44,14 +45,18 @@ export function createTokenIssuer(t: TokenContext): TokenIssuer {
   }
 
   return {
-    async grant(presented, params) {
-      const preread = await prereadRefreshToken(params);
-      const readWith = preread?.row?.clientId === presented.clientId ? preread.row.client : undefined;
-      const client = await presented.authenticate(readWith ? t.clients.known(readWith) : await t.clients.find(presented.clientId));
-      const { grant_type } = parseParameters(Parameters, params);
-      if (!client.grantTypes.includes(grant_type)) throw new UnauthorizedClient(`This client is not registered for the ${grant_type} grant.`);
-      return grants[grant_type](client, params, preread);
-    },
+    // One span per grant, named by its type once parsed (a bounded set: unknown types stay "token grant").
+    grant: (presented, params) =>
+      inSpan("token grant", {}, async (span) => {
+        const preread = await prereadRefreshToken(params);
+        const readWith = preread?.row?.clientId === presented.clientId ? preread.row.client : undefined;
+        const client = await presented.authenticate(readWith ? t.clients.known(readWith) : await t.clients.find(presented.clientId));
+        span?.setAttribute("oauth.client.id", client.id);
+        const { grant_type } = parseParameters(Parameters, params);
+        span?.setAttribute("oauth.grant_type", grant_type).updateName(`grant ${grant_type}`);
+        if (!client.grantTypes.includes(grant_type)) throw new UnauthorizedClient(`This client is not registered for the ${grant_type} grant.`);
+        return grants[grant_type](client, params, preread);
+      }),
     revoke: revocation(t),
     introspect: introspection(t),
   };
