@@ -191,12 +191,18 @@ function hiddenValue(html: string, name: string): string {
   return m[1]!;
 }
 
+/** What a page says, without its markup and styles: what a failed expectation should show. */
+function pageText(html: string): string {
+  const body = html.replace(/<(style|script)[^>]*>[\s\S]*?<\/\1>/g, " ").replace(/<[^>]+>/g, " ");
+  return body.replace(/\s+/g, " ").trim().slice(0, 600);
+}
+
 /** Opens the consent page in `browser`: GET an /authorize URL, follow to /consent, read the form. */
 export async function openConsent(authorize: URL, browser = new HttpBrowser()): Promise<ConsentForm> {
   const first = await browser.request(authorize.href);
   const location = first.headers.get("location");
   if (first.status !== 302 || !location?.includes("/consent?"))
-    throw new Error(`expected a redirect to the consent page, got ${first.status} ${location ?? (await first.text()).slice(0, 300)}`);
+    throw new Error(`expected a redirect to the consent page, got ${first.status} ${location ?? pageText(await first.text())}`);
   const pageUrl = new URL(location, authorize).href;
   return readConsent(pageUrl, browser);
 }

@@ -47,7 +47,9 @@ function certificate(input: { subject: string; issuer: string; publicKey: KeyObj
   const now = Date.now();
   const tbs = seq(
     explicit(0, integer(Buffer.from([2]))),
-    integer(randomBytes(12)),
+    // A positive serial whose first byte is never 0: DER wants integers minimal, and OpenSSL
+    // refuses a certificate whose serial starts with a padding zero (1 in 512 random serials).
+    integer(Buffer.from([0x40 | (randomBytes(1)[0]! & 0x3f), ...randomBytes(11)])),
     ECDSA_SHA256,
     name(input.issuer),
     seq(utcTime(new Date(now - 3600_000)), utcTime(new Date(now + 7 * 24 * 3600_000))),
