@@ -6,6 +6,7 @@ import path from "node:path";
 import leven from "leven";
 import { ConfigError, type Env } from "./config-values.ts";
 import { firstLine } from "./lib/error-text.ts";
+import { STDIO_COMPANION_VARIABLES } from "./stdio-server-config.ts";
 
 /** The variables that may also be given as `<NAME>_FILE`: the secrets. */
 export const FILE_VARIABLES = ["SECRET_KEY", "UPSTREAM_CLIENT_SECRET", "DATABASE_URL", "AUDIT_SINK_SECRET"] as const;
@@ -44,12 +45,7 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "DATABASE_URL",
   "MCP_SERVER_URL",
   "MCP_SERVER_COMMAND",
-  "MCP_SERVER_CWD",
-  "MCP_SERVER_ENV",
-  "MCP_SERVER_TOKEN_ENV",
-  "MCP_STDIO_MAX_PROCESSES",
-  "MCP_STDIO_IDLE_SECONDS",
-  "MCP_STDIO_REQUEST_TIMEOUT_SECONDS",
+  ...STDIO_COMPANION_VARIABLES,
   "UPSTREAM_PROVIDER",
   "UPSTREAM_CLIENT_ID",
   "UPSTREAM_CLIENT_SECRET",

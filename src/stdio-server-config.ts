@@ -93,17 +93,20 @@ function variableName(name: string, variable: string): string {
   return name;
 }
 
+/** The variables that mean something only beside MCP_SERVER_COMMAND. */
+export const STDIO_COMPANION_VARIABLES = [
+  "MCP_SERVER_CWD",
+  "MCP_SERVER_ENV",
+  "MCP_SERVER_TOKEN_ENV",
+  "MCP_STDIO_MAX_PROCESSES",
+  "MCP_STDIO_IDLE_SECONDS",
+  "MCP_STDIO_REQUEST_TIMEOUT_SECONDS",
+] as const;
+
 /** The stdio server to front, or undefined when MCP_SERVER_COMMAND is not set. */
 export function parseStdioServer(env: Env, cwd: string): StdioServerConfig | undefined {
   const line = env.MCP_SERVER_COMMAND?.trim();
-  const companions = [
-    "MCP_SERVER_CWD",
-    "MCP_SERVER_ENV",
-    "MCP_SERVER_TOKEN_ENV",
-    "MCP_STDIO_MAX_PROCESSES",
-    "MCP_STDIO_IDLE_SECONDS",
-    "MCP_STDIO_REQUEST_TIMEOUT_SECONDS",
-  ];
+  const companions = STDIO_COMPANION_VARIABLES;
   if (!line) {
     const orphan = companions.find((name) => env[name]?.trim());
     if (orphan) throw new ConfigError(orphan, "only applies to a stdio MCP server: set MCP_SERVER_COMMAND too, or remove it");

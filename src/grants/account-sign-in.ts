@@ -142,17 +142,7 @@ export class AccountSignIn {
       };
     }
 
-    const signIn = await authenticateUpstream(
-      this.ctx,
-      {
-        callbackUrl: input.callbackUrl,
-        expectedState: state,
-        expectedNonce: login.upstreamNonce ?? undefined,
-        verifierEnc: login.upstreamVerifierEnc,
-        redirectUri: callbackUrl(this.ctx.config.publicUrl),
-      },
-      { ip: input.ip },
-    );
+    const signIn = await authenticateUpstream(this.ctx, { callbackUrl: input.callbackUrl, state, started: login }, { ip: input.ip });
     if (signIn.outcome !== "admitted") {
       await this.end(login.id, "exchanging");
       return signIn.outcome === "refused"

@@ -2,6 +2,7 @@
 // connected-apps page): exchange the code, read who signed in with the facts the access policy
 // needs, and apply the policy. A refused account gets nothing: its upstream token is revoked and
 // the refusal is audited and logged (never with a token).
+import { callbackUrl } from "../config.ts";
 import type { GrantsContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
@@ -14,14 +15,11 @@ export interface BrowserCallback {
   readonly ip?: string | undefined;
 }
 
-export interface UpstreamCallbackLeg {
-  readonly callbackUrl: URL;
-  readonly expectedState: string;
-  readonly expectedNonce?: string | undefined;
-  /** The upstream PKCE verifier as stored (encrypted). */
-  readonly verifierEnc: string | null;
-  /** The redirect URI registered at the IdP (PUBLIC_URL/oauth/callback). */
-  readonly redirectUri: string;
+/** What a pending sign-in stored when it sent the browser upstream. */
+export interface StartedUpstreamLogin {
+  readonly upstreamNonce: string | null;
+  /** The upstream PKCE verifier, encrypted. */
+  readonly upstreamVerifierEnc: string | null;
 }
 
 /** The account that signed in, and why it may not use this service. */
@@ -41,11 +39,22 @@ export type UpstreamAuthentication =
 /** An upstream login the access policy admitted: its tokens, the identity, and the rule that admitted it. */
 export type AdmittedSignIn = Extract<UpstreamAuthentication, { readonly outcome: "admitted" }>;
 
+/**
+ * The callback at `callbackUrl` (state `state`, already claimed) for the sign-in that stored
+ * `started`: every sign-in comes back to the one registered redirect URI (PUBLIC_URL/oauth/callback).
+ */
 export async function authenticateUpstream(
   ctx: GrantsContext,
-  leg: UpstreamCallbackLeg,
+  callback: { readonly callbackUrl: URL; readonly state: string; readonly started: StartedUpstreamLogin },
   audited: { readonly clientId?: string | undefined; readonly ip?: string | undefined },
 ): Promise<UpstreamAuthentication> {
+  const leg = {
+    callbackUrl: callback.callbackUrl,
+    expectedState: callback.state,
+    expectedNonce: callback.started.upstreamNonce ?? undefined,
+    verifierEnc: callback.started.upstreamVerifierEnc,
+    redirectUri: callbackUrl(ctx.config.publicUrl),
+  };
   let tokens: UpstreamTokens;
   let identity: UpstreamIdentity;
   try {

@@ -145,17 +145,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
       return fail("server_error", `${this.providerName} reported an error during sign-in.`, upstreamError);
     }
 
-    const signIn = await authenticateUpstream(
-      this.ctx,
-      {
-        callbackUrl: input.callbackUrl,
-        expectedState: state,
-        expectedNonce: tx.upstreamNonce ?? undefined,
-        verifierEnc: tx.upstreamVerifierEnc,
-        redirectUri: this.callbackUri,
-      },
-      { clientId: tx.clientId, ip: input.ip },
-    );
+    const signIn = await authenticateUpstream(this.ctx, { callbackUrl: input.callbackUrl, state, started: tx }, { clientId: tx.clientId, ip: input.ip });
     if (signIn.outcome === "failed") {
       if (signIn.kind === "denied") return fail("access_denied", `The sign-in at ${this.providerName} was refused.`, signIn.message);
       if (signIn.kind === "unavailable") return fail("temporarily_unavailable", `${this.providerName} could not be reached; try again.`, signIn.message);
