@@ -1,7 +1,7 @@
 // Builds the Koa application: middleware order and the routers, nothing else.
 import Koa from "koa";
 import type Router from "@koa/router";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/load.ts";
 import type { Logger } from "./logger.ts";
 import { requestContext } from "./http/request-context.ts";
 import { publicPaths } from "./http/public-paths.ts";

@@ -4,7 +4,7 @@
 import Koa from "koa";
 import type { RequestListener } from "node:http";
 import path from "node:path";
-import { missingMcpServer, type Config } from "./config.ts";
+import { missingMcpServer, type Config } from "./config/load.ts";
 import { createLogger, logFormatFor, prettyDestination, type Logger } from "./logger.ts";
 import { openDatabase, type Database } from "./store/db.ts";
 import { migrateDatabase } from "./store/migrate.ts";

@@ -1,6 +1,6 @@
 // Library entry point: host the broker (or just its bearer middleware) inside your own Koa
 // application, e.g. to serve an MCP server in-process instead of proxying to it.
-export { loadConfig, readEnvironment, ConfigError, type Config } from "./config.ts";
+export { loadConfig, readEnvironment, ConfigError, type Config } from "./config/load.ts";
 export { createBroker, type Broker, type BrokerOptions } from "./broker.ts";
 export { createServices, type Services } from "./services.ts";
 export { bearerAuth, challenge, type BearerOptions, type BearerState } from "./gateway/bearer.ts";

@@ -1,9 +1,9 @@
 // The server as a process: configuration → migrations → broker → listen; graceful shutdown on
 // signals. Start-up problems are one clear line and exit code 1, never a stack trace. `npm start`
 // (main.ts) and `mcp-auth-broker serve` both run it.
-import { ConfigError, loadConfig, readEnvironment, type Config } from "./config.ts";
-import type { Env } from "./config-values.ts";
-import { describeUnknownVariable, unknownVariables } from "./config-sources.ts";
+import { ConfigError, loadConfig, readEnvironment, type Config } from "./config/load.ts";
+import type { Env } from "./config/values.ts";
+import { describeUnknownVariable, unknownVariables } from "./config/sources.ts";
 import { logFormatFor } from "./logger.ts";
 import type { Activity, Broker } from "./broker.ts";
 import type { RunningServer } from "./http/server.ts";

@@ -1,6 +1,6 @@
 // The domain services of one broker, built from its configuration. Shared by the server
 // (broker.ts) and the operator CLI so both act on grants the same way.
-import type { Config } from "./config.ts";
+import type { Config } from "./config/load.ts";
 import type { Logger } from "./logger.ts";
 import type { Database } from "./store/db.ts";
 import { SecretBox } from "./store/secrets.ts";

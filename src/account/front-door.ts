@@ -3,7 +3,7 @@
 // /favicon.ico answers with an icon drawn in code. HEAD comes with GET (@koa/router). Framing and
 // the CSP come from the security-headers middleware like every other page.
 import Router from "@koa/router";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/load.ts";
 import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
 import { faviconIco, renderFrontPage } from "../views/front-page.ts";
 import { sendHtml } from "../http/html-page.ts";

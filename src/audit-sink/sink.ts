@@ -5,7 +5,7 @@
 // grants/audit-outbox.ts). Several instances on one database each send the pending events: a
 // receiver may then see an event twice, and tells by its id.
 import type { Writable } from "node:stream";
-import type { AuditSinkConfig } from "../observability-config.ts";
+import type { AuditSinkConfig } from "../config/observability.ts";
 import type { Logger } from "../logger.ts";
 import type { AuditOutbox } from "../grants/audit-outbox.ts";
 import { auditJson } from "../grants/audit-log.ts";

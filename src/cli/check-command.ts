@@ -6,11 +6,11 @@
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { dataFolderProblem, folderWriteFailure, inspectConfig, readEnvironment, type Config } from "../config.ts";
-import { describeUnknownVariable, unknownVariables } from "../config-sources.ts";
+import { dataFolderProblem, folderWriteFailure, inspectConfig, readEnvironment, type Config } from "../config/load.ts";
+import { describeUnknownVariable, unknownVariables } from "../config/sources.ts";
 import type { Database } from "../store/db.ts";
 import { AccessPolicy } from "../grants/policy.ts";
-import { POLICY_VARIABLES } from "../access-policy-config.ts";
+import { POLICY_VARIABLES } from "../config/access-policy.ts";
 import type { Finding } from "../diagnostics/finding.ts";
 import { describeListenFailure, listenFailure } from "../diagnostics/listen-probe.ts";
 import { CliError, jsonCommand, printJson } from "./output.ts";

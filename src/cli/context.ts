@@ -1,7 +1,7 @@
 // Opens what a CLI command needs: the same configuration, database and services as the server.
 // The database and services are imported when a command opens them, not when the CLI starts:
 // `--help` and usage errors answer without loading Prisma and the whole broker.
-import { ConfigError, loadConfig, readEnvironment, type Config } from "../config.ts";
+import { ConfigError, loadConfig, readEnvironment, type Config } from "../config/load.ts";
 import type { Services } from "../services.ts";
 import { CliError } from "./output.ts";
 import type { CliIo } from "./io.ts";

@@ -2,7 +2,7 @@
 // PUBLIC_URL/demo-idp, with the broker registered as its client.
 import Router from "@koa/router";
 import type Koa from "koa";
-import { callbackUrl, type Config } from "../config.ts";
+import { callbackUrl, type Config } from "../config/load.ts";
 import { purposeKey } from "../crypto/keys.ts";
 import { DEMO_CLIENT_ID } from "../upstream/create.ts";
 import { demoClientSecret, demoIssuerUrl } from "../services.ts";

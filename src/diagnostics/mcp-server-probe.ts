@@ -7,7 +7,7 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { Agent } from "undici";
 import { describeNetworkFailure } from "../lib/network-failure.ts";
 import { misfitOf } from "../outbound/mcp-server-answer.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/load.ts";
 import type { Finding } from "./finding.ts";
 import { firstLine } from "../lib/error-text.ts";
 

@@ -1,7 +1,7 @@
 // At start, outside demo mode: the identity provider and the MCP server are probed as `check`
 // probes them, in the background (a late IdP or MCP server must not stop the broker from serving),
 // and each problem is logged once as a warning naming the cause and the setting to change.
-import type { Config } from "../config.ts";
+import type { Config } from "../config/load.ts";
 import type { Logger } from "../logger.ts";
 import type { UpstreamProvider } from "../upstream/provider.ts";
 import type { Finding } from "./finding.ts";

@@ -2,7 +2,7 @@
 // discovery, a made-up code exchanged at the token endpoint (refused as a bad code only once the
 // client was accepted), and for GitHub its API, where every session is checked. `check` prints the
 // finding; the broker logs it at start.
-import { callbackUrl, type Config } from "../config.ts";
+import { callbackUrl, type Config } from "../config/load.ts";
 import { CREDENTIAL_CHECK_CODE, UpstreamError, type UpstreamProvider } from "../upstream/provider.ts";
 import type { Finding } from "./finding.ts";
 

@@ -4,8 +4,8 @@
 // reaches neither the token check nor the MCP server. No Origin (native clients, servers) passes:
 // only browsers send one.
 import type Koa from "koa";
-import { isLoopbackHost } from "../config.ts";
-import type { AllowedOrigins } from "../client-interop-config.ts";
+import { isLoopbackHost } from "../config/load.ts";
+import type { AllowedOrigins } from "../config/client-interop.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
 
 /** Whether a browser page of this origin may call the MCP endpoint. */

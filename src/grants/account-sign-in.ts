@@ -6,7 +6,7 @@
 // same browser (which gives it a new session id) does not cancel it. Every form of the page
 // carries a CSRF token derived from the browser session, with its own key.
 import { createHmac, randomUUID } from "node:crypto";
-import { callbackUrl } from "../config.ts";
+import { callbackUrl } from "../config/load.ts";
 import { constantTimeEqual } from "../crypto/tokens.ts";
 import type { GrantsContext } from "./context.ts";
 import { PageError } from "./errors.ts";

@@ -1,7 +1,7 @@
 // RFC 7591 client metadata, validated once for both ways a client comes to exist: /register and
 // the operator CLI's `clients add`. What differs between them is what a registration may ask for:
 // a self-registered client never gets a grant without a user.
-import type { ClientInteropConfig } from "../client-interop-config.ts";
+import type { ClientInteropConfig } from "../config/client-interop.ts";
 import { z } from "zod";
 import { InvalidClientMetadata, InvalidRedirectUri } from "./errors.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";

@@ -1,6 +1,6 @@
 // What the grants services share: storage, configuration, the upstream provider, the clock, and
 // the one place that decides when cached validations must go (revocation listeners).
-import type { Config } from "../config.ts";
+import type { Config } from "../config/load.ts";
 import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
 import type { HotStore } from "../store/hot-store.ts";

@@ -1,5 +1,5 @@
 // Assembles the grants services around one context. Nothing here knows about HTTP.
-import type { Config } from "../config.ts";
+import type { Config } from "../config/load.ts";
 import type { Logger } from "../logger.ts";
 import { hotStoreOf, type Db } from "../store/db.ts";
 import type { HotStore } from "../store/hot-store.ts";

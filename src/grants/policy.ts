@@ -1,6 +1,6 @@
 // Who may sign in: identity facts in, admit or refuse (with the rule or the reason) out. Pure: the
 // facts are read by the upstream provider at login and at every re-check; this only decides.
-import type { AccessPolicyConfig } from "../access-policy-config.ts";
+import type { AccessPolicyConfig } from "../config/access-policy.ts";
 import { equalsAsciiCaseless, foldAsciiCase, globMatcher, MAX_COMPARED_LENGTH } from "./glob.ts";
 import { isMachineSubject } from "./types.ts";
 

@@ -3,7 +3,7 @@
 // `offline_access` (refresh tokens) are always understood.
 import { InvalidScope } from "./errors.ts";
 import { DEFAULT_SCOPE, OFFLINE_ACCESS } from "./types.ts";
-import type { ScopeImplications } from "../client-interop-config.ts";
+import type { ScopeImplications } from "../config/client-interop.ts";
 
 const SCOPE_SYNTAX = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/;
 

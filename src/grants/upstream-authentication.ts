@@ -2,7 +2,7 @@
 // connected-apps page): exchange the code, read who signed in with the facts the access policy
 // needs, and apply the policy. A refused account gets nothing: its upstream token is revoked and
 // the refusal is audited and logged (never with a token).
-import { callbackUrl } from "../config.ts";
+import { callbackUrl } from "../config/load.ts";
 import type { GrantsContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";

@@ -1,7 +1,7 @@
 // The upstream leg of an authorization (spec §5.6, steps 2–6): after consent, send the user to the
 // upstream IdP; on the callback, exchange its code, read the identity, store the upstream session,
 // create the grant and the broker's own authorization code, and hand back to the client.
-import { callbackUrl } from "../config.ts";
+import { callbackUrl } from "../config/load.ts";
 import { randomUUID } from "node:crypto";
 import type { GrantsContext } from "./context.ts";
 import { PageError } from "./errors.ts";

@@ -2,7 +2,7 @@
 // for every sign-in. Thin: it dispatches by `state` (the connected-apps page's sign-ins are
 // recognized by theirs; any other is a client's authorization) and the grants layer matches the
 // transaction and browser session, exchanges the code and decides where to go.
-import { callbackPath, callbackUrl } from "../config.ts";
+import { callbackPath, callbackUrl } from "../config/load.ts";
 import Router from "@koa/router";
 import type { UpstreamLogin } from "../grants/upstream-login.ts";
 import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";

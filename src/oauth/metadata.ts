@@ -1,7 +1,7 @@
 // Discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected resource
 // metadata. Both revisions' clients are answered alike; the protocol version they announce is logged.
 import type Koa from "koa";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/load.ts";
 import { knownScopes, resourceScopes } from "../grants/scope.ts";
 import { ASSERTION_ALGORITHMS } from "../grants/client-assertion.ts";
 import { GRANT_TYPES, TOKEN_ENDPOINT_AUTH_METHODS } from "../grants/types.ts";

@@ -1,7 +1,7 @@
 // The authorization server toward MCP clients: wires the endpoint handlers, nothing else.
 import { registrationPolicyOf } from "../grants/client-metadata.ts";
 import Router from "@koa/router";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/load.ts";
 import type { TokenIssuer, UpstreamLoginStarter } from "../grants/ports.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
 import type { AuthorizationTransactions } from "../grants/transactions.ts";

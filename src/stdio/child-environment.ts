@@ -1,7 +1,7 @@
 // The environment a stdio MCP server starts with. Built from an allow-list, never from the broker's
 // whole environment: the broker's SECRET_KEY, DATABASE_URL and client secret must not reach a
 // program that runs on behalf of a user.
-import { isInheritedVariable } from "../stdio-server-config.ts";
+import { isInheritedVariable } from "../config/stdio-server.ts";
 
 /**
  * The child's environment: the allow-listed part of `parent`, then the operator's fixed variables,

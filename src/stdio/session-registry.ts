@@ -6,7 +6,7 @@
 // handing the requests through.
 import type { Logger } from "../logger.ts";
 import type { Clock } from "../lib/clock.ts";
-import type { StdioServerConfig } from "../stdio-server-config.ts";
+import type { StdioServerConfig } from "../config/stdio-server.ts";
 import { childEnvironment } from "./child-environment.ts";
 import { StdioChild } from "./child-process.ts";
 import type { ChildGuard } from "./child-guard.ts";

@@ -20,7 +20,7 @@ import {
   TracerProvider,
   type Sampler,
 } from "@opentelemetry/sdk-trace";
-import type { SamplerKind, TracingConfig } from "../observability-config.ts";
+import type { SamplerKind, TracingConfig } from "../config/observability.ts";
 import type { Logger } from "../logger.ts";
 import { projectRoot } from "../project-root.ts";
 import { useTracer } from "./span.ts";

@@ -1,6 +1,6 @@
 // The one place that knows which provider implementation serves which UPSTREAM_PROVIDER.
-import type { Config } from "../config.ts";
-import type { AccessPolicyConfig } from "../access-policy-config.ts";
+import type { Config } from "../config/load.ts";
+import type { AccessPolicyConfig } from "../config/access-policy.ts";
 import { GitHubProvider } from "./github.ts";
 import { OidcProvider } from "./oidc.ts";
 import type { UpstreamProvider } from "./provider.ts";

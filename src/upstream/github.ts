@@ -18,7 +18,7 @@ import type {
 } from "./provider.ts";
 import { classifyFailure, kindOf } from "./errors.ts";
 import { s256Challenge } from "../crypto/pkce.ts";
-import type { GitHubOrgRule } from "../access-policy-config.ts";
+import type { GitHubOrgRule } from "../config/access-policy.ts";
 import { createPooledFetch, type PooledAnswer, type PooledFetch, type PooledFetchInit } from "../outbound/pooled-fetch.ts";
 
 export interface GitHubProviderOptions {

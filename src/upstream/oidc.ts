@@ -2,7 +2,7 @@
 // authorization code with PKCE S256, state and nonce, ID token validation, userinfo; checks by
 // introspection when the issuer offers it, else userinfo; refresh; revocation.
 import * as client from "openid-client";
-import { isLoopbackHost } from "../config.ts";
+import { isLoopbackHost } from "../config/load.ts";
 import {
   CREDENTIAL_CHECK_CODE,
   expectCodeRefused,

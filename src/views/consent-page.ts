@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { html } from "./html.ts";
 import { page } from "./layout.ts";
 import type { RegisteredClient } from "../grants/types.ts";
-import { isLoopbackHost } from "../config.ts";
+import { isLoopbackHost } from "../config/load.ts";
 
 /** What the page says about a scope when the operator said nothing (SCOPE_DESCRIPTIONS adds more). */
 const SCOPE_TEXT: Readonly<Record<string, string>> = {

@@ -2,11 +2,11 @@ import { describe, expect, it } from "@jest/globals";
 import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ConfigError, loadConfig, decodeSecretKey } from "../../src/config.ts";
+import { ConfigError, loadConfig, decodeSecretKey } from "../../src/config/load.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { preparedDatabaseUrl } from "../support/broker-process.ts";
-import { KNOWN_VARIABLES, unknownVariables } from "../../src/config-sources.ts";
+import { KNOWN_VARIABLES, unknownVariables } from "../../src/config/sources.ts";
 import { serve } from "../../src/serve.ts";
 import { createServer, type AddressInfo } from "node:net";
 
@@ -140,7 +140,7 @@ describe("loadConfig", () => {
     const dir = tmp();
     const { writeFileSync } = await import("node:fs");
     writeFileSync(path.join(dir, ".env"), "PORT=4321\nLOG_LEVEL=debug\n");
-    const { readEnvironment } = await import("../../src/config.ts");
+    const { readEnvironment } = await import("../../src/config/load.ts");
     const env = readEnvironment(dir, { LOG_LEVEL: "warn" });
     const config = loadConfig(env, dir);
     expect(config.port).toBe(4321);

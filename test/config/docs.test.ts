@@ -1,19 +1,19 @@
 // The README's configuration table and .env.example are what operators read: every variable the
 // broker reads must be in both, and neither may list one it does not read.
 import { describe, expect, it } from "@jest/globals";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { projectRoot } from "../support/spawn.ts";
-import { FILE_VARIABLES, KNOWN_VARIABLES } from "../../src/config-sources.ts";
+import { FILE_VARIABLES, KNOWN_VARIABLES } from "../../src/config/sources.ts";
 
 const read = (file: string) => readFileSync(path.join(projectRoot, file), "utf8");
 const variablesIn = (text: string, pattern: RegExp) => new Set([...text.matchAll(pattern)].map((m) => m[1]!));
 
 /** Every variable the configuration modules read, by either of their spellings. */
 const readByBroker = new Set(
-  ["src/config.ts", "src/access-policy-config.ts", "src/client-interop-config.ts", "src/stdio-server-config.ts", "src/observability-config.ts"].flatMap(
-    (file) => [...variablesIn(read(file), /(?:env,\s*"|env\.)([A-Z][A-Z0-9_]+)/g)],
-  ),
+  readdirSync(path.join(projectRoot, "src/config"))
+    .filter((file) => file.endsWith(".ts"))
+    .flatMap((file) => [...variablesIn(read(`src/config/${file}`), /(?:env,\s*"|env\.)([A-Z][A-Z0-9_]+)/g)]),
 );
 // The secrets may also come from files.
 for (const name of FILE_VARIABLES) readByBroker.add(`${name}_FILE`);

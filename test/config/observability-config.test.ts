@@ -1,8 +1,8 @@
 // The OTEL_* variables as the OpenTelemetry specification defines them, read by the broker's own
 // configuration (so `.env` counts too), and the mistakes an operator makes with them.
 import { describe, expect, it } from "@jest/globals";
-import { ConfigError } from "../../src/config.ts";
-import { parseObservability } from "../../src/observability-config.ts";
+import { ConfigError } from "../../src/config/load.ts";
+import { parseObservability } from "../../src/config/observability.ts";
 
 const tracing = (env: Record<string, string>) => parseObservability(env, "/srv/broker").tracing;
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "@jest/globals";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ConfigError, loadConfig } from "../../src/config.ts";
+import { ConfigError, loadConfig } from "../../src/config/load.ts";
 import { childEnvironment } from "../../src/stdio/child-environment.ts";
 
 const KEY = Buffer.alloc(32, 7).toString("base64");

@@ -8,7 +8,7 @@ import type Koa from "koa";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig } from "../../src/config/load.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createApp } from "../../src/app.ts";
 import { listen } from "../../src/http/server.ts";

@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
-import { loadConfig, ConfigError } from "../../src/config.ts";
-import { parseAllowedOrigins } from "../../src/client-interop-config.ts";
+import { loadConfig, ConfigError } from "../../src/config/load.ts";
+import { parseAllowedOrigins } from "../../src/config/client-interop.ts";
 import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 
 const INSPECTOR = "http://localhost:6274";

@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorize, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig } from "../../src/config/load.ts";
 import { approvalCovers } from "../../src/grants/consents.ts";
 
 /**

@@ -272,7 +272,7 @@ describe("opt-in upstream token forwarding and start-up checks", () => {
         },
       }),
     );
-    const { loadConfig } = await import("../../src/config.ts");
+    const { loadConfig } = await import("../../src/config/load.ts");
     const { createBroker } = await import("../../src/broker.ts");
     const { mkdtempSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");

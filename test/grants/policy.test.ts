@@ -2,9 +2,9 @@
 // globs, case, verified-only e-mail, several rules, and the mistakes refused at start.
 import { describe, expect, it } from "@jest/globals";
 import { AccessPolicy, type IdentityFacts } from "../../src/grants/policy.ts";
-import { parseAccessPolicy } from "../../src/access-policy-config.ts";
-import { ConfigError } from "../../src/config-values.ts";
-import type { UpstreamKind } from "../../src/config.ts";
+import { parseAccessPolicy } from "../../src/config/access-policy.ts";
+import { ConfigError } from "../../src/config/values.ts";
+import type { UpstreamKind } from "../../src/config/load.ts";
 
 const policyOf = (env: Record<string, string>, provider: UpstreamKind = "github") =>
   new AccessPolicy(parseAccessPolicy(env, provider, env.ALLOW_ANY_USER === "true"));

@@ -10,7 +10,7 @@ import { authorize, obtainTokens, registerClient, tokenRequest } from "../suppor
 import { insertClient } from "../support/grants-harness.ts";
 import { s256Challenge } from "../../src/grants/pkce.ts";
 import { ManualClock } from "../../src/lib/clock.ts";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig } from "../../src/config/load.ts";
 
 let t: TestBroker | undefined;
 afterEach(async () => {

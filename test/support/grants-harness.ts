@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes, randomUUID } from "node:crypto";
-import { loadConfig, type Config } from "../../src/config.ts";
+import { loadConfig, type Config } from "../../src/config/load.ts";
 import { copyMigratedSqlite } from "./template-db.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import { SecretBox } from "../../src/store/secrets.ts";

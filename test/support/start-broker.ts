@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { loadConfig, missingMcpServer } from "../../src/config.ts";
+import { loadConfig, missingMcpServer } from "../../src/config/load.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { createBroker, type Broker, type BrokerOptions } from "../../src/broker.ts";
 import { createLogger } from "../../src/logger.ts";

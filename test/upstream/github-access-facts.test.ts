@@ -1,7 +1,7 @@
 // The facts GitHubProvider reads for the access policy: verified e-mails and the
 // ALLOWED_GITHUB_ORGS memberships, against the GitHub emulator over real HTTP (GHES layout).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig } from "../../src/config/load.ts";
 import { AccessPolicy } from "../../src/grants/policy.ts";
 import { createUpstreamProvider } from "../../src/upstream/create.ts";
 import { GitHubProvider, type GitHubProviderOptions } from "../../src/upstream/github.ts";

@@ -4,9 +4,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import leven from "leven";
-import { ConfigError, type Env } from "./config-values.ts";
-import { firstLine } from "./lib/error-text.ts";
-import { STDIO_COMPANION_VARIABLES } from "./stdio-server-config.ts";
+import { ConfigError, type Env } from "./values.ts";
+import { firstLine } from "../lib/error-text.ts";
+import { STDIO_COMPANION_VARIABLES } from "./stdio-server.ts";
 
 /** The variables that may also be given as `<NAME>_FILE`: the secrets. */
 export const FILE_VARIABLES = ["SECRET_KEY", "UPSTREAM_CLIENT_SECRET", "DATABASE_URL", "AUDIT_SINK_SECRET"] as const;

@@ -2,7 +2,7 @@
 // the environment: parsed once at start, one line per mistake. src/stdio/ runs it.
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { ConfigError, type Env } from "./config-values.ts";
+import { ConfigError, type Env } from "./values.ts";
 
 export interface StdioServerConfig {
   /** The program, as the first word of MCP_SERVER_COMMAND (looked up on PATH when not a path). */

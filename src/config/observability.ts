@@ -3,7 +3,7 @@
 // audit stream (AUDIT_SINK). Parsed once at start with the rest of the configuration.
 import path from "node:path";
 import { z } from "zod";
-import { ConfigError, commaList, isLoopbackHost, type Env } from "./config-values.ts";
+import { ConfigError, commaList, isLoopbackHost, type Env } from "./values.ts";
 
 /** How spans are chosen (OTEL_TRACES_SAMPLER); `ratio` applies to the traceidratio ones. */
 export type SamplerKind = "always_on" | "always_off" | "traceidratio" | "parentbased_always_on" | "parentbased_always_off" | "parentbased_traceidratio";

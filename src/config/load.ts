@@ -6,14 +6,14 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { parse as parseDotenv } from "dotenv";
 import { z } from "zod";
-import { databaseKindOf, type DatabaseKind } from "./store/database-kind.ts";
-import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy-config.ts";
-import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop-config.ts";
-import { ConfigError, commaList, isLoopbackHost, type Env, type UpstreamKind } from "./config-values.ts";
+import { databaseKindOf, type DatabaseKind } from "../store/database-kind.ts";
+import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy.ts";
+import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop.ts";
+import { ConfigError, commaList, isLoopbackHost, type Env, type UpstreamKind } from "./values.ts";
 export type { UpstreamKind };
-import { withSecretFiles } from "./config-sources.ts";
-import { parseStdioServer, type StdioServerConfig } from "./stdio-server-config.ts";
-import { parseObservability, type ObservabilityConfig } from "./observability-config.ts";
+import { withSecretFiles } from "./sources.ts";
+import { parseStdioServer, type StdioServerConfig } from "./stdio-server.ts";
+import { parseObservability, type ObservabilityConfig } from "./observability.ts";
 
 export { ConfigError };
 

@@ -1,6 +1,6 @@
 // Who may sign in, as the operator wrote it in the environment (ALLOWED_*, ALLOW_ANY_USER): parsed
 // once at start, with one line per mistake. grants/policy.ts applies it.
-import { ConfigError, commaList, type Env, type UpstreamKind } from "./config-values.ts";
+import { ConfigError, commaList, type Env, type UpstreamKind } from "./values.ts";
 
 export interface GitHubOrgRule {
   readonly org: string;

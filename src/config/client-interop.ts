@@ -1,7 +1,7 @@
 // How far the broker goes to meet real MCP clients, as the operator set it: app-scheme redirects,
 // Client ID Metadata Documents, and the scopes clients may ask for. Parsed once at start.
 import { z } from "zod";
-import { ConfigError, commaList, type Env } from "./config-values.ts";
+import { ConfigError, commaList, type Env } from "./values.ts";
 
 export interface ScopeConfig {
   /** SCOPES_SUPPORTED: what clients may ask for (offline_access is always understood too). */
