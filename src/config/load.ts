@@ -14,6 +14,7 @@ export type { UpstreamKind };
 import { withSecretFiles } from "./sources.ts";
 import { parseStdioServer, type StdioServerConfig } from "./stdio-server.ts";
 import { parseObservability, type ObservabilityConfig } from "./observability.ts";
+import type { Catalogue, McpBackend, McpServerEntry } from "./catalogue.ts";
 
 export { ConfigError };
 
@@ -78,6 +79,11 @@ export interface Config {
   /** ALLOWED_ORIGINS: browser origins besides PUBLIC_URL's that may call /mcp (demo mode: loopback ones). */
   readonly allowedOrigins: AllowedOrigins;
   readonly forwardUpstreamToken: boolean;
+  /**
+   * The MCP servers fronted (config/catalogue.ts). From the environment alone: one entry, at /mcp,
+   * made of the fields above (mcpServerUrl or stdioServer, resourceUrl, resourceName, scopes).
+   */
+  readonly catalogue: Catalogue;
   readonly logLevel: string;
   /** LOG_FORMAT: pretty (readable lines) or json; undefined: pretty on a terminal, else json. */
   readonly logFormat: "pretty" | "json" | undefined;
@@ -91,6 +97,36 @@ export interface Config {
   readonly insecurePublicUrl: boolean;
   readonly trustProxy: boolean;
   readonly dataDir: string;
+}
+
+/** The catalogue of one the environment describes: the server of MCP_SERVER_URL / MCP_SERVER_COMMAND (or the demo's) at /mcp. */
+function environmentCatalogue(input: {
+  readonly resourceUrl: string;
+  readonly resourceName: string;
+  readonly mcpServerUrl: string | undefined;
+  readonly stdioServer: StdioServerConfig | undefined;
+  readonly forwardUpstreamToken: boolean;
+  readonly scopes: McpServerEntry["scopes"];
+}): Catalogue {
+  const backend: McpBackend = input.mcpServerUrl
+    ? { kind: "http", url: input.mcpServerUrl }
+    : input.stdioServer
+      ? { kind: "stdio", server: input.stdioServer }
+      : { kind: "demo" };
+  const entry: McpServerEntry = {
+    name: "mcp",
+    title: input.resourceName,
+    description: undefined,
+    path: "/mcp",
+    resourceUrl: input.resourceUrl,
+    isDefault: true,
+    backend,
+    forwardUpstreamToken: input.forwardUpstreamToken,
+    scopes: input.scopes,
+    access: undefined,
+    tools: [],
+  };
+  return Object.freeze({ servers: Object.freeze([Object.freeze(entry)]), source: { kind: "environment" } as const });
 }
 
 /** Where the upstream IdP sends the browser back, relative to PUBLIC_URL. */
@@ -458,11 +494,13 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     );
   }
 
+  const resourceUrl = `${publicUrl}/mcp`;
+  const catalogue = environmentCatalogue({ resourceUrl, resourceName, mcpServerUrl, stdioServer, forwardUpstreamToken, scopes: clients.scopes });
   return Object.freeze({
     port,
     host,
     publicUrl,
-    resourceUrl: `${publicUrl}/mcp`,
+    resourceUrl,
     databaseUrl,
     databaseKind,
     mcpServerUrl,
@@ -497,6 +535,7 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     clients: Object.freeze(clients),
     allowedOrigins: Object.freeze(allowedOrigins),
     forwardUpstreamToken,
+    catalogue,
     logLevel,
     logFormat,
     proxyTimeoutMs: proxyTimeoutSeconds * 1000,
