@@ -3,7 +3,6 @@
 // main.ts runs one; tests start as many as they need on ephemeral ports.
 import Koa from "koa";
 import type { RequestListener } from "node:http";
-import path from "node:path";
 import { missingMcpServer, type Config } from "./config/load.ts";
 import { createLogger, logFormatFor, prettyDestination, type Logger } from "./logger.ts";
 import { openDatabase, type Database } from "./store/db.ts";
@@ -18,21 +17,15 @@ import { callbackRouter } from "./oauth/callback.ts";
 import { frontDoorRouter } from "./account/front-door.ts";
 import { accountRouter, type AccountDeps } from "./account/router.ts";
 import { accountSignInCallback } from "./account/sign-in-callback.ts";
-import { mcpRouter, type McpHandler } from "./gateway/router.ts";
-import { createMcpProxy, type McpProxy } from "./gateway/proxy.ts";
 import { OpenStreams } from "./gateway/open-streams.ts";
-import { misfitWarnings } from "./gateway/mcp-server-misfits.ts";
-import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
 import { allowedOrigin } from "./gateway/origin-check.ts";
-import { SessionRegistry } from "./stdio/session-registry.ts";
-import { openChildGuard } from "./stdio/child-guard.ts";
+import type { SessionRegistry } from "./stdio/session-registry.ts";
+import type { McpHandler } from "./gateway/router.ts";
+import { frontServers } from "./mcp-servers.ts";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
 import { createMcpSessionStore } from "./store/mcp-sessions.ts";
-import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
 import type { MountedDemoIdentityProvider } from "./demo/mount.ts";
-import { DEFAULT_SCOPE } from "./grants/types.ts";
-import { knownScopes } from "./grants/scope.ts";
 import { publicPaths } from "./http/public-paths.ts";
 import { createGuardedFetcher, type GuardedFetchOptions } from "./outbound/guarded-fetch.ts";
 import { firstLine } from "./lib/error-text.ts";
@@ -195,20 +188,11 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const startProbes = !config.demoMode && (options.startProbes ?? true) ? runStartProbes(config, services.provider, logger, packageVersion) : undefined;
 
   const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
-  const stdioServer = options.mcpHandler ? undefined : config.stdioServer;
-  // Children of a broker that died with them still running are stopped before any new one starts.
-  const stdioSessions = stdioServer
-    ? new SessionRegistry({
-        server: stdioServer,
-        logger,
-        clock: options.clock ?? systemClock,
-        guard: openChildGuard(path.join(config.dataDir, "stdio-children"), logger),
-      })
-    : undefined;
-  // A revoked grant's children stop at once, wherever the revocation came from (this process or the feed).
-  if (stdioSessions) grants.bus.subscribe((revocation) => void stdioSessions.endGrants(revocation.grantIds ?? []));
-  const demoMcp: DemoMcpServer | undefined = config.mcpServerUrl || stdioServer || options.mcpHandler ? undefined : await startDemoMcpServer();
-  const mountPaths = publicPaths(config.publicUrl, "/mcp");
+  const streams = new OpenStreams();
+  const mountPaths = config.catalogue.servers.flatMap((server) => [
+    ...publicPaths(config.publicUrl, server.path),
+    ...(server.isDefault && server.path !== "/mcp" ? publicPaths(config.publicUrl, "/mcp") : []),
+  ]);
   const metrics = new BrokerMetrics(
     {
       databaseQueries: database.queryCount,
@@ -218,28 +202,20 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     mountPaths,
   );
   grants.sessions.observer = metrics;
-  const streams = new OpenStreams();
-  const proxy: McpProxy | undefined =
-    options.mcpHandler || stdioSessions
-      ? undefined
-      : createMcpProxy({
-          targetUrl: config.mcpServerUrl ?? demoMcp!.url,
-          timeoutMs: config.proxyTimeoutMs,
-          forwardUpstreamToken: config.forwardUpstreamToken,
-          logger,
-          sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
-          mountPaths,
-          observer: metrics,
-          answered: misfitWarnings({ logger, targetUrl: config.mcpServerUrl ?? demoMcp!.url }),
-          streams,
-          publicUrl: config.publicUrl,
-          // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
-          challenge: {
-            resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
-            requiredScope: DEFAULT_SCOPE,
-            knownScopes: knownScopes(config.clients.scopes.supported),
-          },
-        });
+  const servers = await frontServers({
+    config,
+    logger,
+    clock: options.clock ?? systemClock,
+    validator: grants.validator,
+    revocations: grants.bus,
+    sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
+    streams,
+    observer: metrics,
+    allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
+    mcpHandler: options.mcpHandler,
+  });
+  const stdioSessions = servers.find((s) => s.stdioSessions)?.stdioSessions;
+  const demoMcpUrl = servers.find((s) => s.demoMcpUrl)?.demoMcpUrl;
 
   const account: AccountDeps = {
     publicUrl: config.publicUrl,
@@ -272,17 +248,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
       callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName, accountSignInCallback(account)),
       accountRouter(account),
-      mcpRouter({
-        validator: grants.validator,
-        resourceMetadataUrl: `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`,
-        requiredScope: DEFAULT_SCOPE,
-        scopeImplies: config.clients.scopes.implies,
-        handler:
-          options.mcpHandler ??
-          (stdioSessions ? stdioMcpHandler({ registry: stdioSessions, passesToken: stdioServer?.tokenEnv !== undefined, logger }) : proxy!.middleware),
-        mountPaths,
-        allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
-      }),
+      ...servers.flatMap((server) => server.routers),
     ],
   });
 
@@ -312,7 +278,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     database,
     services,
     app,
-    demoMcpUrl: demoMcp?.url,
+    demoMcpUrl,
     stdioSessions,
     startProbes,
     async listen() {
@@ -327,7 +293,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       if (sweepTimer) clearInterval(sweepTimer);
       // Open GET streams would hold the drain below until its deadline.
       streams.endListening();
-      stdioSessions?.beginShutdown();
+      for (const server of servers) server.beginShutdown();
       // Streams still answering a request get their JSON-RPC error before the deadline cuts connections.
       const endStreams = setTimeout(() => streams.endAll(), Math.max(0, deadlineMs - STREAM_END_MARGIN_MS));
       await grants.revocationFeed.stop();
@@ -337,10 +303,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
         if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");
       }
       clearTimeout(endStreams);
-      await proxy?.close();
-      await stdioSessions?.close();
+      for (const server of servers) await server.close();
       await documentFetcher.close();
-      await demoMcp?.close();
       await demoIdp?.close();
       await grants.usage.flush();
       // After the drain (the last requests' events are in the trail), before the database closes.

@@ -84,3 +84,8 @@ export function defaultServer(catalogue: Catalogue): McpServerEntry | undefined 
 export function serverByResource(catalogue: Catalogue, resource: string): McpServerEntry | undefined {
   return catalogue.servers.find((s) => s.resourceUrl === resource);
 }
+
+/** Whether the user's upstream access token reaches this server (a header, or the stdio child's tokenEnv). */
+export function passesUpstreamToken(server: McpServerEntry): boolean {
+  return server.forwardUpstreamToken || (server.backend.kind === "stdio" && server.backend.server.tokenEnv !== undefined);
+}

@@ -12,6 +12,8 @@ import type { CallerIdentity } from "../grants/caller-identity.ts";
 
 export interface BearerOptions {
   readonly validator: AccessValidator;
+  /** The resource URI tokens must have been issued for (the server of this mount); default PUBLIC_URL/mcp's. */
+  readonly resource?: string;
   /** URL of the protected resource metadata (PUBLIC_URL/.well-known/oauth-protected-resource/mcp). */
   readonly resourceMetadataUrl: string;
   /** Scope every request needs. */
@@ -107,7 +109,7 @@ export function bearerAuth(options: BearerOptions): Koa.Middleware {
     if (!match) throw reject(401, "invalid_token", "The Authorization header is not a well-formed bearer token.");
     let access: ValidatedAccess;
     try {
-      access = await options.validator.validate(match[1]!);
+      access = await options.validator.validate(match[1]!, { resource: options.resource });
     } catch (err) {
       // The challenge is this endpoint's to give; UpstreamUnavailable goes on to the error
       // handler as it is (503 with Retry-After).

@@ -17,6 +17,8 @@ export type McpHandler = (ctx: Koa.Context, identity: CallerIdentity) => Promise
 export type McpRouterOptions = {
   readonly handler: McpHandler;
   readonly mountPaths?: readonly string[];
+  /** Also below the mount paths (`/mcp/anything`), as MCP servers with their own sub-paths need (default true). */
+  readonly subPaths?: boolean;
   /**
    * The browser origins that may call the endpoint (origin-check.ts); a request with another
    * Origin gets 403 before anything else. Without it (an application that checks Origin in front
@@ -54,13 +56,14 @@ export function mcpRouter(options: McpRouterOptions): Router {
     await options.handler(ctx, identity);
   };
   router.all(mounts, jsonRpcErrors, origins, allowBrowsers, auth, forward);
-  router.all(
-    mounts.map((mount) => `${mount}/{*rest}`),
-    jsonRpcErrors,
-    origins,
-    allowBrowsers,
-    auth,
-    forward,
-  );
+  if (options.subPaths ?? true)
+    router.all(
+      mounts.map((mount) => `${mount}/{*rest}`),
+      jsonRpcErrors,
+      origins,
+      allowBrowsers,
+      auth,
+      forward,
+    );
   return router;
 }

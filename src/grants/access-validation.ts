@@ -2,6 +2,7 @@
 // token's hash answers repeated requests without the database or the upstream IdP, for no longer
 // than the token, the grant's deadlines and the upstream re-check window allow. Revocations in
 // this process evict at once (RevocationBus).
+import { passesUpstreamToken, serverByResource } from "../config/catalogue.ts";
 import type { LRUCache } from "lru-cache";
 import { boundedCache } from "../lib/bounded-cache.ts";
 import type { GrantsContext, RevocationBus } from "./context.ts";
@@ -72,9 +73,10 @@ export class AccessValidator {
   /**
    * Validates a presented access token. Throws CredentialRejected (401 invalid_token) or
    * UpstreamUnavailable (503). With `requireResource` (default) the token's audience must be
-   * this broker's protected resource.
+   * `resource` (the server asked, by default the one at /mcp): a token for one server of the
+   * catalogue is no token at another.
    */
-  async validate(token: string, options: { requireResource?: boolean } = {}): Promise<ValidatedAccess> {
+  async validate(token: string, options: { requireResource?: boolean; resource?: string } = {}): Promise<ValidatedAccess> {
     const hash = hashPresentedToken(token);
     const now = this.ctx.clock.now();
     let entry = this.cache.get(hash);
@@ -85,7 +87,7 @@ export class AccessValidator {
       if (entry) this.cache.delete(hash);
       entry = await this.load(hash);
     }
-    if ((options.requireResource ?? true) && entry.access.resource !== this.ctx.config.resourceUrl) {
+    if ((options.requireResource ?? true) && entry.access.resource !== (options.resource ?? this.ctx.config.resourceUrl)) {
       throw new CredentialRejected("this token was not issued for this resource");
     }
     this.usage.touch(entry.access.grantId, now);
@@ -133,9 +135,9 @@ export class AccessValidator {
       // With UPSTREAM_RECHECK_SECONDS=0 every use checks upstream: nothing is cached.
       validUntil = config.upstreamRecheckSeconds === 0 ? 0 : Math.min(validUntil, checked.lastCheckedAt.getTime() + config.upstreamRecheckSeconds * 1000);
       // Read after the check: a refresh during the check has rotated the upstream token.
-      // Needed to forward it (FORWARD_UPSTREAM_TOKEN) or to start a stdio server as the user.
-      if (config.forwardUpstreamToken || config.stdioServer?.tokenEnv !== undefined)
-        upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
+      // Needed only by a server that is given it (forwardUpstreamToken, or a stdio server's tokenEnv).
+      const server = serverByResource(config.catalogue, row.resource);
+      if (server && passesUpstreamToken(server)) upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
     }
     const access: ValidatedAccess = {
       tokenHash: hash,

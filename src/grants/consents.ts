@@ -13,6 +13,8 @@ export interface ConsentKey {
   readonly clientId: string;
   readonly redirectUri: string;
   readonly scope: string;
+  /** The MCP server (its resource URI): consent is per client and server. */
+  readonly resource: string;
 }
 
 /**
@@ -32,28 +34,29 @@ export class Consents {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock = systemClock,
-    /** SCOPE_IMPLIES: an approval of docs:write covers a request for docs:read. */
-    private readonly implies: ScopeImplications = {},
+    /** Each server's scope implications: an approval of docs:write covers a request for docs:read. */
+    private readonly impliesAt: (resource: string) => ScopeImplications = () => ({}),
   ) {}
 
   async remember(key: ConsentKey): Promise<void> {
     const expiresAt = new Date(this.clock.now() + CONSENT_TTL_SECONDS * 1000);
     await this.db.consent.upsert({
-      where: { browserSessionId_clientId_redirectUri_scope: key },
+      where: { browserSessionId_clientId_redirectUri_scope_resource: key },
       create: { id: randomUUID(), ...key, expiresAt },
       update: { expiresAt },
     });
   }
 
-  /** Whether a live approval of this browser, client and redirect URI covers `key.scope` (approvalCovers). */
+  /** Whether a live approval of this browser, client, redirect URI and server covers `key.scope` (approvalCovers). */
   async given(key: ConsentKey): Promise<boolean> {
-    const { browserSessionId, clientId, redirectUri } = key;
+    const { browserSessionId, clientId, redirectUri, resource } = key;
     const approvals = await this.db.consent.findMany({
-      where: { browserSessionId, clientId, redirectUri, expiresAt: { gt: dateOf(this.clock) } },
+      where: { browserSessionId, clientId, redirectUri, resource, expiresAt: { gt: dateOf(this.clock) } },
       select: { scope: true },
     });
     const asked = scopeList(key.scope);
-    return approvals.some((approval) => approvalCovers(scopeList(approval.scope), asked, this.implies));
+    const implies = this.impliesAt(resource);
+    return approvals.some((approval) => approvalCovers(scopeList(approval.scope), asked, implies));
   }
 
   /**

@@ -1,5 +1,6 @@
 // Assembles the grants services around one context. Nothing here knows about HTTP.
 import type { Config } from "../config/load.ts";
+import { serverByResource } from "../config/catalogue.ts";
 import type { Logger } from "../logger.ts";
 import { hotStoreOf, type Db } from "../store/db.ts";
 import type { HotStore } from "../store/hot-store.ts";
@@ -101,7 +102,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     endpoints,
   );
   const transactions = new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock);
-  const consents = new Consents(input.db, clock, input.config.clients.scopes.implies);
+  const consents = new Consents(input.db, clock, (resource) => serverByResource(input.config.catalogue, resource)?.scopes.implies ?? {});
   return {
     context,
     bus,

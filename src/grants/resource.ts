@@ -19,33 +19,67 @@ export function canonicalUri(value: string): string | null {
   return `${url.protocol}//${url.host}${path}${url.search}`;
 }
 
-/**
- * Other names clients use for the one resource this broker serves, each mapped to the canonical
- * one: the MCP URL with a query string (a client that pastes `…/mcp?tenant=x` sends it as its
- * resource), the bare origin, and PUBLIC_URL itself (RFC 8707 §2 lets a client name a resource by a
- * less specific URI, and the MCP SDKs send the server's origin when they do not know its path).
- * Unambiguous because the broker protects exactly one resource. Anything else stays invalid_target.
- */
-function aliasOf(canonical: string, protectedResource: string): boolean {
-  const url = new URL(canonical);
-  const withoutQuery = `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}`;
-  if (withoutQuery === protectedResource) return true;
-  if (url.search) return false;
-  const resource = new URL(protectedResource);
-  const publicUrl = protectedResource.replace(/\/mcp$/, "");
-  return canonical === resource.origin || canonical === publicUrl;
+/** The protected resources of a broker: one per MCP server of its catalogue. */
+export interface ProtectedResources {
+  /** PUBLIC_URL, without trailing slash. */
+  readonly publicUrl: string;
+  /** Each server's canonical resource URI; the default one also answers at PUBLIC_URL/mcp. */
+  readonly servers: readonly { readonly resourceUrl: string; readonly isDefault: boolean }[];
+}
+
+/** A broker that protects exactly `resource` (PUBLIC_URL/mcp): the catalogue of one. */
+export function singleResource(resource: string): ProtectedResources {
+  return { publicUrl: resource.replace(/\/mcp$/, ""), servers: [{ resourceUrl: resource, isDefault: true }] };
 }
 
 /**
- * The canonical resource of a request: the broker's protected resource when the client sent
- * none (2025-03-26 clients), else the canonical form of what it sent, which must name ours
- * (exactly, or by one of the aliases above).
+ * The server a canonical URI names: its resource URI (with or without a query string: a client
+ * that pastes `…/mcp?tenant=x` sends it as its resource), or, for the default server, the other
+ * names clients use for it: PUBLIC_URL/mcp where it also answers, the bare origin, and PUBLIC_URL
+ * itself (RFC 8707 §2 lets a client name a resource by a less specific URI, and the MCP SDKs send
+ * the server's origin when they do not know its path). Unambiguous: only the default server has
+ * those names. Anything else names no server.
  */
-export function resolveResource(value: string | undefined, protectedResource: string): string {
-  if (value === undefined) return protectedResource;
+function serverNamed(canonical: string, resources: ProtectedResources): string | undefined {
+  const url = new URL(canonical);
+  const withoutQuery = `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}`;
+  const exact = resources.servers.find((s) => s.resourceUrl === withoutQuery);
+  if (exact) return exact.resourceUrl;
+  const fallback = resources.servers.find((s) => s.isDefault);
+  if (!fallback) return undefined;
+  if (withoutQuery === `${resources.publicUrl}/mcp`) return fallback.resourceUrl;
+  if (url.search) return undefined;
+  return canonical === new URL(resources.publicUrl).origin || canonical === resources.publicUrl ? fallback.resourceUrl : undefined;
+}
+
+/**
+ * The canonical resource of a request: the default server's when the client sent none
+ * (2025-03-26 clients), else the server the canonical form of what it sent names (exactly, or by
+ * one of the names above). A token is then good at that server only.
+ */
+export function resolveResource(value: string | undefined, protectedResources: ProtectedResources | string): string {
+  const resources = typeof protectedResources === "string" ? singleResource(protectedResources) : protectedResources;
+  if (value === undefined) {
+    const fallback = resources.servers.find((s) => s.isDefault);
+    if (fallback) return fallback.resourceUrl;
+    throw new InvalidTarget(`This authorization server protects several MCP servers: name one with the resource parameter (${listed(resources)}).`);
+  }
   const canonical = canonicalUri(value);
   if (!canonical) throw new InvalidTarget("resource must be an absolute URI without a fragment.");
-  if (canonical !== protectedResource && !aliasOf(canonical, protectedResource))
-    throw new InvalidTarget(`This authorization server issues tokens only for ${protectedResource}.`);
-  return protectedResource;
+  const named = serverNamed(canonical, resources);
+  if (!named) throw new InvalidTarget(`This authorization server issues tokens only for ${listed(resources)}.`);
+  return named;
+}
+
+function listed(resources: ProtectedResources): string {
+  const urls = resources.servers.map((s) => s.resourceUrl);
+  return urls.length > 5 ? `${urls.slice(0, 5).join(", ")} and ${urls.length - 5} more` : urls.join(", ");
+}
+
+/** The protected resources of a configuration: its catalogue's servers. */
+export function protectedResources(config: {
+  readonly publicUrl: string;
+  readonly catalogue: { readonly servers: ProtectedResources["servers"] };
+}): ProtectedResources {
+  return { publicUrl: config.publicUrl, servers: config.catalogue.servers };
 }

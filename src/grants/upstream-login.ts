@@ -171,7 +171,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
       login: identity.login,
       provider: this.ctx.provider.kind,
     });
-    await this.consents.remember({ browserSessionId, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });
+    await this.consents.remember({ browserSessionId, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope, resource: tx.resource });
     return { transactionId: tx.id, browserSessionId, kind: "redirect", location: toClient({ code }) };
   }
 

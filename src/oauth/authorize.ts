@@ -23,19 +23,17 @@ import type { UpstreamLoginStarter } from "../grants/ports.ts";
 import type { RegisteredClient, ValidatedAuthorizationRequest } from "../grants/types.ts";
 import { DomainError, InvalidRequest, UnauthorizedClient, UnsupportedResponseType } from "../grants/errors.ts";
 import { resolveResource } from "../grants/resource.ts";
-import { authorizationScope, type ScopeImplications } from "../grants/scope.ts";
+import { authorizationScope } from "../grants/scope.ts";
+import { serverByResource, type Catalogue } from "../config/catalogue.ts";
 
 export interface AuthorizeDeps {
   readonly issuer: string;
-  readonly resource: string;
+  /** The MCP servers tokens may be asked for, each with its scopes. */
+  readonly catalogue: Catalogue;
   readonly clients: ClientRegistry;
   readonly transactions: AuthorizationTransactions;
   readonly consents: Consents;
   readonly upstreamLogin: UpstreamLoginStarter;
-  /** SCOPES_SUPPORTED (config.clients.scopes.supported); `mcp` and `offline_access` when absent. */
-  readonly scopes?: readonly string[];
-  /** SCOPE_IMPLIES (config.clients.scopes.implies): what is granted with each asked scope. */
-  readonly scopeImplies?: ScopeImplications;
 }
 
 const START_AGAIN = "Go back to the application you came from and try to connect again. If this keeps happening, tell the application's developer.";
@@ -103,13 +101,16 @@ function validate(
   if (params.code_challenge_method !== "S256") throw new InvalidRequest("code_challenge_method must be S256.");
   if (!isValidS256Challenge(params.code_challenge)) throw new InvalidRequest("code_challenge is not a valid S256 challenge.");
   if (params.state !== undefined && params.state.length > 2048) throw new InvalidRequest("state is too long.");
+  // The server first: what may be asked for is what that server understands.
+  const resource = resolveResource(params.resource, { publicUrl: deps.issuer, servers: deps.catalogue.servers });
+  const { scopes } = serverByResource(deps.catalogue, resource)!;
   return {
     clientId: client.id,
     redirectUri,
     codeChallenge: params.code_challenge,
     codeChallengeMethod: "S256",
-    scope: authorizationScope(params.scope, client.scope, deps.scopes, deps.scopeImplies),
-    resource: resolveResource(params.resource, deps.resource),
+    scope: authorizationScope(params.scope, client.scope, scopes.supported, scopes.implies),
+    resource,
     state: params.state ?? null,
     protocolVersion,
   };
@@ -143,7 +144,7 @@ export function authorizeHandler(deps: AuthorizeDeps): Koa.Middleware {
     const sid = browserSessionId(ctx, true);
     const tx = await deps.transactions.create(request, sid);
     setTransactionCookie(ctx, tx.id, deps.transactions.binding(tx.id), tx.expiresAt);
-    if (await deps.consents.given({ browserSessionId: sid, clientId: client.id, redirectUri, scope: request.scope })) {
+    if (await deps.consents.given({ browserSessionId: sid, clientId: client.id, redirectUri, scope: request.scope, resource: request.resource })) {
       if (isFirstPartyNavigation(ctx)) {
         await deps.transactions.approveRemembered(tx.id);
         ctx.redirect(await deps.upstreamLogin.start(tx.id));

@@ -4,6 +4,7 @@
 // is an Allow that first forgets who this browser was (and the consents it remembered), then asks
 // the upstream IdP for another account.
 import type Koa from "koa";
+import { serverByResource, type Catalogue } from "../config/catalogue.ts";
 import { PageError } from "../grants/errors.ts";
 import { PAGE_FORM_LIMIT, paramsToRecord, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
@@ -26,11 +27,10 @@ export interface ConsentDeps {
   readonly browserIdentities: BrowserIdentities;
   /** The upstream provider kind (UPSTREAM_PROVIDER): an identity from another one is not named. */
   readonly providerKind: string;
-  readonly resourceName: string;
+  /** The servers: the page names the one asked for and says what its scopes mean. */
+  readonly catalogue: Catalogue;
   readonly idleTimeoutSeconds: number;
   readonly maxAgeSeconds: number;
-  /** SCOPE_DESCRIPTIONS: what the page says about each scope. */
-  readonly scopeDescriptions?: Readonly<Record<string, string>>;
 }
 
 /** The form's decision values ("Not you?" posts allow_other_account). */
@@ -57,6 +57,9 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
     const [client, identity] = await Promise.all([deps.clients.get(tx.clientId), deps.browserIdentities.of(sid)]);
     if (!client) throw NOT_PENDING;
     const known = identity && identity.provider === deps.providerKind ? identity : null;
+    // A transaction names a server of the catalogue it was made with; after a reload that removed it, nothing to consent to.
+    const server = serverByResource(deps.catalogue, tx.resource);
+    if (!server) throw NOT_PENDING;
     ctx.set("Cache-Control", "no-store");
     sendHtml(
       ctx,
@@ -66,13 +69,13 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
         scope: tx.scope,
         resource: tx.resource,
         providerName: deps.upstreamLogin.providerName,
-        resourceName: deps.resourceName,
+        resourceName: server.title,
         signedInAs: known ? (known.login ?? known.subject) : undefined,
         idleTimeoutSeconds: deps.idleTimeoutSeconds,
         maxAgeSeconds: deps.maxAgeSeconds,
         transactionId: tx.id,
         csrfToken: deps.transactions.csrfToken(tx.id),
-        scopeDescriptions: deps.scopeDescriptions,
+        scopeDescriptions: server.scopes.descriptions,
       }),
     );
   };
@@ -113,7 +116,7 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
     const sid = browserSessionId(ctx, true);
     if (otherAccount) await deps.browserIdentities.forget(sid);
     // The consent of the person deciding now (with "Not you?", the next one at this browser).
-    await deps.consents.remember({ browserSessionId: sid, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope });
+    await deps.consents.remember({ browserSessionId: sid, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope, resource: tx.resource });
     ctx.redirect(await deps.upstreamLogin.start(tx.id, otherAccount ? { selectAccount: true } : {}));
   };
 }

@@ -2,6 +2,7 @@
 // metadata. Both revisions' clients are answered alike; the protocol version they announce is logged.
 import type Koa from "koa";
 import type { Config } from "../config/load.ts";
+import type { McpServerEntry } from "../config/catalogue.ts";
 import { knownScopes, resourceScopes } from "../grants/scope.ts";
 import { ASSERTION_ALGORITHMS } from "../grants/client-assertion.ts";
 import { GRANT_TYPES, TOKEN_ENDPOINT_AUTH_METHODS } from "../grants/types.ts";
@@ -34,15 +35,20 @@ export function authorizationServerMetadata(config: Config, dynamicRegistration:
   };
 }
 
-export function protectedResourceMetadata(config: Config): Record<string, unknown> {
+/**
+ * RFC 9728 metadata of one server of the catalogue. `resource` is the URI the client connected to:
+ * the server's own, or PUBLIC_URL/mcp for the default server there (RFC 9728 §3.3: the client checks
+ * it against the URL it used; the authorization server maps that name to the server).
+ */
+export function protectedResourceMetadata(config: Config, server: McpServerEntry, resource = server.resourceUrl): Record<string, unknown> {
   return {
-    resource: config.resourceUrl,
+    resource,
     authorization_servers: [config.publicUrl],
     bearer_methods_supported: ["header"],
-    // What the resource itself asks for (SCOPES_SUPPORTED and mcp); refresh tokens are the AS's business.
-    scopes_supported: resourceScopes(config.clients.scopes.supported),
-    // RFC 9728 §2: human-readable, shown to the user (RESOURCE_NAME, by default the MCP host).
-    resource_name: config.resourceName,
+    // What the resource itself asks for (its scopes and mcp); refresh tokens are the AS's business.
+    scopes_supported: resourceScopes(server.scopes.supported),
+    // RFC 9728 §2: human-readable, shown to the user (the server's title; RESOURCE_NAME alone).
+    resource_name: server.title,
   };
 }
 

@@ -44,22 +44,18 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
     transactions,
     consents,
     upstreamLogin: deps.upstreamLogin,
-    scopes: config.clients.scopes.supported,
-    scopeImplies: config.clients.scopes.implies,
+    catalogue: config.catalogue,
   };
   const consent = {
     ...flow,
     browserIdentities: deps.browserIdentities,
     providerKind: config.upstream.provider,
-    resourceName: config.resourceName,
     idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
     maxAgeSeconds: config.sessionMaxAgeSeconds,
-    scopeDescriptions: config.clients.scopes.descriptions,
   };
 
   const router = new Router();
   const asMetadata = serveJson(() => authorizationServerMetadata(config, config.dynamicRegistration));
-  const prMetadata = serveJson(() => protectedResourceMetadata(config));
   const metadataCors = cors({ methods: "GET, OPTIONS" });
   const postCors = cors({ methods: "POST, OPTIONS" });
   const issuerPath = publicPathPrefix(issuer);
@@ -72,21 +68,33 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
     // RFC 8414 §3.1: for an issuer with a path, the well-known segment goes before the path.
     ...(issuerPath ? [`/.well-known/oauth-authorization-server${issuerPath}`] : []),
   ];
-  const prPaths = [
-    ...at("/.well-known/oauth-protected-resource"),
-    ...at("/.well-known/oauth-protected-resource/mcp"),
-    // RFC 9728 §3.1: the same insertion rule for the resource PUBLIC_URL/mcp.
-    ...(issuerPath ? [`/.well-known/oauth-protected-resource${issuerPath}/mcp`] : []),
-  ];
   // CORS per method (not router.all) so that other methods still get 405 from allowedMethods().
   router.options(asPaths, metadataCors).get(asPaths, metadataCors, asMetadata);
-  router.options(prPaths, metadataCors).get(prPaths, metadataCors, prMetadata);
+  for (const server of config.catalogue.servers) {
+    const paths = (resourcePath: string) => [
+      ...at(`/.well-known/oauth-protected-resource${resourcePath}`),
+      // RFC 9728 §3.1: the same insertion rule as for the issuer.
+      ...(issuerPath ? [`/.well-known/oauth-protected-resource${issuerPath}${resourcePath}`] : []),
+    ];
+    const own = serveJson(() => protectedResourceMetadata(config, server));
+    router.options(paths(server.path), metadataCors).get(paths(server.path), metadataCors, own);
+    if (server.isDefault && server.path !== "/mcp") {
+      // The default server also answers at PUBLIC_URL/mcp: its metadata there names that URL.
+      const atMcp = serveJson(() => protectedResourceMetadata(config, server, `${config.publicUrl}/mcp`));
+      router.options(paths("/mcp"), metadataCors).get(paths("/mcp"), metadataCors, atMcp);
+    }
+    if (server.isDefault) {
+      // Clients that look at the root first (2025-03-26 habits) find the default server there.
+      const root = server.path === "/mcp" ? own : serveJson(() => protectedResourceMetadata(config, server, `${config.publicUrl}/mcp`));
+      router.options(paths(""), metadataCors).get(paths(""), metadataCors, root);
+    }
+  }
 
   const registerLimit = rateLimit(deps.registrationLimit, "registrations");
   router
     .options(at("/register"), postCors)
     .post(at("/register"), postCors, registerLimit, registerHandler(clients, config.dynamicRegistration, registrationPolicyOf(config.clients)));
-  const authorize = authorizeHandler({ ...flow, resource: config.resourceUrl });
+  const authorize = authorizeHandler(flow);
   router.get(at("/authorize"), authorize).post(at("/authorize"), authorize);
   router.get(at("/consent"), consentPageHandler(consent)).post(at("/consent"), consentDecisionHandler(consent));
   router.options(at("/token"), postCors).post(at("/token"), postCors, tokenHandler({ clientAuthentication: deps.clientAuthentication, tokens: deps.tokens }));

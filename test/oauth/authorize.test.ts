@@ -160,6 +160,7 @@ describe("later errors: redirected only for a client the operator registered or 
       clientId: noCode.client_id,
       redirectUri: noCode.redirect_uri,
       scope: "mcp",
+      resource: t.broker.config.resourceUrl,
     });
   });
 

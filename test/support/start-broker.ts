@@ -1,5 +1,6 @@
 // Starts a real broker in-process on 127.0.0.1 with an ephemeral port and a fresh SQLite file in
 // a temp folder. Tests talk to it over real HTTP.
+import { poolConnectionsClosed } from "./pool-connections.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -94,9 +95,9 @@ export async function startBroker(
         await broker.stop(2000);
         await mcp?.close();
         // The server destroyed its keep-alive sockets; this process's fetch pool learns it only when
-        // it reads their end in a poll phase. A broker restarted on the same port at once (its start
-        // can be all synchronous) would otherwise get the next request on a dead socket.
-        await new Promise((resolve) => setImmediate(resolve));
+        // it reads their end. A broker restarted on the same port at once would otherwise get the
+        // next request on a dead socket.
+        await poolConnectionsClosed(config.port);
         if (!keepDir) rmSync(dir, { recursive: true, force: true });
       },
     };

@@ -11,12 +11,13 @@ import { hashPresentedToken } from "../token-format.ts";
 import type { GrantHandler, TokenContext } from "./context.ts";
 import { grantUse, issuedTokens } from "./issue.ts";
 import { optionalResource, parseParameters, required } from "./parameters.ts";
+import { protectedResources } from "../resource.ts";
 
 const INVALID_CODE = "The authorization code is invalid, expired or was already used.";
 
 export function authorizationCodeGrant(t: TokenContext): GrantHandler {
   const Parameters = z.object({
-    resource: optionalResource(t.config.resourceUrl),
+    resource: optionalResource(protectedResources(t.config)),
     code: required("code"),
     code_verifier: required("code_verifier", "code_verifier is required: PKCE (S256) is mandatory."),
     redirect_uri: required("redirect_uri", "redirect_uri is required and must equal the one of the authorization request."),

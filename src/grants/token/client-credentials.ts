@@ -12,10 +12,11 @@ import { machineSubject } from "../types.ts";
 import type { GrantHandler, TokenContext } from "./context.ts";
 import { issueTokens } from "./issue.ts";
 import { optionalResource, parseParameters } from "./parameters.ts";
+import { protectedResources, resolveResource } from "../resource.ts";
 
 export function clientCredentialsGrant(t: TokenContext): GrantHandler {
   const Parameters = z.object({
-    resource: optionalResource(t.config.resourceUrl),
+    resource: optionalResource(protectedResources(t.config)),
     scope: z.string().optional(),
   });
 
@@ -39,7 +40,7 @@ export function clientCredentialsGrant(t: TokenContext): GrantHandler {
         `the access policy does not admit ${machineSubject(client.id)}: the operator adds it to ALLOWED_USERS (or client:* for every machine client).`,
       );
     }
-    const resource = p.resource ?? t.config.resourceUrl;
+    const resource = p.resource ?? resolveResource(undefined, protectedResources(t.config));
     const now = dateOf(t.clock);
     const { response } = await t.db.$transaction(async (tx) => {
       const grant = await tx.grant.create({

@@ -4,7 +4,7 @@
 // domain rule, such as the resource check, says otherwise).
 import { z } from "zod";
 import { DomainError, isRequestErrorCode, requestError } from "../errors.ts";
-import { resolveResource } from "../resource.ts";
+import { resolveResource, type ProtectedResources } from "../resource.ts";
 import type { FormParameters } from "../types.ts";
 
 export type { FormParameters };
@@ -31,12 +31,12 @@ export function rule<I, O>(fn: (value: I) => O): (value: I, ctx: z.core.$Refinem
   };
 }
 
-/** RFC 8707 `resource`: absent, or the canonical form of this broker's protected resource. */
-export function optionalResource(protectedResource: string) {
+/** RFC 8707 `resource`: absent, or the canonical resource URI of one of this broker's servers. */
+export function optionalResource(resources: ProtectedResources) {
   return z
     .string()
     .optional()
-    .transform(rule((value: string | undefined) => (value === undefined ? undefined : resolveResource(value, protectedResource))));
+    .transform(rule((value: string | undefined) => (value === undefined ? undefined : resolveResource(value, resources))));
 }
 
 /** The parameters a schema declares, parsed; throws the domain error of the first problem. */

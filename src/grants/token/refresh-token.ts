@@ -13,6 +13,7 @@ import type { TokenResponse } from "../types.ts";
 import { upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
 import { expiresIn, grantUse, issuedTokens } from "./issue.ts";
 import { optionalResource, parseParameters, required } from "./parameters.ts";
+import { protectedResources } from "../resource.ts";
 
 const INVALID_REFRESH = "The refresh token is invalid, expired or revoked.";
 
@@ -23,7 +24,7 @@ interface SuccessorPair {
 
 export function refreshTokenGrant(t: TokenContext): GrantHandler {
   const Parameters = z.object({
-    resource: optionalResource(t.config.resourceUrl),
+    resource: optionalResource(protectedResources(t.config)),
     refresh_token: required("refresh_token"),
     scope: z.string().optional(),
   });
