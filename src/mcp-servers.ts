@@ -108,6 +108,7 @@ async function backendOf(
     targetUrl,
     timeoutMs: config.proxyTimeoutMs,
     forwardUpstreamToken: entry.forwardUpstreamToken,
+    serverName: entry.name,
     logger: log,
     sessionBinding: deps.sessionBinding,
     mountPaths,

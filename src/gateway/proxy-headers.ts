@@ -100,6 +100,8 @@ export function upstreamRequestHeaders(
   identity: CallerIdentity,
   connection: ConnectionInfo,
   forwardUpstreamToken: boolean,
+  /** The catalogue name of the server the request goes to (X-Auth-Server): one MCP server may sit behind several names. */
+  serverName?: string,
 ): Record<string, string> {
   const headers: Record<string, string> = {};
   // One pass over what the client sent (Node's header names are lower case): a set lookup and a
@@ -112,6 +114,7 @@ export function upstreamRequestHeaders(
   if (identity.user !== null) headers["x-auth-user"] = headerValue(identity.user);
   headers["x-auth-client-id"] = headerValue(identity.clientId);
   headers["x-auth-scopes"] = headerValue(identity.scopes.join(" "));
+  if (serverName !== undefined) headers["x-auth-server"] = serverName;
   if (forwardUpstreamToken && identity.upstreamAccessToken) {
     headers["x-upstream-access-token"] = headerValue(identity.upstreamAccessToken);
   }

@@ -34,6 +34,8 @@ export interface McpProxyOptions {
   readonly timeoutMs: number;
   /** FORWARD_UPSTREAM_TOKEN: send the identity's upstream access token as X-Upstream-Access-Token. */
   readonly forwardUpstreamToken: boolean;
+  /** The catalogue name of the server (sent as X-Auth-Server). */
+  readonly serverName?: string;
   readonly logger: Logger;
   readonly sessionBinding: McpSessionBinding;
   /** The broker paths the proxy is mounted on. Default `/mcp`. */
@@ -378,7 +380,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
           path,
           headers: withProxyTraceContext(
             span,
-            upstreamRequestHeaders(ctx.req.headers, identity, forwardedConnection(ctx, options.publicUrl), options.forwardUpstreamToken),
+            upstreamRequestHeaders(ctx.req.headers, identity, forwardedConnection(ctx, options.publicUrl), options.forwardUpstreamToken, options.serverName),
           ),
           // undici documents AsyncIterable bodies (Dispatcher.md); its type declarations lag.
           body: body as Buffer | Readable | null,

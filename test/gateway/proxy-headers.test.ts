@@ -75,6 +75,11 @@ describe("upstream request headers", () => {
     expect(upstreamRequestHeaders({}, withoutToken, connection, true)).not.toHaveProperty("x-upstream-access-token");
   });
 
+  it("names the catalogue server the request is for, and never passes on the client's own X-Auth-Server", () => {
+    expect(upstreamRequestHeaders({ "x-auth-server": "admin" }, alice, connection, false, "docs")["x-auth-server"]).toBe("docs");
+    expect(upstreamRequestHeaders({ "x-auth-server": "admin" }, alice, connection, false)).not.toHaveProperty("x-auth-server");
+  });
+
   it("omits subject and user for client_credentials callers", () => {
     const headers = upstreamRequestHeaders({}, { subject: null, user: null, clientId: "m", scopes: [], grantId: "g" }, connection, false);
     expect(headers).not.toHaveProperty("x-auth-subject");
