@@ -28,6 +28,7 @@ export function frontDoorRouter({ config, providerName }: FrontDoorDeps): Router
     providerName,
     accountUrl: `${config.publicUrl}/account`,
     demoMode: config.demoMode,
+    servers: config.catalogue.servers.map((s) => ({ title: s.title, description: s.description, url: s.resourceUrl })),
   });
 
   const router = new Router();

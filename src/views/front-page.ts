@@ -14,9 +14,15 @@ export interface FrontPageInput {
   /** PUBLIC_URL/account: the connected-apps page. */
   readonly accountUrl: string;
   readonly demoMode: boolean;
+  /**
+   * The servers of a catalogue of several, each with its URL to paste. (Their names and URLs are
+   * no secret: each one's protected resource metadata is public, as RFC 9728 wants.)
+   */
+  readonly servers?: readonly { readonly title: string; readonly description: string | undefined; readonly url: string }[];
 }
 
 export function renderFrontPage(input: FrontPageInput): string {
+  if (input.servers && input.servers.length > 1) return renderCatalogue(input, input.servers);
   return page(
     input.resourceName,
     html`<h1 id="resource-name">${input.resourceName}</h1>
@@ -28,6 +34,23 @@ ${input.demoMode ? html`<p class="warning" id="demo-mode">Demo mode: anyone can 
 <a class="button" id="account-link" href="${input.accountUrl}">Your connected apps</a>
 </div>
 <p class="muted">There you see which applications can use ${input.resourceName} as you, and revoke them.</p>`,
+  );
+}
+
+function renderCatalogue(input: FrontPageInput, servers: NonNullable<FrontPageInput["servers"]>): string {
+  return page(
+    input.resourceName,
+    html`<h1 id="resource-name">${input.resourceName}</h1>
+<p>MCP servers. To use one from an AI application (Claude, Cursor, VS Code and others), add its URL there:</p>
+<ul class="servers" id="servers">
+${servers.map((s) => html`<li><strong>${s.title}</strong>${s.description ? html` <span class="muted">${s.description}</span>` : ""}<br><code class="copy">${s.url}</code></li>`)}
+</ul>
+<p>The application then opens a page here: you allow it, and sign in with <strong id="provider-name">${input.providerName}</strong>. Each server asks on its own.</p>
+${input.demoMode ? html`<p class="warning" id="demo-mode">Demo mode: anyone can sign in with any name. Configure an identity provider before real use.</p>` : ""}
+<div class="actions">
+<a class="button" id="account-link" href="${input.accountUrl}">Your connected apps</a>
+</div>
+<p class="muted">There you see which applications can use these servers as you, and revoke them.</p>`,
   );
 }
 

@@ -91,9 +91,11 @@ export async function tokenRequest(
 }
 
 /** The whole flow: a fresh public client, a login as `user`, and the token response. */
-export async function obtainTokens(brokerUrl: string, options: { user?: string; client?: RegisteredTestClient } = {}) {
+/** `resource`: the server's URL (default PUBLIC_URL/mcp). */
+export async function obtainTokens(brokerUrl: string, options: { user?: string; client?: RegisteredTestClient; resource?: string } = {}) {
   const client = options.client ?? (await registerClient(brokerUrl));
-  const { callback, verifier } = await authorize(brokerUrl, client, { user: options.user });
+  const resource = options.resource ?? `${brokerUrl}/mcp`;
+  const { callback, verifier } = await authorize(brokerUrl, client, { user: options.user, resource });
   const code = callback.searchParams.get("code");
   if (!code) throw new Error(`no code: ${callback.href}`);
   const confidential = client.client_secret ? { id: client.client_id, secret: client.client_secret } : undefined;
@@ -105,7 +107,7 @@ export async function obtainTokens(brokerUrl: string, options: { user?: string; 
       redirect_uri: client.redirect_uri,
       code_verifier: verifier,
       ...(confidential ? {} : { client_id: client.client_id }),
-      resource: `${brokerUrl}/mcp`,
+      resource,
     },
     confidential,
   );

@@ -1,0 +1,176 @@
+// One broker in front of three MCP servers (two Streamable HTTP, one stdio) from a configuration
+// file: each is its own protected resource. The real SDK client connects to one through its OAuth
+// flow; a token for one server is refused at the others before anything reaches them; the refresh
+// grant keeps the audience; consent is asked per server; each server's metadata names it.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
+import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { CallbackServer, connectWithOAuth } from "../support/mcp-oauth-client.ts";
+import { HttpBrowser, answerAs } from "../support/http-browser.ts";
+import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
+import { fixtureCommand } from "../stdio/stdio-support.ts";
+import { mcpPostTo, INITIALIZE_MESSAGE } from "../support/mcp-probe.ts";
+
+let alpha: DemoMcpServer;
+let beta: DemoMcpServer;
+let t: TestBroker;
+let callback: CallbackServer;
+
+const mcpAt = (name: string) => `${t.url}/mcp/${name}`;
+
+const initialize = (url: string, token: string) => mcpPostTo(url, token, INITIALIZE_MESSAGE);
+let configDir: string;
+
+beforeAll(async () => {
+  [alpha, beta] = await Promise.all([startDemoMcpServer(), startDemoMcpServer()]);
+  callback = await new CallbackServer().start();
+  configDir = mkdtempSync(path.join(tmpdir(), "mab-catalogue-"));
+  const file = path.join(configDir, "broker.yaml");
+  writeFileSync(
+    file,
+    [
+      "servers:",
+      "  - name: alpha",
+      "    title: Alpha docs",
+      "    description: The first team's documents",
+      `    url: ${alpha.url}`,
+      "  - name: beta",
+      "    title: Beta tracker",
+      `    url: ${beta.url}`,
+      "  - name: tools",
+      "    title: Local tools",
+      `    command: ${JSON.stringify(fixtureCommand)}`,
+      "",
+    ].join("\n"),
+  );
+  t = await startBroker({ BROKER_CONFIG: file });
+});
+afterAll(async () => {
+  await t?.stop();
+  await callback?.close();
+  await alpha?.close();
+  await beta?.close();
+  rmSync(configDir, { recursive: true, force: true });
+});
+
+describe("a catalogue of three servers", () => {
+  it("publishes each server's protected resource metadata under its own path, naming it", async () => {
+    for (const [name, title] of [
+      ["alpha", "Alpha docs"],
+      ["beta", "Beta tracker"],
+      ["tools", "Local tools"],
+    ] as const) {
+      const res = await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp/${name}`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ resource: mcpAt(name), resource_name: title, authorization_servers: [t.url] });
+    }
+    // No default server: nothing answers at /mcp, and a 401 at a server points at its own metadata.
+    expect((await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp`)).status).toBe(404);
+    const challenge = (await fetch(mcpAt("beta"), { method: "POST" })).headers.get("www-authenticate");
+    expect(challenge).toContain(`resource_metadata="${t.url}/.well-known/oauth-protected-resource/mcp/beta"`);
+  });
+
+  it("lets the SDK client connect to one server through OAuth and call its tool; the other server hears nothing", async () => {
+    const browser = new HttpBrowser();
+    const answer = answerAs("alice");
+    const userAuthorizes = async (url: URL) => {
+      await browser.walk(url.href, callback.url, answer).then((landing) => fetch(landing));
+    };
+    const betaBefore = beta.requests.length;
+    const connected = await connectWithOAuth(mcpAt("alpha"), callback, userAuthorizes);
+    try {
+      const result = await connected.client.callTool({ name: "echo", arguments: { message: "hello alpha" } });
+      expect(JSON.stringify(result.content)).toContain("hello alpha");
+    } finally {
+      await connected.client.close();
+    }
+    const seen = alpha.requests.filter((r) => r.headers["x-auth-user"] === "alice");
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.every((r) => r.headers["x-auth-server"] === "alpha")).toBe(true);
+    expect(beta.requests.length).toBe(betaBefore);
+  });
+
+  it("refuses a token issued for one server at every other one, before anything is forwarded", async () => {
+    const { tokens } = await obtainTokens(t.url, { user: "bob", resource: mcpAt("alpha") });
+    expect((await initialize(mcpAt("alpha"), tokens.access_token)).status).toBe(200);
+    const betaBefore = beta.requests.length;
+    for (const other of ["beta", "tools"]) {
+      const res = await initialize(mcpAt(other), tokens.access_token);
+      expect(res.status).toBe(401);
+      expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    }
+    expect(beta.requests.length).toBe(betaBefore);
+  });
+
+  it("keeps the audience through the refresh grant: a refresh cannot move a grant to another server", async () => {
+    const { client, tokens } = await obtainTokens(t.url, { user: "carol", resource: mcpAt("beta") });
+    const moved = await tokenRequest(t.url, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: client.client_id,
+      resource: mcpAt("alpha"),
+    });
+    expect(moved.status).toBe(400);
+    expect(moved.body).toMatchObject({ error: "invalid_target" });
+    const kept = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
+    expect(kept.status).toBe(200);
+    const access = (kept.body as { access_token: string }).access_token;
+    expect((await initialize(mcpAt("beta"), access)).status).toBe(200);
+    expect((await initialize(mcpAt("alpha"), access)).status).toBe(401);
+  });
+
+  it("runs the stdio server for its own tokens", async () => {
+    const { tokens } = await obtainTokens(t.url, { user: "dave", resource: mcpAt("tools") });
+    const res = await initialize(mcpAt("tools"), tokens.access_token);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("mcp-session-id")).toBeTruthy();
+  });
+
+  it("asks consent per server: an approval for one server does not let a client into another", async () => {
+    const client = await registerClient(t.url);
+    const browser = new HttpBrowser();
+    const first = await authorize(t.url, client, { user: "erin", resource: mcpAt("alpha"), browser });
+    expect(first.callback.searchParams.get("code")).toBeTruthy();
+    // The same browser and client, for another server: the consent page again, naming that server.
+    const again = await browser.request(
+      `${t.url}/authorize?${new URLSearchParams({
+        response_type: "code",
+        client_id: client.client_id,
+        redirect_uri: client.redirect_uri,
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+        code_challenge_method: "S256",
+        resource: mcpAt("beta"),
+      })}`,
+    );
+    expect(again.status).toBe(302);
+    const location = again.headers.get("location") ?? "";
+    expect(location).toContain("/consent?");
+    const page = await (await browser.request(new URL(location, t.url).href)).text();
+    expect(page).toContain("Beta tracker");
+  });
+
+  it("refuses an authorization without a resource: with several servers and no default there is no server to assume", async () => {
+    const client = await registerClient(t.url);
+    const res = await fetch(
+      `${t.url}/authorize?${new URLSearchParams({
+        response_type: "code",
+        client_id: client.client_id,
+        redirect_uri: client.redirect_uri,
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+        code_challenge_method: "S256",
+      })}`,
+      { redirect: "manual" },
+    );
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain("several MCP servers");
+  });
+
+  it("lists every server with its URL on the front page", async () => {
+    const page = await (await fetch(`${t.url}/`)).text();
+    for (const name of ["alpha", "beta", "tools"]) expect(page).toContain(mcpAt(name));
+    expect(page).toContain("The first team&#39;s documents");
+  });
+});
