@@ -21,7 +21,8 @@ import { OpenStreams } from "./gateway/open-streams.ts";
 import { allowedOrigin } from "./gateway/origin-check.ts";
 import type { SessionRegistry } from "./stdio/session-registry.ts";
 import type { McpHandler } from "./gateway/router.ts";
-import { frontServers } from "./mcp-servers.ts";
+import { frontServers, type FrontedServer } from "./mcp-servers.ts";
+import type Router from "@koa/router";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
 import { createMcpSessionStore } from "./store/mcp-sessions.ts";
@@ -162,10 +163,8 @@ async function loadDemoMount(logger: Logger): Promise<typeof import("./demo/moun
   }
 }
 
-export async function createBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
-  const missing = missingMcpServer(config, options.mcpHandler !== undefined);
-  if (missing) throw missing;
-  const logger = options.logger ?? createLogger(config.logLevel, logFormatFor(config.logFormat) === "pretty" ? prettyDestination() : undefined);
+/** Migrations applied, tracing started when configured, the database opened (with traced statements when tracing). */
+async function openStorage(config: Config, options: BrokerOptions, logger: Logger): Promise<{ database: Database; tracing: Tracing | undefined }> {
   if (options.migrate ?? true) {
     const { applied } = await migrateDatabase(config.databaseUrl, options.cwd);
     if (applied.length > 0) logger.info({ applied }, "database migrations applied");
@@ -178,45 +177,22 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     await tracing?.shutdown();
     throw err;
   });
-  const database: Database = tracing ? { ...opened, hot: tracedHotStore(opened.hot) } : opened;
-  const documentFetcher = createGuardedFetcher({ allowPrivateNetworks: config.clients.cimd.allowPrivateNetworks, ...options.documentFetch });
-  const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
-  const { grants } = services;
-  await endUnreadableGrants(services, logger);
-  // The identity provider and the MCP server are probed as `check` probes them, each problem logged
-  // once with what to change; the broker starts anyway (either may just be late).
-  const startProbes = !config.demoMode && (options.startProbes ?? true) ? runStartProbes(config, services.provider, logger, packageVersion) : undefined;
+  return { database: tracing ? { ...opened, hot: tracedHotStore(opened.hot) } : opened, tracing };
+}
 
-  const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
-  const streams = new OpenStreams();
-  const mountPaths = config.catalogue.servers.flatMap((server) => [
-    ...publicPaths(config.publicUrl, server.path),
-    ...(server.isDefault && server.path !== "/mcp" ? publicPaths(config.publicUrl, "/mcp") : []),
-  ]);
-  const metrics = new BrokerMetrics(
-    {
-      databaseQueries: database.queryCount,
-      validationCache: () => grants.validator.stats,
-      liveGrants: () => services.grantListing.countLive(),
-    },
-    mountPaths,
-  );
-  grants.sessions.observer = metrics;
-  const servers = await frontServers({
-    config,
-    logger,
-    clock: options.clock ?? systemClock,
-    validator: grants.validator,
-    revocations: grants.bus,
-    sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
-    streams,
-    observer: metrics,
-    allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
-    mcpHandler: options.mcpHandler,
-  });
-  const stdioSessions = servers.find((s) => s.stdioSessions)?.stdioSessions;
-  const demoMcpUrl = servers.find((s) => s.demoMcpUrl)?.demoMcpUrl;
-
+/** Every public route: health, metrics (behind METRICS_TOKEN), the demo IdP, OAuth, pages, and each MCP server's mount. */
+function brokerRouters(
+  config: Config,
+  parts: {
+    database: Database;
+    logger: Logger;
+    services: Services;
+    metrics: BrokerMetrics;
+    demoIdp: MountedDemoIdentityProvider | undefined;
+    servers: readonly FrontedServer[];
+  },
+): Router[] {
+  const { grants } = parts.services;
   const account: AccountDeps = {
     publicUrl: config.publicUrl,
     resourceName: config.resourceName,
@@ -225,33 +201,38 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     signIn: grants.accountSignIn,
     apps: grants.connectedApps,
   };
-  const app = createApp({
-    config,
-    logger,
-    metrics: metrics.middleware(),
-    routers: [
-      healthRouter(database, logger),
-      // On the public listener only behind METRICS_TOKEN; METRICS_PORT serves it on loopback.
-      ...(config.metricsToken ? [metricsRouter(metrics, config.metricsToken)] : []),
-      ...(demoIdp ? [demoIdp.router] : []),
-      authorizationServerRouter({
-        config,
-        clients: grants.clients,
-        clientAuthentication: grants.clientAuthentication,
-        transactions: grants.transactions,
-        consents: grants.consents,
-        tokens: grants.tokens,
-        upstreamLogin: grants.upstreamLogin,
-        browserIdentities: grants.browserIdentities,
-        registrationLimit: grants.registrationLimit,
-      }),
-      frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
-      callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName, accountSignInCallback(account)),
-      accountRouter(account),
-      ...servers.flatMap((server) => server.routers),
-    ],
-  });
+  return [
+    healthRouter(parts.database, parts.logger),
+    // On the public listener only behind METRICS_TOKEN; METRICS_PORT serves it on loopback.
+    ...(config.metricsToken ? [metricsRouter(parts.metrics, config.metricsToken)] : []),
+    ...(parts.demoIdp ? [parts.demoIdp.router] : []),
+    authorizationServerRouter({
+      config,
+      clients: grants.clients,
+      clientAuthentication: grants.clientAuthentication,
+      transactions: grants.transactions,
+      consents: grants.consents,
+      tokens: grants.tokens,
+      upstreamLogin: grants.upstreamLogin,
+      browserIdentities: grants.browserIdentities,
+      registrationLimit: grants.registrationLimit,
+    }),
+    frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
+    callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName, accountSignInCallback(account)),
+    accountRouter(account),
+    ...parts.servers.flatMap((server) => server.routers),
+  ];
+}
 
+/** The periodic sweep, the revocation feed and the audit sink: started now, stopped together. */
+function startBackgroundWork(
+  config: Config,
+  options: BrokerOptions,
+  services: Services,
+  database: Database,
+  logger: Logger,
+): { stopSweep(): void; auditSink: AuditSink | undefined } {
+  const { grants } = services;
   const sweepIntervalMs = options.sweepIntervalMs ?? TEN_MINUTES;
   const sweepTimer =
     sweepIntervalMs > 0
@@ -269,6 +250,92 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     ? createAuditSink(auditSinkConfig, auditOutbox(database.db), { ...options.auditSink, logger })
     : undefined;
   auditSink?.start();
+  return { stopSweep: () => sweepTimer && clearInterval(sweepTimer), auditSink };
+}
+
+/**
+ * The graceful stop, in order: no new work (sweep, listening streams, stdio starts), the drain
+ * within the deadline (answering streams get their errors just before it), then every part closes;
+ * the audit sink after the drain (the last requests' events are in the trail), the database last.
+ */
+async function stopBroker(p: {
+  deadlineMs: number;
+  running: RunningServer | undefined;
+  metricsServer: RunningServer | undefined;
+  background: { stopSweep(): void; auditSink: AuditSink | undefined };
+  streams: OpenStreams;
+  servers: readonly FrontedServer[];
+  services: Services;
+  documentFetcher: { close(): Promise<void> };
+  demoIdp: MountedDemoIdentityProvider | undefined;
+  database: Database;
+  tracing: Tracing | undefined;
+  logger: Logger;
+}): Promise<void> {
+  p.background.stopSweep();
+  // Open GET streams would hold the drain below until its deadline.
+  p.streams.endListening();
+  for (const server of p.servers) server.beginShutdown();
+  const endStreams = setTimeout(() => p.streams.endAll(), Math.max(0, p.deadlineMs - STREAM_END_MARGIN_MS));
+  await p.services.grants.revocationFeed.stop();
+  await p.metricsServer?.close(1000);
+  if (p.running) {
+    const { forced } = await p.running.close(p.deadlineMs);
+    if (forced) p.logger.warn({ deadlineMs: p.deadlineMs }, "shutdown deadline reached; open connections were cut");
+  }
+  clearTimeout(endStreams);
+  for (const server of p.servers) await server.close();
+  await p.documentFetcher.close();
+  await p.demoIdp?.close();
+  await p.services.grants.usage.flush();
+  await p.background.auditSink?.stop();
+  await p.database.close();
+  await p.tracing?.shutdown();
+}
+
+export async function createBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
+  const missing = missingMcpServer(config, options.mcpHandler !== undefined);
+  if (missing) throw missing;
+  const logger = options.logger ?? createLogger(config.logLevel, logFormatFor(config.logFormat) === "pretty" ? prettyDestination() : undefined);
+  const { database, tracing } = await openStorage(config, options, logger);
+  const documentFetcher = createGuardedFetcher({ allowPrivateNetworks: config.clients.cimd.allowPrivateNetworks, ...options.documentFetch });
+  const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
+  const { grants } = services;
+  await endUnreadableGrants(services, logger);
+  // The identity provider and the MCP server are probed as `check` probes them, each problem logged
+  // once with what to change; the broker starts anyway (either may just be late).
+  const startProbes = !config.demoMode && (options.startProbes ?? true) ? runStartProbes(config, services.provider, logger, packageVersion) : undefined;
+
+  const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
+  const streams = new OpenStreams();
+  const mountPaths = config.catalogue.servers.flatMap((server) => [
+    ...publicPaths(config.publicUrl, server.path),
+    ...(server.isDefault && server.path !== "/mcp" ? publicPaths(config.publicUrl, "/mcp") : []),
+  ]);
+  const metrics = new BrokerMetrics(
+    { databaseQueries: database.queryCount, validationCache: () => grants.validator.stats, liveGrants: () => services.grantListing.countLive() },
+    mountPaths,
+  );
+  grants.sessions.observer = metrics;
+  const servers = await frontServers({
+    config,
+    logger,
+    clock: options.clock ?? systemClock,
+    validator: grants.validator,
+    revocations: grants.bus,
+    sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
+    streams,
+    observer: metrics,
+    allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
+    mcpHandler: options.mcpHandler,
+  });
+  const app = createApp({
+    config,
+    logger,
+    metrics: metrics.middleware(),
+    routers: brokerRouters(config, { database, logger, services, metrics, demoIdp, servers }),
+  });
+  const background = startBackgroundWork(config, options, services, database, logger);
 
   let running: RunningServer | undefined;
   let metricsServer: RunningServer | undefined;
@@ -278,8 +345,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     database,
     services,
     app,
-    demoMcpUrl,
-    stdioSessions,
+    demoMcpUrl: servers.find((s) => s.demoMcpUrl)?.demoMcpUrl,
+    stdioSessions: servers.find((s) => s.stdioSessions)?.stdioSessions,
     startProbes,
     async listen() {
       running = await listen(app.callback(), config.port, config.host);
@@ -288,29 +355,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     },
     metricsPort: () => metricsServer?.port,
     activity: () => ({ requests: running?.inFlight() ?? 0, ...streams.count() }),
-    reopenAuditSink: () => auditSink?.reopen(),
-    async stop(deadlineMs = 10_000) {
-      if (sweepTimer) clearInterval(sweepTimer);
-      // Open GET streams would hold the drain below until its deadline.
-      streams.endListening();
-      for (const server of servers) server.beginShutdown();
-      // Streams still answering a request get their JSON-RPC error before the deadline cuts connections.
-      const endStreams = setTimeout(() => streams.endAll(), Math.max(0, deadlineMs - STREAM_END_MARGIN_MS));
-      await grants.revocationFeed.stop();
-      await metricsServer?.close(1000);
-      if (running) {
-        const { forced } = await running.close(deadlineMs);
-        if (forced) logger.warn({ deadlineMs }, "shutdown deadline reached; open connections were cut");
-      }
-      clearTimeout(endStreams);
-      for (const server of servers) await server.close();
-      await documentFetcher.close();
-      await demoIdp?.close();
-      await grants.usage.flush();
-      // After the drain (the last requests' events are in the trail), before the database closes.
-      await auditSink?.stop();
-      await database.close();
-      await tracing?.shutdown();
-    },
+    reopenAuditSink: () => background.auditSink?.reopen(),
+    stop: (deadlineMs = 10_000) =>
+      stopBroker({ deadlineMs, running, metricsServer, background, streams, servers, services, documentFetcher, demoIdp, database, tracing, logger }),
   };
 }
