@@ -19,6 +19,7 @@ import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamReque
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
+import { refusedMethod, refuseForeignSession, sessionNotFound } from "./front-end.ts";
 import { BodyTooLarge, isStreamed, upstreamBody } from "./request-body.ts";
 import { HEADER_MISMATCH, headerMismatch, mirrorsBody, requestId } from "./header-consistency.ts";
 import { rpcMethods } from "./rpc-methods.ts";
@@ -72,9 +73,6 @@ export interface McpProxy {
   close(): Promise<void>;
 }
 
-const ALLOWED_METHODS = ["GET", "POST", "DELETE"];
-/** The transport's "Session not found" (the MCP SDKs' code for it). */
-const SESSION_NOT_FOUND = -32001;
 const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
 /** Abort reasons: why the upstream request was cut. */
@@ -304,10 +302,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     // Looked up only when something is logged: the request's child logger is made on first use.
     // Without the broker's requestContext (the proxy used on its own) there is none.
     const log = (): Logger => ctx.state.log ?? options.logger;
-    if (!ALLOWED_METHODS.includes(ctx.method)) {
-      ctx.set("Allow", ALLOWED_METHODS.join(", "));
-      return jsonRpcError(ctx, 405, -32000, `Method ${ctx.method} is not allowed on the MCP endpoint; use GET, POST or DELETE.`);
-    }
+    if (refusedMethod(ctx)) return;
     const mount = mountPaths.find((m) => ctx.path === m || ctx.path.startsWith(`${m}/`)) ?? mountPaths[0]!;
     const path = upstreamPath(target, mount, ctx.path, ctx.querystring);
     if (path === null) return jsonRpcError(ctx, 400, -32000, "The request path is not valid for the MCP endpoint.");
@@ -319,13 +314,9 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     // it. 404 is what the transport says of an ended session: the client initializes a new one.
     if (sessionId !== undefined && bound === undefined) {
       log().info({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session id the broker never saw issued (or forgot): 404");
-      return jsonRpcError(ctx, 404, SESSION_NOT_FOUND, "Session not found: initialize a new MCP session.");
+      return sessionNotFound(ctx, "initialize a new MCP session.");
     }
-    if (bound !== undefined && bound !== owner) {
-      log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
-      ctx.state.refusal = "session_owner";
-      return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
-    }
+    if (bound !== undefined && bound !== owner) return refuseForeignSession(ctx, identity, log());
     if (ctx.req.readableDidRead) throw new Error("The /mcp request body was already read: the MCP route must not have a body parser.");
 
     // A body still arriving takes one of the client address's places until it has arrived; an
@@ -429,9 +420,7 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         }
         if (refused) {
           discard(upstream.body);
-          log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session claimed by another caller first");
-          ctx.state.refusal = "session_owner";
-          return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
+          return refuseForeignSession(ctx, identity, log(), "MCP session claimed by another caller first");
         }
       }
 

@@ -12,6 +12,7 @@ import type { McpHandler } from "./router.ts";
 import type { CallerIdentity } from "../grants/caller-identity.ts";
 import { sessionOwnerKey } from "./session-binding.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
+import { refusedMethod, refuseForeignSession, sessionNotFound } from "./front-end.ts";
 import { HEADER_MISMATCH, headerMismatch, requestId } from "./header-consistency.ts";
 import { readRaw } from "../http/body.ts";
 import { CHECKED_BODY_BYTES } from "./request-body.ts";
@@ -30,8 +31,6 @@ export interface StdioHandlerOptions {
   readonly maxBodyBytes?: number;
 }
 
-const ALLOWED_METHODS = ["GET", "POST", "DELETE"];
-const SESSION_NOT_FOUND = -32001;
 /** The first protocol revision without JSON-RPC batches. */
 const NO_BATCHES_FROM = "2025-06-18";
 
@@ -141,18 +140,12 @@ export function stdioMcpHandler(options: StdioHandlerOptions): McpHandler {
 
   return async (ctx, identity) => {
     const log = (): Logger => ctx.state.log ?? options.logger;
-    if (!ALLOWED_METHODS.includes(ctx.method)) {
-      ctx.set("Allow", ALLOWED_METHODS.join(", "));
-      return jsonRpcError(ctx, 405, -32000, `Method ${ctx.method} is not allowed on the MCP endpoint; use GET, POST or DELETE.`);
-    }
+    if (refusedMethod(ctx)) return;
     const sessionId = ctx.get("mcp-session-id") || undefined;
     const owner = sessionOwnerKey(identity);
     const session = sessionId === undefined ? undefined : registry.find(sessionId);
     // Checked before the body is read: nothing of another user's request goes anywhere.
-    if (session && session.owner.key !== owner) {
-      log().warn({ clientId: identity.clientId, grantId: identity.grantId }, "MCP session presented by a caller who does not own it");
-      return jsonRpcError(ctx, 403, -32000, "Mcp-Session-Id belongs to another user");
-    }
+    if (session && session.owner.key !== owner) return refuseForeignSession(ctx, identity, log());
     const body = await readBody(ctx, limit);
     if (body === "invalid") return jsonRpcError(ctx, 400, -32700, "Parse error: the request body is not valid JSON.");
     const mismatch = body && headerMismatch(ctx.req.headers, body.value);
@@ -168,13 +161,13 @@ export function stdioMcpHandler(options: StdioHandlerOptions): McpHandler {
       return jsonRpcError(ctx, 400, -32000, "Bad Request: Mcp-Session-Id header is required (send initialize first).");
     }
     if (session === undefined || session.isEnded) {
-      return jsonRpcError(ctx, 404, SESSION_NOT_FOUND, "Session not found: it has ended; initialize a new one.");
+      return sessionNotFound(ctx, "it has ended; initialize a new one.");
     }
     // A refreshed upstream token reaches new sessions only: a child cannot be given a new
     // environment, so the old one ends and the client starts again with the new token.
     if (options.passesToken && identity.upstreamAccessToken !== session.owner.upstreamToken) {
       await session.end("the upstream token was renewed");
-      return jsonRpcError(ctx, 404, SESSION_NOT_FOUND, "Session not found: the upstream credentials were renewed; initialize a new session.");
+      return sessionNotFound(ctx, "the upstream credentials were renewed; initialize a new session.");
     }
     // A GET stream opened now would hold the shutdown's drain until its deadline.
     if (ctx.method === "GET" && !registry.accepting) {

@@ -6,13 +6,15 @@ import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { bearerFor, connectAs, disconnect, fixtureEnv, MCP_HEADERS, whoami } from "./stdio-support.ts";
 
+const METRICS = "metrics-token-of-the-two-users-test";
+
 describe("a stdio MCP server fronted for two users", () => {
   let t: TestBroker;
   let callback: CallbackServer;
   let alice: ConnectedClient;
   let bob: ConnectedClient;
   beforeAll(async () => {
-    [t, callback] = await Promise.all([startBroker(fixtureEnv()), new CallbackServer().start()]);
+    [t, callback] = await Promise.all([startBroker({ ...fixtureEnv(), METRICS_TOKEN: METRICS }), new CallbackServer().start()]);
     alice = await connectAs(t.url, "alice", callback);
     bob = await connectAs(t.url, "bob", callback);
   }, 30_000);
@@ -47,7 +49,12 @@ describe("a stdio MCP server fronted for two users", () => {
       );
   });
 
-  it("refuses one user's session id to the other with 403, and writes nothing to any child", async () => {
+  it("refuses one user's session id to the other with 403, counted as session_owner, and writes nothing to any child", async () => {
+    const sessionOwnerRefusals = async () => {
+      const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text();
+      return Number(/^mab_refusals_total\{reason="session_owner"\} (\d+)$/m.exec(text)?.[1]);
+    };
+    const refusedBefore = await sessionOwnerRefusals();
     const bobAuth = await bearerFor(t.url, "bob");
     const sessions = t.broker.stdioSessions!;
     const aliceSession = alice.transport.sessionId!;
@@ -62,6 +69,7 @@ describe("a stdio MCP server fronted for two users", () => {
     expect(res.status).toBe(403);
     expect(await res.json()).toMatchObject({ error: { message: "Mcp-Session-Id belongs to another user" } });
     expect(written()).toEqual(writtenBefore);
+    expect(await sessionOwnerRefusals()).toBe(refusedBefore + 1);
     // The session is untouched: Alice's requests still reach her child.
     expect((await whoami(alice.client)).pid).toBe(before.pid);
   });
