@@ -10,6 +10,7 @@ import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-serve
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
+import { authorizeUrl } from "../support/oauth-client.ts";
 import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { fixtureCommand } from "../stdio/stdio-support.ts";
 import { mcpPostTo, INITIALIZE_MESSAGE } from "../support/mcp-probe.ts";
@@ -135,16 +136,7 @@ describe("a catalogue of three servers", () => {
     const first = await authorize(t.url, client, { user: "erin", resource: mcpAt("alpha"), browser });
     expect(first.callback.searchParams.get("code")).toBeTruthy();
     // The same browser and client, for another server: the consent page again, naming that server.
-    const again = await browser.request(
-      `${t.url}/authorize?${new URLSearchParams({
-        response_type: "code",
-        client_id: client.client_id,
-        redirect_uri: client.redirect_uri,
-        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-        code_challenge_method: "S256",
-        resource: mcpAt("beta"),
-      })}`,
-    );
+    const again = await browser.request(authorizeUrl(t.url, client, { resource: mcpAt("beta") }).href);
     expect(again.status).toBe(302);
     const location = again.headers.get("location") ?? "";
     expect(location).toContain("/consent?");
@@ -154,16 +146,7 @@ describe("a catalogue of three servers", () => {
 
   it("refuses an authorization without a resource: with several servers and no default there is no server to assume", async () => {
     const client = await registerClient(t.url);
-    const res = await fetch(
-      `${t.url}/authorize?${new URLSearchParams({
-        response_type: "code",
-        client_id: client.client_id,
-        redirect_uri: client.redirect_uri,
-        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-        code_challenge_method: "S256",
-      })}`,
-      { redirect: "manual" },
-    );
+    const res = await fetch(authorizeUrl(t.url, client, { resource: undefined }), { redirect: "manual" });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain("several MCP servers");
   });
