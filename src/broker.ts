@@ -21,7 +21,7 @@ import { OpenStreams } from "./gateway/open-streams.ts";
 import { allowedOrigin } from "./gateway/origin-check.ts";
 import type { SessionRegistry } from "./stdio/session-registry.ts";
 import type { McpHandler } from "./gateway/router.ts";
-import { frontServers, type FrontedServer } from "./mcp-servers.ts";
+import { frontServers, ServedCatalogue, type FrontedServer } from "./mcp-servers.ts";
 import type Router from "@koa/router";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
@@ -189,7 +189,7 @@ function brokerRouters(
     services: Services;
     metrics: BrokerMetrics;
     demoIdp: MountedDemoIdentityProvider | undefined;
-    servers: readonly FrontedServer[];
+    served: ServedCatalogue;
   },
 ): Router[] {
   const { grants } = parts.services;
@@ -220,7 +220,7 @@ function brokerRouters(
     frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
     callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName, accountSignInCallback(account)),
     accountRouter(account),
-    ...parts.servers.flatMap((server) => server.routers),
+    parts.served.router(config.publicUrl),
   ];
 }
 
@@ -317,23 +317,25 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     mountPaths,
   );
   grants.sessions.observer = metrics;
-  const servers = await frontServers({
-    config,
-    logger,
-    clock: options.clock ?? systemClock,
-    validator: grants.validator,
-    revocations: grants.bus,
-    sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
-    streams,
-    observer: metrics,
-    allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
-    mcpHandler: options.mcpHandler,
-  });
+  const served = new ServedCatalogue(
+    await frontServers({
+      config,
+      logger,
+      clock: options.clock ?? systemClock,
+      validator: grants.validator,
+      revocations: grants.bus,
+      sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
+      streams,
+      observer: metrics,
+      allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
+      mcpHandler: options.mcpHandler,
+    }),
+  );
   const app = createApp({
     config,
     logger,
     metrics: metrics.middleware(),
-    routers: brokerRouters(config, { database, logger, services, metrics, demoIdp, servers }),
+    routers: brokerRouters(config, { database, logger, services, metrics, demoIdp, served }),
   });
   const background = startBackgroundWork(config, options, services, database, logger);
 
@@ -345,8 +347,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     database,
     services,
     app,
-    demoMcpUrl: servers.find((s) => s.demoMcpUrl)?.demoMcpUrl,
-    stdioSessions: servers.find((s) => s.stdioSessions)?.stdioSessions,
+    demoMcpUrl: served.servers.find((s) => s.demoMcpUrl)?.demoMcpUrl,
+    stdioSessions: served.servers.find((s) => s.stdioSessions)?.stdioSessions,
     startProbes,
     async listen() {
       running = await listen(app.callback(), config.port, config.host);
@@ -357,6 +359,19 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     activity: () => ({ requests: running?.inFlight() ?? 0, ...streams.count() }),
     reopenAuditSink: () => background.auditSink?.reopen(),
     stop: (deadlineMs = 10_000) =>
-      stopBroker({ deadlineMs, running, metricsServer, background, streams, servers, services, documentFetcher, demoIdp, database, tracing, logger }),
+      stopBroker({
+        deadlineMs,
+        running,
+        metricsServer,
+        background,
+        streams,
+        servers: served.servers,
+        services,
+        documentFetcher,
+        demoIdp,
+        database,
+        tracing,
+        logger,
+      }),
   };
 }

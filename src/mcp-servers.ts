@@ -4,7 +4,8 @@
 // issued for one server is refused at every other. Wiring only: the pieces live in gateway/ and stdio/.
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import type Router from "@koa/router";
+import Router from "@koa/router";
+import { jsonRpcError } from "./gateway/json-rpc-error.ts";
 import type { Config } from "./config/load.ts";
 import type { McpServerEntry } from "./config/catalogue.ts";
 import type { Logger } from "./logger.ts";
@@ -29,9 +30,14 @@ import { publicPaths } from "./http/public-paths.ts";
 /** One server of the catalogue as the broker runs it. */
 export interface FrontedServer {
   readonly entry: McpServerEntry;
-  /** The paths it answers at below the listener: its own (with sub-paths), and /mcp for the default. */
-  readonly mountPaths: readonly string[];
-  readonly routers: readonly Router[];
+  /** Its own paths (with or without PUBLIC_URL's path), sub-paths included. */
+  readonly ownPaths: readonly string[];
+  /** /mcp itself, where the default server of a larger catalogue also answers. */
+  readonly aliasPaths: readonly string[];
+  /** Its routes at its own paths: Origin check, bearer authentication with its audience, its backend. */
+  readonly routes: ReturnType<Router["routes"]>;
+  /** The same at /mcp (challenges there point at /mcp's metadata), when it is the default of a larger catalogue. */
+  readonly aliasRoutes: ReturnType<Router["routes"]> | undefined;
   /** Its stdio sessions and their children (a stdio server). */
   readonly stdioSessions: SessionRegistry | undefined;
   /** The demo MCP server's URL (the demo entry without an in-process handler). */
@@ -126,6 +132,62 @@ async function backendOf(
   return { handler: proxy.middleware, proxy, ...(demo ? { demo } : {}) };
 }
 
+/**
+ * The one route of every MCP server: PUBLIC_URL/mcp and below, dispatched by path to the server
+ * mounted there (its own router then checks Origin, authenticates with its audience and serves).
+ * The set of servers can be replaced while the broker runs (a reload): requests already dispatched
+ * keep the server they were given. A path no server answers at gets a JSON-RPC 404.
+ */
+export class ServedCatalogue {
+  /** Mount path → server, and whether paths below the mount belong to it. */
+  private mounts = new Map<string, { server: FrontedServer; alias: boolean }>();
+
+  constructor(servers: readonly FrontedServer[]) {
+    this.replace(servers);
+  }
+
+  get servers(): FrontedServer[] {
+    return [...new Set([...this.mounts.values()].map((m) => m.server))];
+  }
+
+  replace(servers: readonly FrontedServer[]): void {
+    const mounts = new Map<string, { server: FrontedServer; alias: boolean }>();
+    for (const server of servers) {
+      for (const mount of server.ownPaths) mounts.set(mount, { server, alias: false });
+      for (const mount of server.aliasPaths) if (!mounts.has(mount)) mounts.set(mount, { server, alias: true });
+    }
+    this.mounts = mounts;
+  }
+
+  /**
+   * The routes answering at `path`: a server's mount exactly, or its own mount above it (the /mcp
+   * alias has no sub-paths: those are the other servers'). A few map lookups, however many servers.
+   */
+  routesAt(path: string): ReturnType<Router["routes"]> | undefined {
+    const exact = this.mounts.get(path);
+    if (exact) return exact.alias ? exact.server.aliasRoutes : exact.server.routes;
+    for (let cut = path.lastIndexOf("/"); cut > 0; cut = path.lastIndexOf("/", cut - 1)) {
+      const mount = this.mounts.get(path.slice(0, cut));
+      if (mount) return mount.alias ? undefined : mount.server.routes;
+    }
+    return undefined;
+  }
+
+  router(publicUrl: string): Router {
+    const router = new Router();
+    const paths = publicPaths(publicUrl, "/mcp").flatMap((mount) => [mount, `${mount}/{*rest}`]);
+    router.all(paths, (ctx, next) => {
+      const routes = this.routesAt(ctx.path);
+      if (!routes) {
+        ctx.state.errorFormat = "jsonrpc";
+        return jsonRpcError(ctx, 404, -32000, "No MCP server answers at this path: check the URL (PUBLIC_URL/mcp/<name>).");
+      }
+      return routes(ctx, next);
+    });
+    return router;
+  }
+}
+
 export async function frontServers(deps: FrontingDeps): Promise<FrontedServer[]> {
   const { config } = deps;
   reapRemovedServers(config, deps.logger);
@@ -149,11 +211,12 @@ export async function frontServers(deps: FrontingDeps): Promise<FrontedServer[]>
         subPaths,
         allowedOrigin: deps.allowedOrigin,
       });
-    const routers = [routerFor(own, entry.path, true), ...(alias.length ? [routerFor(alias, "/mcp", false)] : [])];
     fronted.push({
       entry,
-      mountPaths,
-      routers,
+      ownPaths: own,
+      aliasPaths: alias,
+      routes: routerFor(own, entry.path, true).routes(),
+      aliasRoutes: alias.length ? routerFor(alias, "/mcp", false).routes() : undefined,
       stdioSessions: backend.stdioSessions,
       demoMcpUrl: backend.demo?.url,
       beginShutdown: () => backend.stdioSessions?.beginShutdown(),
