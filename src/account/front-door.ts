@@ -21,21 +21,30 @@ export function frontDoorRouter({ config, providerName }: FrontDoorDeps): Router
   const prefix = publicPathPrefix(config.publicUrl);
   // https://host/broker is the front page too, not only https://host/broker/.
   const home = [...publicPaths(config.publicUrl, "/"), ...(prefix ? [prefix] : [])];
-  // Everything on the page comes from the configuration: rendered once.
-  const page = renderFrontPage({
-    resourceName: config.resourceName,
-    mcpUrl: config.resourceUrl,
-    providerName,
-    accountUrl: `${config.publicUrl}/account`,
-    demoMode: config.demoMode,
-    servers: config.catalogue.servers.map((s) => ({ title: s.title, description: s.description, url: s.resourceUrl })),
-  });
+  // Everything on the page comes from the configuration: rendered once per catalogue (a reload
+  // replaces the list of servers, and with it the page).
+  let rendered: { servers: Config["catalogue"]["servers"]; html: string } | undefined;
+  const page = (): string => {
+    const { servers } = config.catalogue;
+    if (rendered?.servers !== servers) {
+      const html = renderFrontPage({
+        resourceName: config.resourceName,
+        mcpUrl: config.resourceUrl,
+        providerName,
+        accountUrl: `${config.publicUrl}/account`,
+        demoMode: config.demoMode,
+        servers: servers.map((s) => ({ title: s.title, description: s.description, url: s.resourceUrl })),
+      });
+      rendered = { servers, html };
+    }
+    return rendered.html;
+  };
 
   const router = new Router();
   router.get(home, (ctx) => {
     ctx.state.errorFormat = "page";
     ctx.set("Cache-Control", "public, max-age=300");
-    sendHtml(ctx, page);
+    sendHtml(ctx, page());
   });
   router.get(publicPaths(config.publicUrl, "/favicon.ico"), (ctx) => {
     ctx.set("Cache-Control", `public, max-age=${ICON_MAX_AGE_SECONDS}`);

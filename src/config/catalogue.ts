@@ -89,3 +89,30 @@ export function serverByResource(catalogue: Catalogue, resource: string): McpSer
 export function passesUpstreamToken(server: McpServerEntry): boolean {
   return server.forwardUpstreamToken || (server.backend.kind === "stdio" && server.backend.server.tokenEnv !== undefined);
 }
+
+/**
+ * The catalogue a running broker serves: read through it at every use (never copied), so that a
+ * reload (SIGHUP, `mcp-auth-broker reload`) that replaces it reaches every reader at once.
+ */
+export class LiveCatalogue implements Catalogue {
+  private current: Catalogue;
+  /** Counts replacements: what pages rendered from the catalogue are cached by. */
+  version = 0;
+
+  constructor(initial: Catalogue) {
+    this.current = initial;
+  }
+
+  get servers(): readonly McpServerEntry[] {
+    return this.current.servers;
+  }
+
+  get source(): Catalogue["source"] {
+    return this.current.source;
+  }
+
+  replace(next: Catalogue): void {
+    this.current = next;
+    this.version++;
+  }
+}

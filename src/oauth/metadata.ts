@@ -52,11 +52,14 @@ export function protectedResourceMetadata(config: Config, server: McpServerEntry
   };
 }
 
-export function serveJson(document: () => Record<string, unknown>): Koa.Middleware {
+/** A metadata document as JSON; `document` returning undefined: 404 (nothing described there). */
+export function serveJson(document: (ctx: Koa.Context) => Record<string, unknown> | undefined): Koa.Middleware {
   return (ctx) => {
+    const body = document(ctx);
+    if (body === undefined) return;
     const version = ctx.get("mcp-protocol-version") || ctx.get("context-protocol-version");
     if (version) ctx.state.log.info({ protocolVersion: version.slice(0, 40), path: ctx.path }, "discovery");
     ctx.set("Cache-Control", "public, max-age=300");
-    ctx.body = document();
+    ctx.body = body;
   };
 }

@@ -12,6 +12,7 @@ import { cors } from "../http/cors.ts";
 import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
 import { rateLimit, type RequestCounter } from "../http/rate-limit.ts";
 import { authorizationServerMetadata, protectedResourceMetadata, serveJson } from "./metadata.ts";
+import { defaultServer } from "../config/catalogue.ts";
 import { registerHandler } from "./register.ts";
 import { authorizeHandler } from "./authorize.ts";
 import { consentDecisionHandler, consentPageHandler } from "./consent.ts";
@@ -70,25 +71,24 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   ];
   // CORS per method (not router.all) so that other methods still get 405 from allowedMethods().
   router.options(asPaths, metadataCors).get(asPaths, metadataCors, asMetadata);
-  for (const server of config.catalogue.servers) {
-    const paths = (resourcePath: string) => [
-      ...at(`/.well-known/oauth-protected-resource${resourcePath}`),
-      // RFC 9728 §3.1: the same insertion rule as for the issuer.
-      ...(issuerPath ? [`/.well-known/oauth-protected-resource${issuerPath}${resourcePath}`] : []),
-    ];
-    const own = serveJson(() => protectedResourceMetadata(config, server));
-    router.options(paths(server.path), metadataCors).get(paths(server.path), metadataCors, own);
-    if (server.isDefault && server.path !== "/mcp") {
-      // The default server also answers at PUBLIC_URL/mcp: its metadata there names that URL.
-      const atMcp = serveJson(() => protectedResourceMetadata(config, server, `${config.publicUrl}/mcp`));
-      router.options(paths("/mcp"), metadataCors).get(paths("/mcp"), metadataCors, atMcp);
-    }
-    if (server.isDefault) {
-      // Clients that look at the root first (2025-03-26 habits) find the default server there.
-      const root = server.path === "/mcp" ? own : serveJson(() => protectedResourceMetadata(config, server, `${config.publicUrl}/mcp`));
-      router.options(paths(""), metadataCors).get(paths(""), metadataCors, root);
-    }
-  }
+  // Each server's RFC 9728 metadata, looked up in the catalogue at every request (a reload may
+  // change it). The default server also answers at /mcp and at the root, naming PUBLIC_URL/mcp.
+  const prPaths = (resourcePath: string) => [
+    ...at(`/.well-known/oauth-protected-resource${resourcePath}`),
+    // RFC 9728 §3.1: the same insertion rule as for the issuer.
+    ...(issuerPath ? [`/.well-known/oauth-protected-resource${issuerPath}${resourcePath}`] : []),
+  ];
+  const atDefault = serveJson(() => {
+    const server = defaultServer(config.catalogue);
+    return server ? protectedResourceMetadata(config, server, `${config.publicUrl}/mcp`) : undefined;
+  });
+  const named = serveJson((ctx) => {
+    const server = config.catalogue.servers.find((s) => s.path === `/mcp/${ctx.params.name}`);
+    return server ? protectedResourceMetadata(config, server) : undefined;
+  });
+  const defaultPaths = [...prPaths(""), ...prPaths("/mcp")];
+  router.options(defaultPaths, metadataCors).get(defaultPaths, metadataCors, atDefault);
+  router.options(prPaths("/mcp/:name"), metadataCors).get(prPaths("/mcp/:name"), metadataCors, named);
 
   const registerLimit = rateLimit(deps.registrationLimit, "registrations");
   router
