@@ -77,6 +77,7 @@ function identityOf(access: ValidatedAccess): CallerIdentity {
     clientId: access.clientId,
     scopes: access.scopes,
     grantId: access.grantId,
+    facts: access.facts,
     upstreamAccessToken: access.upstreamAccessToken,
   };
 }
