@@ -6,6 +6,7 @@ import type { Database } from "./store/db.ts";
 import { SecretBox } from "./store/secrets.ts";
 import { purposeKey } from "./crypto/keys.ts";
 import { createGrants, type Grants } from "./grants/index.ts";
+import { narrowingRules } from "./grants/server-access.ts";
 import type { ClientRegistry } from "./grants/clients.ts";
 import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts";
 import { readAuditLog, readAuditLogForward, type AuditFilter, type AuditRecord } from "./grants/audit-log.ts";
@@ -49,6 +50,7 @@ export function createServices(
     demoIssuer: demoIssuerUrl(config),
     demoClientSecret: demoClientSecret(config),
     policy: config.accessPolicy,
+    narrowingRules: narrowingRules(config.catalogue),
     log: logger,
   });
   const provider = activeTracer() ? tracedProvider(created) : created;

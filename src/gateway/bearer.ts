@@ -79,6 +79,7 @@ function identityOf(access: ValidatedAccess): CallerIdentity {
     clientId: access.clientId,
     scopes: access.scopes,
     grantId: access.grantId,
+    facts: access.facts,
     upstreamAccessToken: access.upstreamAccessToken,
   };
 }

@@ -14,6 +14,8 @@ import type { UsageRecorder } from "./usage-recorder.ts";
 import { SingleFlight } from "../lib/single-flight.ts";
 import { dateOf } from "../lib/clock.ts";
 import { machineSubject } from "./types.ts";
+import type { IdentityFacts } from "./policy.ts";
+import { grantAccess, type ServerAccessDecision } from "./server-access.ts";
 
 export interface ValidatedAccess {
   readonly tokenHash: string;
@@ -27,6 +29,12 @@ export interface ValidatedAccess {
   readonly upstreamSessionId: string | null;
   readonly issuedAt: Date;
   readonly expiresAt: Date;
+  /**
+   * What access rules read about the caller, as of the last upstream check (or the sign-in): login,
+   * verified e-mails, groups, memberships; a list the broker does not know is undefined. A machine
+   * client: its subject alone.
+   */
+  readonly facts: IdentityFacts;
   /**
    * Decrypted upstream access token, only loaded with FORWARD_UPSTREAM_TOKEN or MCP_SERVER_TOKEN_ENV
    * (kept in memory only).
@@ -43,6 +51,15 @@ interface CacheEntry {
 export interface ValidatorStats {
   hits: number;
   misses: number;
+}
+
+const NOT_FOR_THIS_RESOURCE = "this token was not issued for this resource";
+
+/** What the holder of a token is told when the rules refuse it. */
+function refusal(decision: Extract<ServerAccessDecision, { admitted: false }>, machine: boolean): string {
+  if (decision.refusedBy === "unknown_server") return NOT_FOR_THIS_RESOURCE;
+  if (decision.refusedBy === "policy" && machine) return "the access policy of this service does not admit this machine client";
+  return decision.reason;
 }
 
 export class AccessValidator {
@@ -88,7 +105,7 @@ export class AccessValidator {
       entry = await this.load(hash);
     }
     if ((options.requireResource ?? true) && entry.access.resource !== (options.resource ?? this.ctx.config.resourceUrl)) {
-      throw new CredentialRejected("this token was not issued for this resource");
+      throw new CredentialRejected(NOT_FOR_THIS_RESOURCE);
     }
     this.usage.touch(entry.access.grantId, now);
     return entry.access;
@@ -116,10 +133,6 @@ export class AccessValidator {
     ) {
       throw new CredentialRejected("this token carries no signed-in user and was not issued to an operator-registered machine client");
     }
-    // The policy as configured now (a restart with a narrower ALLOWED_USERS ends machine access).
-    if (machine && !this.ctx.policy.decide({ subject: machineSubject(row.clientId) }).admitted) {
-      throw new CredentialRejected("the access policy of this service does not admit this machine client");
-    }
     const now = dateOf(this.ctx.clock);
     if (row.revokedAt) throw new CredentialRejected("the access token was revoked");
     if (row.expiresAt <= now) throw new CredentialRejected("the access token expired");
@@ -129,16 +142,24 @@ export class AccessValidator {
 
     const { config } = this.ctx;
     let validUntil = Math.min(row.expiresAt.getTime(), row.grant.absoluteExpiresAt.getTime(), row.grant.idleExpiresAt.getTime());
-    let upstreamAccessToken: string | undefined;
+    let facts: IdentityFacts = { subject: machineSubject(row.clientId) };
     if (row.grant.upstreamSessionId) {
       const checked = await this.sessions.ensureChecked(row.grant.upstreamSessionId, row.grant.upstreamSession ?? undefined);
+      facts = checked.facts;
       // With UPSTREAM_RECHECK_SECONDS=0 every use checks upstream: nothing is cached.
       validUntil = config.upstreamRecheckSeconds === 0 ? 0 : Math.min(validUntil, checked.lastCheckedAt.getTime() + config.upstreamRecheckSeconds * 1000);
-      // Read after the check: a refresh during the check has rotated the upstream token.
-      // Needed only by a server that is given it (forwardUpstreamToken, or a stdio server's tokenEnv).
-      const server = serverByResource(config.catalogue, row.resource);
-      if (server && passesUpstreamToken(server)) upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
     }
+    // The global policy and the rules of the token's server, as configured now, on the facts as of
+    // the last check: a restart with narrower rules ends access at once (a machine client's too),
+    // and a grant the re-check just ended is not honoured by a request that read it before.
+    const decision = grantAccess(this.ctx, row.resource, facts);
+    if (!decision.admitted) throw new CredentialRejected(refusal(decision, machine));
+    // Read after the check: a refresh during the check has rotated the upstream token.
+    // Needed only by a server that is given it (forwardUpstreamToken, or a stdio server's tokenEnv).
+    let upstreamAccessToken: string | undefined;
+    const server = serverByResource(config.catalogue, row.resource);
+    if (row.grant.upstreamSessionId && server && passesUpstreamToken(server))
+      upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
     const access: ValidatedAccess = {
       tokenHash: hash,
       grantId: row.grantId,
@@ -150,6 +171,7 @@ export class AccessValidator {
       upstreamSessionId: row.grant.upstreamSessionId,
       issuedAt: row.createdAt,
       expiresAt: row.expiresAt,
+      facts,
       upstreamAccessToken,
     };
     const entry: CacheEntry = { access, validUntil };

@@ -1,5 +1,6 @@
 // The caller of /mcp as validation establishes it and the bearer middleware hands it to the
 // backends (and the request log): what the MCP server is told.
+import type { IdentityFacts } from "./policy.ts";
 
 export interface CallerIdentity {
   /** Stable user id at the upstream IdP (`github:12345`); null for client_credentials grants. */
@@ -10,6 +11,11 @@ export interface CallerIdentity {
   readonly clientId: string;
   readonly scopes: readonly string[];
   readonly grantId: string;
+  /**
+   * What access rules (per server, per tool) read about the caller, as of the last upstream check:
+   * login, verified e-mails, groups, memberships (undefined: not known). A machine client: its subject.
+   */
+  readonly facts: IdentityFacts;
   /** The upstream IdP access token; only set when it is passed on (FORWARD_UPSTREAM_TOKEN, MCP_SERVER_TOKEN_ENV). */
   readonly upstreamAccessToken?: string | undefined;
 }

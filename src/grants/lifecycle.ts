@@ -17,6 +17,8 @@ export type RevocationReason =
   /** Its stored upstream tokens cannot be decrypted (SECRET_KEY changed without SECRET_KEY_PREVIOUS). */
   | "upstream_unreadable"
   | "policy_denied"
+  /** The access rules of the grant's MCP server no longer admit its user (or the server left the catalogue). */
+  | "server_access_denied"
   | "user_revoked"
   | "idle_timeout"
   | "max_age"

@@ -31,10 +31,30 @@ function userEntryMatcher(entry: string): (facts: IdentityFacts) => boolean {
   return (facts) => facts.login !== undefined && matches(facts.login);
 }
 
+/** How a decision names the kind of rule that admitted: where the operator wrote it. */
+export interface RuleNames {
+  readonly users: string;
+  readonly emailDomains: string;
+  readonly githubOrgs: string;
+  readonly groups: string;
+}
+
+/** The global policy's rules, written in the environment. */
+const ENVIRONMENT_RULES: RuleNames = {
+  users: "ALLOWED_USERS",
+  emailDomains: "ALLOWED_EMAIL_DOMAINS",
+  githubOrgs: "ALLOWED_GITHUB_ORGS",
+  groups: "ALLOWED_GROUPS",
+};
+
 export class AccessPolicy {
   private readonly userRules: readonly { readonly entry: string; readonly matches: (facts: IdentityFacts) => boolean }[];
 
-  constructor(readonly config: AccessPolicyConfig) {
+  /** `names`: how decisions name the rules (default: the environment variables of the global policy). */
+  constructor(
+    readonly config: AccessPolicyConfig,
+    private readonly names: RuleNames = ENVIRONMENT_RULES,
+  ) {
     this.userRules = config.users.map((entry) => ({ entry, matches: userEntryMatcher(entry) }));
   }
 
@@ -50,17 +70,17 @@ export class AccessPolicy {
     if (isMachineSubject(facts.subject)) {
       if (config.anyMachine) return { admitted: true, rule: "demo mode without access rules" };
     } else if (config.anyUser) return { admitted: true, rule: "ALLOW_ANY_USER" };
-    for (const rule of this.userRules) if (rule.matches(facts)) return { admitted: true, rule: `ALLOWED_USERS ${rule.entry}` };
+    for (const rule of this.userRules) if (rule.matches(facts)) return { admitted: true, rule: `${this.names.users} ${rule.entry}` };
     for (const email of facts.verifiedEmails ?? []) {
       if (email.length > MAX_COMPARED_LENGTH.email) continue;
       const domain = foldAsciiCase(email.slice(email.lastIndexOf("@") + 1));
-      if (config.emailDomains.includes(domain)) return { admitted: true, rule: `ALLOWED_EMAIL_DOMAINS ${domain}` };
+      if (config.emailDomains.includes(domain)) return { admitted: true, rule: `${this.names.emailDomains} ${domain}` };
     }
     for (const membership of facts.memberships ?? []) {
       const wanted = config.githubOrgs.find((o) => equalsAsciiCaseless(o.team ? `${o.org}/${o.team}` : o.org, membership));
-      if (wanted) return { admitted: true, rule: `ALLOWED_GITHUB_ORGS ${membership}` };
+      if (wanted) return { admitted: true, rule: `${this.names.githubOrgs} ${membership}` };
     }
-    for (const group of facts.groups ?? []) if (config.groups.includes(group)) return { admitted: true, rule: `ALLOWED_GROUPS ${group}` };
+    for (const group of facts.groups ?? []) if (config.groups.includes(group)) return { admitted: true, rule: `${this.names.groups} ${group}` };
     return { admitted: false, reason: "no access rule admits this account" };
   }
 

@@ -11,26 +11,30 @@ import type { Tx } from "../store/db.ts";
 import type { UpstreamCheck, UpstreamSession } from "../store/hot-store.ts";
 import { DecryptionError, storedKeyId } from "../store/secrets.ts";
 import { dateOf } from "../lib/clock.ts";
+import type { IdentityFacts } from "./policy.ts";
+import { factsColumn, factsOf, factsUnknown, storedFacts, storedGroups } from "./stored-facts.ts";
+import { readsFacts } from "./server-access.ts";
+import { endGrantsServersRefuse } from "./server-access-recheck.ts";
 
 export interface CheckedSession {
   readonly id: string;
   readonly subject: string;
   readonly login: string | null;
   readonly lastCheckedAt: Date;
+  /** What the access rules read, as of the last check that read them (or the sign-in). */
+  readonly facts: IdentityFacts;
 }
 
-/** Profile plus the facts a re-check may not get again (groups only some ID tokens carry). */
-function withStoredFacts(identity: UpstreamIdentity): Record<string, unknown> {
-  return { ...identity.profile, ...(identity.groups ? { groups: identity.groups } : {}) };
+/** What a check stores of the identity it read: the columns that describe the user. */
+type StoredIdentity = NonNullable<UpstreamCheck["facts"]>;
+
+function storedIdentity(identity: UpstreamIdentity): StoredIdentity {
+  return { login: identity.login, email: identity.email ?? null, profile: JSON.stringify(identity.profile), facts: factsColumn(identity) };
 }
 
-function storedGroups(profile: string): string[] | undefined {
-  try {
-    const groups = (JSON.parse(profile) as { groups?: unknown }).groups;
-    return Array.isArray(groups) ? groups.filter((g): g is string => typeof g === "string") : undefined;
-  } catch {
-    return undefined;
-  }
+/** Whether the row already holds what a check read (then only the time of the check is written). */
+function holds(row: UpstreamSession, stored: StoredIdentity): boolean {
+  return stored.login === row.login && stored.email === row.email && stored.profile === row.profile && stored.facts === row.facts;
 }
 
 /**
@@ -45,8 +49,7 @@ function recordedRecently(row: UpstreamSession, check: UpstreamCheck): boolean {
   const age = check.lastCheckedAt.getTime() - row.lastCheckedAt.getTime();
   if (age < 0 || age >= CHECK_RECORD_INTERVAL_MS) return false;
   if ((check.accessExpiresAt?.getTime() ?? null) !== (row.accessExpiresAt?.getTime() ?? null)) return false;
-  const facts = check.facts;
-  return !facts || (facts.login === row.login && facts.email === row.email && facts.profile === row.profile);
+  return !check.facts || holds(row, check.facts);
 }
 
 /** What a client is told when the stored sign-in behind its token cannot be decrypted any more. */
@@ -90,7 +93,8 @@ export class UpstreamSessions {
         subject: identity.subject,
         login: identity.login,
         email: identity.email ?? null,
-        profile: JSON.stringify(withStoredFacts(identity)),
+        profile: JSON.stringify(identity.profile),
+        facts: factsColumn(identity),
         ...(await this.encryptTokens(tokens)),
         lastCheckedAt: now,
         status: "active",
@@ -194,7 +198,11 @@ export class UpstreamSessions {
     const now = this.ctx.clock.now();
     const window = this.ctx.config.upstreamRecheckSeconds * 1000;
     const view = { id: row.id, subject: row.subject, login: row.login };
-    if (window > 0 && now - row.lastCheckedAt.getTime() < window) return { ...view, lastCheckedAt: row.lastCheckedAt };
+    const needsFacts = readsFacts(this.ctx.policy, this.ctx.config.catalogue);
+    // A session stored before the facts were kept has none to decide by: it is checked now (the
+    // facts read again) rather than refused by every rule that needs them until its window ends.
+    const fresh = window > 0 && now - row.lastCheckedAt.getTime() < window;
+    if (fresh && !(needsFacts && factsUnknown(row))) return { ...view, lastCheckedAt: row.lastCheckedAt, facts: storedFacts(row) };
 
     // Only the access token is decrypted: a check needs nothing else (whether a refresh token
     // is held is read from its column); a refresh or a revocation decrypts the rest.
@@ -220,26 +228,29 @@ export class UpstreamSessions {
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_invalid");
       throw new CredentialRejected("the upstream identity provider no longer accepts this login; authorize again");
     }
-    const facts = await this.admitAgain(sessionId, row, checked, () => this.decryptTokens(row));
+    const admitted = await this.admitAgain(sessionId, row, checked, () => this.decryptTokens(row), needsFacts);
     const checkedAt = dateOf(this.ctx.clock);
-    const record = { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null, facts };
+    const record = { lastCheckedAt: checkedAt, accessExpiresAt: accessExpiresAt ?? null, facts: admitted.changed };
     if (!recordedRecently(row, record)) await this.ctx.hot.recordUpstreamCheck(sessionId, record);
-    return { ...view, login: facts?.login ?? view.login, lastCheckedAt: checkedAt };
+    return { ...view, login: admitted.facts.login ?? view.login, lastCheckedAt: checkedAt, facts: admitted.facts };
   }
 
   /**
-   * Reads the facts the access policy needs again (org and team membership, groups, verified
+   * Reads the facts the access rules need again (org and team membership, groups, verified
    * e-mails) and applies the policy as configured now: a user who left the org, or whom a changed
-   * policy no longer admits, loses every grant on this session here. Returns what to store.
-   * `allTokens` gives every token of the session, for revoking them upstream.
+   * policy no longer admits, loses every grant on this session here; a grant whose server's own
+   * rules no longer admit the user (or whose server is gone) ends alone. Returns the facts, and
+   * what to store when they changed. `allTokens` gives every token of the session, for revoking
+   * them upstream. Without `needsFacts` (no rule reads more than the subject) nothing is asked.
    */
   private async admitAgain(
     sessionId: string,
-    row: { subject: string; profile: string },
+    row: UpstreamSession,
     tokens: TokensForIdentity,
     allTokens: () => Promise<UpstreamTokens>,
-  ): Promise<UpstreamCheck["facts"]> {
-    if (!this.ctx.policy.readsFacts) return undefined;
+    needsFacts: boolean,
+  ): Promise<{ readonly facts: IdentityFacts; readonly changed: UpstreamCheck["facts"] }> {
+    if (!needsFacts) return { facts: storedFacts(row), changed: undefined };
     let identity: UpstreamIdentity;
     try {
       identity = await this.callUpstream("identity", () => this.ctx.provider.fetchIdentity(tokens));
@@ -253,8 +264,8 @@ export class UpstreamSessions {
     }
     // A subject never changes under one upstream session; an answer about someone else is refused.
     if (identity.subject !== row.subject) throw new UpstreamUnavailable("the upstream identity provider answered for another user; retry shortly");
-    const groups = identity.groups ?? storedGroups(row.profile);
-    const decision = this.ctx.policy.decide({ ...identity, groups });
+    const read = { ...identity, groups: identity.groups ?? storedGroups(row) };
+    const decision = this.ctx.policy.decide(read);
     if (!decision.admitted) {
       this.ctx.logger.warn({ subject: row.subject, login: identity.login }, "access policy no longer admits this user: grants revoked");
       await audit(this.ctx.db, {
@@ -273,14 +284,17 @@ export class UpstreamSessions {
       await this.lifecycle.revokeUpstreamSession(sessionId, "policy_denied");
       throw new CredentialRejected("the access policy of this service no longer admits this account");
     }
-    return { login: identity.login, email: identity.email ?? null, profile: JSON.stringify(withStoredFacts({ ...identity, groups })) };
+    const facts = factsOf(read);
+    await endGrantsServersRefuse(this.ctx, this.lifecycle, { id: sessionId, subject: row.subject }, facts, () => this.observer?.policyDenied());
+    const stored = storedIdentity(read);
+    return { facts, changed: holds(row, stored) ? undefined : stored };
   }
 
   private async refresh(
     sessionId: string,
-    row: { subject: string; profile: string },
+    row: UpstreamSession,
     tokens: UpstreamTokens,
-    view: Omit<CheckedSession, "lastCheckedAt">,
+    view: Omit<CheckedSession, "lastCheckedAt" | "facts">,
   ): Promise<CheckedSession> {
     if (!this.ctx.provider.canRefresh(tokens)) {
       await this.lifecycle.revokeUpstreamSession(sessionId, "upstream_refresh_failed");
@@ -299,11 +313,11 @@ export class UpstreamSessions {
     // The rotated upstream refresh token is stored before anything else can fail: losing it would
     // orphan the session.
     await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: await this.encryptTokens(renewed) });
-    const facts = await this.admitAgain(sessionId, row, renewed, async () => renewed);
+    const admitted = await this.admitAgain(sessionId, row, renewed, async () => renewed, readsFacts(this.ctx.policy, this.ctx.config.catalogue));
     const checkedAt = dateOf(this.ctx.clock);
-    await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: { lastCheckedAt: checkedAt, ...facts } });
+    await this.ctx.db.upstreamSession.update({ where: { id: sessionId }, data: { lastCheckedAt: checkedAt, ...admitted.changed } });
     await audit(this.ctx.db, { type: "upstream.refreshed", subject: view.subject, detail: { upstreamSession: sessionId } });
-    return { ...view, login: facts?.login ?? view.login, lastCheckedAt: checkedAt };
+    return { ...view, login: admitted.facts.login ?? view.login, lastCheckedAt: checkedAt, facts: admitted.facts };
   }
 
   /** Runs an upstream call; network failures, timeouts and 5xx become UpstreamUnavailable. */

@@ -75,6 +75,7 @@ export const tables = {
     login: "text",
     email: "text",
     profile: "text",
+    facts: "text",
     accessTokenEnc: "text",
     refreshTokenEnc: "text",
     idTokenEnc: "text",

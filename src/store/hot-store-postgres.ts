@@ -80,7 +80,7 @@ const SQL = {
   upstreamSessionById: `SELECT ${columnList(upstreamSession, "u")} FROM "UpstreamSession" AS "u" WHERE "u"."id" = $1`,
   recordCheck: `UPDATE "UpstreamSession" SET "lastCheckedAt" = $1::timestamp(3), "accessExpiresAt" = $2::timestamp(3), "updatedAt" = $3::timestamp(3) WHERE "id" = $4`,
   recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = $1::timestamp(3), "accessExpiresAt" = $2::timestamp(3), "updatedAt" = $3::timestamp(3),
-    "login" = $4, "email" = $5, "profile" = $6 WHERE "id" = $7`,
+    "login" = $4, "email" = $5, "profile" = $6, "facts" = $7 WHERE "id" = $8`,
   revokedGrants: `SELECT "id", "revokedAt" FROM "Grant" WHERE "revokedAt" > $1::timestamp(3)`,
   // The grant as a subquery: as a join, SQLite walked every live grant's tokens (2.4 ms at 8,000
   // tokens, growing) instead of the few recently revoked ones through the revokedAt index.
@@ -252,7 +252,7 @@ export function createPostgresHotStore(url: string): HotStore {
     },
     async recordUpstreamCheck(id, check: UpstreamCheck) {
       const common = [iso(check.lastCheckedAt), nullableIso(check.accessExpiresAt), iso(new Date())];
-      if (check.facts) await run("recordCheckWithFacts", [...common, check.facts.login, check.facts.email, check.facts.profile, id]);
+      if (check.facts) await run("recordCheckWithFacts", [...common, check.facts.login, check.facts.email, check.facts.profile, check.facts.facts, id]);
       else await run("recordCheck", [...common, id]);
     },
 

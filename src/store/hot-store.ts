@@ -65,11 +65,12 @@ export interface CodeExchange {
   readonly audit: AuditEvent;
 }
 
-/** What an upstream re-check records (the facts only when the access policy read them again). */
+/** What an upstream re-check records (the identity only when the access rules read it again and it changed). */
 export interface UpstreamCheck {
   readonly lastCheckedAt: Date;
   readonly accessExpiresAt: Date | null;
-  readonly facts?: { readonly login: string; readonly email: string | null; readonly profile: string } | undefined;
+  /** The identity columns; `facts` is the JSON of grants/stored-facts.ts. */
+  readonly facts?: { readonly login: string; readonly email: string | null; readonly profile: string; readonly facts: string } | undefined;
 }
 
 /** What was revoked after a moment: whole grants, and single access tokens of grants still live. */

@@ -33,7 +33,7 @@ export const SQL = {
   accessTokenByHash: `SELECT ${accessTokenWithGrantColumns()} WHERE "a"."tokenHash" = ?`,
   upstreamSessionById: `SELECT ${columnList(upstreamSession, "u")} FROM "UpstreamSession" AS "u" WHERE "u"."id" = ?`,
   recordCheck: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ? WHERE "id" = ?`,
-  recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ?, "login" = ?, "email" = ?, "profile" = ? WHERE "id" = ?`,
+  recordCheckWithFacts: `UPDATE "UpstreamSession" SET "lastCheckedAt" = ?, "accessExpiresAt" = ?, "updatedAt" = ?, "login" = ?, "email" = ?, "profile" = ?, "facts" = ? WHERE "id" = ?`,
   revokedGrants: `SELECT "id", "revokedAt" FROM "Grant" WHERE "revokedAt" > ?`,
   // The grant as a subquery: as a join, SQLite walked every live grant's tokens (2.4 ms at 8,000
   // tokens, growing) instead of the few recently revoked ones through the revokedAt index.

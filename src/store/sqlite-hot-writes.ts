@@ -42,7 +42,7 @@ export const hotWrites = {
 
   recordUpstreamCheck(c: HotConnection, id: string, check: UpstreamCheck, updatedAt: Date): void {
     const common = [sqliteDate(check.lastCheckedAt), check.accessExpiresAt ? sqliteDate(check.accessExpiresAt) : null, sqliteDate(updatedAt)];
-    if (check.facts) c.stmt("recordCheckWithFacts").run(...common, check.facts.login, check.facts.email, check.facts.profile, id);
+    if (check.facts) c.stmt("recordCheckWithFacts").run(...common, check.facts.login, check.facts.email, check.facts.profile, check.facts.facts, id);
     else c.stmt("recordCheck").run(...common, id);
   },
 

@@ -1,6 +1,7 @@
 // The one place that knows which provider implementation serves which UPSTREAM_PROVIDER.
 import type { Config } from "../config/load.ts";
-import type { AccessPolicyConfig } from "../config/access-policy.ts";
+import type { AccessPolicyConfig, GitHubOrgRule } from "../config/access-policy.ts";
+import type { AccessRules } from "../config/catalogue.ts";
 import { GitHubProvider } from "./github.ts";
 import { OidcProvider } from "./oidc.ts";
 import type { UpstreamProvider } from "./provider.ts";
@@ -14,6 +15,11 @@ export interface ProviderOptions {
   readonly demoClientSecret?: string;
   /** The access policy: which facts (org membership, groups, e-mails) the provider must read. */
   readonly policy?: AccessPolicyConfig;
+  /**
+   * Rules beyond the global policy that are decided from the same facts (servers' `access`, tools'
+   * `allow`): their orgs and teams are read too, even when the global policy admits anyone.
+   */
+  readonly narrowingRules?: readonly AccessRules[];
   /** Where a provider notes what an operator may need to fix (e.g. an org's SAML SSO). */
   readonly log?: { warn(fields: Record<string, unknown>, message: string): void };
 }
@@ -25,12 +31,29 @@ function withScopes(base: string, needed: readonly string[]): string {
   return scopes.join(" ");
 }
 
-/** GitHub scopes the policy needs: read:org for org/team rules, user:email for e-mail rules. */
-function githubPolicyScopes(policy: AccessPolicyConfig | undefined): string[] {
-  if (!policy || policy.anyUser) return [];
+/** The rule sets whose facts the provider must read: the global policy's (unless it admits anyone) and the narrowing ones. */
+function factRules(options: ProviderOptions): AccessRules[] {
+  const { policy } = options;
+  return [...(policy && !policy.anyUser ? [policy] : []), ...(options.narrowingRules ?? [])];
+}
+
+/** Every org and team some rule names, once each (as written: GitHub compares them caselessly). */
+function githubOrgRules(options: ProviderOptions): GitHubOrgRule[] {
+  const seen = new Map<string, GitHubOrgRule>();
+  for (const rules of factRules(options))
+    for (const o of rules.githubOrgs) {
+      const key = (o.team ? `${o.org}/${o.team}` : o.org).toLowerCase();
+      if (!seen.has(key)) seen.set(key, o);
+    }
+  return [...seen.values()];
+}
+
+/** GitHub scopes the rules need: read:org for org/team rules, user:email for e-mail rules. */
+function githubPolicyScopes(options: ProviderOptions): string[] {
+  const rules = factRules(options);
   const needed: string[] = [];
-  if (policy.githubOrgs.length) needed.push("read:org");
-  if (policy.emailDomains.length || policy.users.some((u) => u.includes("@"))) needed.push("user:email");
+  if (rules.some((r) => r.githubOrgs.length)) needed.push("read:org");
+  if (rules.some((r) => r.emailDomains.length || r.users.some((u) => u.includes("@")))) needed.push("user:email");
   return needed;
 }
 
@@ -53,8 +76,8 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
         clientSecret: upstream.clientSecret ?? "",
         githubUrl: upstream.githubUrl,
         apiUrl: upstream.githubApiUrl,
-        scopes: withScopes(upstream.scopes ?? "read:user user:email", githubPolicyScopes(options.policy)),
-        orgRules: options.policy && !options.policy.anyUser ? options.policy.githubOrgs : [],
+        scopes: withScopes(upstream.scopes ?? "read:user user:email", githubPolicyScopes(options)),
+        orgRules: githubOrgRules(options),
         log: options.log,
         timeoutMs: upstream.timeoutMs,
         displayName: upstream.displayName,

@@ -21,13 +21,14 @@ import type { CallerIdentity } from "../../src/grants/caller-identity.ts";
 export function testIdentity(ctx: Koa.Context): CallerIdentity {
   const user = ctx.get("x-test-user");
   const clientId = ctx.get("x-test-client") || "test-client";
-  if (!user) return { subject: null, user: null, clientId, scopes: ["mcp"], grantId: `grant-${clientId}` };
+  if (!user) return { subject: null, user: null, clientId, scopes: ["mcp"], grantId: `grant-${clientId}`, facts: { subject: `client:${clientId}` } };
   return {
     subject: `test:${user}`,
     user,
     clientId,
     scopes: ["mcp", "profile"],
     grantId: `grant-${user}`,
+    facts: { subject: `test:${user}`, login: user },
     upstreamAccessToken: `upstream-token-of-${user}`,
   };
 }

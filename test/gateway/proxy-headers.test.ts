@@ -2,7 +2,15 @@ import { describe, expect, it } from "@jest/globals";
 import { clientResponseHeaders, forwardedConnection, headerValue, upstreamPath, upstreamRequestHeaders } from "../../src/gateway/proxy-headers.ts";
 
 const connection = { ip: "10.0.0.7", protocol: "https", host: "broker.example" };
-const alice = { subject: "github:1", user: "alice", clientId: "c1", scopes: ["mcp", "read"], grantId: "g", upstreamAccessToken: "gho_x" };
+const alice = {
+  subject: "github:1",
+  user: "alice",
+  clientId: "c1",
+  scopes: ["mcp", "read"],
+  grantId: "g",
+  facts: { subject: "github:1", login: "alice" },
+  upstreamAccessToken: "gho_x",
+};
 
 describe("upstream request headers", () => {
   it("keeps only the allow-listed client headers and adds the identity", () => {
@@ -81,7 +89,12 @@ describe("upstream request headers", () => {
   });
 
   it("omits subject and user for client_credentials callers", () => {
-    const headers = upstreamRequestHeaders({}, { subject: null, user: null, clientId: "m", scopes: [], grantId: "g" }, connection, false);
+    const headers = upstreamRequestHeaders(
+      {},
+      { subject: null, user: null, clientId: "m", scopes: [], grantId: "g", facts: { subject: "client:m" } },
+      connection,
+      false,
+    );
     expect(headers).not.toHaveProperty("x-auth-subject");
     expect(headers).not.toHaveProperty("x-auth-user");
     expect(headers["x-auth-client-id"]).toBe("m");

@@ -85,6 +85,8 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
           subject: "github:1",
           login: "octo",
           profile: "{}",
+          // Read with the token on every validation: the hot store's columns must bring it.
+          facts: '{"verifiedEmails":["octo@example.com"],"groups":["staff"],"memberships":[]}',
           accessTokenEnc: "enc",
           lastCheckedAt: T0,
           status: "active",
@@ -319,14 +321,23 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     const checked = await db.upstreamSession.findUniqueOrThrow({ where: { id: sessionId } });
     expect(checked).toMatchObject({ lastCheckedAt: later(30), accessExpiresAt: later(900), login: "octo", profile: "{}" });
     expect(checked.updatedAt.getTime()).toBeGreaterThanOrEqual(before.updatedAt.getTime());
-    await hot.recordUpstreamCheck(sessionId, { lastCheckedAt: later(60), accessExpiresAt: null, facts: { login: "octo2", email: "o@x", profile: '{"a":1}' } });
+    const facts = '{"verifiedEmails":["o@x"],"groups":["platform"],"memberships":["acme/platform"]}';
+    await hot.recordUpstreamCheck(sessionId, {
+      lastCheckedAt: later(60),
+      accessExpiresAt: null,
+      facts: { login: "octo2", email: "o@x", profile: '{"a":1}', facts },
+    });
     expect(await db.upstreamSession.findUniqueOrThrow({ where: { id: sessionId } })).toMatchObject({
       lastCheckedAt: later(60),
       accessExpiresAt: null,
       login: "octo2",
       email: "o@x",
       profile: '{"a":1}',
+      facts,
     });
+    // A check that read nothing new keeps the stored facts.
+    await hot.recordUpstreamCheck(sessionId, { lastCheckedAt: later(90), accessExpiresAt: null });
+    expect(await db.upstreamSession.findUniqueOrThrow({ where: { id: sessionId } })).toMatchObject({ lastCheckedAt: later(90), facts });
   });
 
   it("commits writes made together independently: one that fails takes back only its own changes", async () => {

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { loadConfig, missingMcpServer } from "../../src/config/load.ts";
+import { loadConfig, missingMcpServer, type Config } from "../../src/config/load.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { createBroker, type Broker, type BrokerOptions } from "../../src/broker.ts";
 import { createLogger } from "../../src/logger.ts";
@@ -39,33 +39,37 @@ export async function freePort(): Promise<number> {
  * `env` overrides the defaults (demo provider, fresh SQLite, random SECRET_KEY). PUBLIC_URL must
  * know the port, so a free port is chosen first; another process may take it before the broker
  * listens, and then (unless `env` fixed the port) the broker is built again on another one.
+ * `configure` changes the configuration loaded from `env` before the broker is built (e.g. a
+ * server catalogue the environment cannot describe).
  */
 export async function startBroker(
   env: Record<string, string> = {},
-  options: Omit<BrokerOptions, "cwd" | "logger"> & { readonly logDestination?: DestinationStream } = {},
+  options: Omit<BrokerOptions, "cwd" | "logger"> & { readonly logDestination?: DestinationStream; readonly configure?: (config: Config) => Config } = {},
 ): Promise<TestBroker> {
   const dir = mkdtempSync(path.join(tmpdir(), "mab-test-"));
   // A migrated copy: the broker's own migration step then finds nothing to do.
   if (env.DATABASE_URL === undefined) await copyMigratedSqlite(path.join(dir, "broker.db"));
   const secretKey = randomBytes(32).toString("base64");
-  const { logDestination, ...brokerOptions } = options;
+  const { logDestination, configure = (config: Config) => config, ...brokerOptions } = options;
   // Outside demo mode the broker needs an MCP server to protect: the demo one, unless the test chose.
   let mcp: DemoMcpServer | undefined;
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const read = (extra: Record<string, string>) =>
-      loadConfig(
-        {
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          PUBLIC_URL: `http://127.0.0.1:${port}`,
-          DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
-          SECRET_KEY: secretKey,
-          LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
-          ...env,
-          ...extra,
-        },
-        dir,
+      configure(
+        loadConfig(
+          {
+            PORT: String(port),
+            HOST: "127.0.0.1",
+            PUBLIC_URL: `http://127.0.0.1:${port}`,
+            DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
+            SECRET_KEY: secretKey,
+            LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+            ...env,
+            ...extra,
+          },
+          dir,
+        ),
       );
     let config = read(mcp ? { MCP_SERVER_URL: mcp.url } : {});
     if (missingMcpServer(config, brokerOptions.mcpHandler !== undefined)) {

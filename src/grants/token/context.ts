@@ -9,6 +9,7 @@ import type { RegisteredClient, TokenResponse } from "../types.ts";
 import type { FormParameters } from "./parameters.ts";
 import type { RefreshTokenWithGrant, UpstreamSession } from "../../store/hot-store.ts";
 import type { ClientRegistry } from "../clients.ts";
+import { grantAccess } from "../server-access.ts";
 
 export interface TokenContext extends GrantsContext {
   readonly clients: ClientRegistry;
@@ -31,18 +32,21 @@ export interface PrereadRefreshToken {
 export type GrantHandler = (client: RegisteredClient, params: FormParameters, preread?: PrereadRefreshToken | null) => Promise<TokenResponse>;
 
 /**
- * Re-checks the upstream login behind a grant (honoured by refresh and introspection too): the
- * rejection when it is dead, null when it is alive or there is none (machine clients). Throws
+ * Re-checks the upstream login behind a grant (honoured by refresh and introspection too), and
+ * whether the access rules of the grant's server admit its user, as validation at /mcp decides (a
+ * refresh that issued tokens /mcp refuses would send a client round in circles): the rejection,
+ * or null when it is alive and admitted or there is no login (machine clients). Throws
  * UpstreamUnavailable when the upstream cannot say.
  */
 export async function upstreamRejection(
-  sessions: UpstreamSessions,
-  grant: { upstreamSessionId: string | null; upstreamSession?: UpstreamSession | null },
+  t: Pick<TokenContext, "sessions" | "policy" | "config">,
+  grant: { upstreamSessionId: string | null; upstreamSession?: UpstreamSession | null; resource: string },
 ): Promise<CredentialRejected | null> {
   if (!grant.upstreamSessionId) return null;
   try {
-    await sessions.ensureChecked(grant.upstreamSessionId, grant.upstreamSession ?? undefined);
-    return null;
+    const checked = await t.sessions.ensureChecked(grant.upstreamSessionId, grant.upstreamSession ?? undefined);
+    const decision = grantAccess(t, grant.resource, checked.facts);
+    return decision.admitted ? null : new CredentialRejected(decision.reason);
   } catch (err) {
     if (err instanceof CredentialRejected) return err;
     throw err;

@@ -50,7 +50,7 @@ export function introspection(t: TokenContext): IntrospectionHandler {
     const now = dateOf(t.clock);
     if (!refresh || refresh.clientId !== client.id || refresh.revokedAt || refresh.expiresAt <= now || grantDeathReason(refresh.grant, now)) return INACTIVE;
     if (refresh.consumedAt && !(refresh.graceUntil && now < refresh.graceUntil)) return INACTIVE;
-    if (await upstreamRejection(t.sessions, refresh.grant)) return INACTIVE;
+    if (await upstreamRejection(t, refresh.grant)) return INACTIVE;
     return {
       active: true,
       scope: refresh.scope,

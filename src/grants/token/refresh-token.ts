@@ -81,7 +81,7 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
         throw new InvalidScope(`scope can only narrow on refresh; granted: "${row.scope}".`);
       scope = requested.join(" ");
     }
-    const rejected = await upstreamRejection(t.sessions, row.grant);
+    const rejected = await upstreamRejection(t, row.grant);
     if (rejected) throw new InvalidGrant(rejected.reason);
 
     const pair: SuccessorPair = {

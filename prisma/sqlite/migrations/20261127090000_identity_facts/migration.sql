@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "UpstreamSession" ADD COLUMN "facts" TEXT;
+
