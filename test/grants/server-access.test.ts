@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes, randomUUID } from "node:crypto";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
-import { mcpPost, mcpStatus, INITIALIZE_MESSAGE } from "../support/mcp-probe.ts";
+import { INITIALIZE_MESSAGE, mcpPost, mcpPostTo, mcpStatus } from "../support/mcp-probe.ts";
 import { basicAuth, postForm, registerOperatorClient } from "../support/oauth-client.ts";
 import { accessRules, otherServer, withCatalogue, withServerAccess } from "../support/catalogue.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
@@ -198,7 +198,10 @@ it("a grant whose server left the catalogue ends at the next re-check", async ()
   );
   try {
     clock.advance((RECHECK_SECONDS + 1) * 1000);
-    expect(await mcpStatus(second.origin, otto.tokens.access_token)).toBe(401);
+    // Nothing answers at the removed server's path any more (404 before any token is read); the
+    // token presented at a server that remains is read, re-checked and refused.
+    expect(await mcpStatus(second.origin, otto.tokens.access_token)).toBe(404);
+    expect((await mcpPostTo(`${second.origin}/mcp/docs`, otto.tokens.access_token, INITIALIZE_MESSAGE)).status).toBe(401);
     const grant = await second.broker.database.db.grant.findFirstOrThrow({ where: { clientId: otto.client.client_id } });
     expect(grant.revokedReason).toBe("server_access_denied");
     const denied = await second.broker.database.db.auditEvent.findFirstOrThrow({ where: { type: "access.policy_denied", grantId: grant.id } });
