@@ -74,11 +74,21 @@ const MESSAGE_MEMBERS = ["jsonrpc", "id", "method", "params"] as const;
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
 
 /** Go's encoding/json key folding: each character lower-cased, then upper-cased (ſ → S, K → K, ı → I). */
-const goFold = (key: string): string => Array.from(key, (c) => c.toLowerCase().toUpperCase()).join("");
+const goFold = (key: string): string => (ASCII.test(key) ? key.toUpperCase() : Array.from(key, (c) => c.toLowerCase().toUpperCase()).join(""));
+const ASCII = /^[\x00-\x7f]*$/;
+const FOLDED_NAMES = new Map<string, string>();
+/** goFold of a member name of the protocol (a handful, kept). */
+function foldedName(name: string): string {
+  const known = FOLDED_NAMES.get(name);
+  if (known !== undefined) return known;
+  const folded = goFold(name);
+  FOLDED_NAMES.set(name, folded);
+  return folded;
+}
 
 /** A member of `object` that some server would read as one of `names` and the broker would not. */
 function ambiguousMember(object: Record<string, unknown>, names: readonly string[]): string | undefined {
-  const targets = names.map(goFold);
+  const targets = names.map(foldedName);
   // Folding never makes a character shorter than one UTF-16 unit, so a key of more than twice the
   // longest name's units (surrogate pairs) cannot fold to one: no need to fold a megabyte of key.
   const longest = 2 * Math.max(...targets.map((t) => t.length));
@@ -88,11 +98,14 @@ function ambiguousMember(object: Record<string, unknown>, names: readonly string
   return undefined;
 }
 
+/** UTF-8 that refuses invalid bytes and keeps a byte-order mark (JSON.parse then refuses it). */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 /** The strict parse the tool policy needs (see the top of this file); the refusal when there is none. */
 export function parseRequestBody(body: Buffer): { readonly value: unknown } | { readonly refusal: JsonRpcErrorResponse } {
   let text: string;
   try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(body);
+    text = STRICT_UTF8.decode(body);
   } catch {
     return { refusal: errorResponse(null, PARSE_ERROR, "Parse error: the request body is not valid UTF-8.") };
   }

@@ -18,10 +18,11 @@ import { Transform, type TransformCallback } from "node:stream";
 import { errorResponse, type JsonRpcErrorResponse, type RequestId } from "./tool-calls.ts";
 
 /**
- * The most the filter holds of one event or one JSON body: 8 MiB. Tool lists are far smaller (200
- * tools with their schemas ~0.4 MB; GitHub's MCP server lists ~100 tools in ~0.15 MB), and a server
- * with more pages them (nextCursor); twice the broker's 4 MiB request limit (CHECKED_BODY_BYTES) is
- * room enough while bounding what one request can make the broker hold.
+ * The most the filter holds of one event or one JSON body: 8 MiB. Tool lists are far smaller (the
+ * benchmark's 200 tools, each with a paragraph of description and a schema, take 119 KiB), and a
+ * server with more pages them (nextCursor); twice the broker's 4 MiB request limit
+ * (CHECKED_BODY_BYTES) leaves room for schemas far larger while bounding what one request can
+ * make the broker hold.
  */
 export const MAX_FILTERED_BYTES = 8 * 1024 * 1024;
 
@@ -63,6 +64,8 @@ const SPACE = 0x20;
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const DATA = Buffer.from("data");
 const LF_BUFFER = Buffer.from("\n");
+const TOOLS_MEMBER = Buffer.from('"tools"');
+const ESCAPE = Buffer.from("\\u");
 
 /** The answer's format, from the MCP server's response headers. */
 export function answerFormat(contentType: string | undefined, contentEncoding: string | undefined): Format {
@@ -347,9 +350,12 @@ export class ToolListFilter extends Transform {
       else data.push(LF_BUFFER);
       data.push(value);
     });
-    const rewritten = firstData === -1 ? undefined : this.filtered(Buffer.concat(data));
+    // Most events (progress, logs, other answers) carry no "tools" member: passed in one piece
+    // without decoding their data (a "tools" member cannot be written without the word or a \u).
+    const candidate = data.some((value) => value.includes(TOOLS_MEMBER) || value.includes(ESCAPE));
+    const rewritten = candidate ? this.filtered(Buffer.concat(data)) : undefined;
     if (rewritten === undefined) {
-      for (const line of lines) this.push(line.raw);
+      this.push(lines.length === 1 ? lines[0]!.raw : Buffer.concat(lines.map((line) => line.raw)));
       return;
     }
     // The event's other lines (event, id, retry, comments) stay where they were; its data becomes
