@@ -3,7 +3,9 @@
 // it on, refuse it with 403 insufficient_scope so the client steps up, or answer it with JSON-RPC
 // errors itself so that nothing reaches the MCP server. No Koa here: the /mcp front end reads the
 // body, runs the header check (header-consistency.ts) on the same parsed value, and sends what
-// this module decides.
+// this module decides. When the server has tool rules (ToolPolicy.needsAnalysis), every POST body
+// is read whole and parsed here whatever its Content-Type: a server that does not check the type
+// would still run the call.
 //
 // A policy is only as good as the broker's reading of the body agrees with the MCP server's, so
 // what the broker cannot read the way every server reads it is refused, never passed on:
@@ -15,8 +17,9 @@
 //   params) `name` only in case, or by `ſ`/`K`/`ı`: Go's encoding/json matches those to the field
 //   (modelcontextprotocol/go-sdk#805, CVE-2026-27896), so `{"method":"tools/list","Method":
 //   "tools/call"}` would be a tools/list here and a tools/call there.
-// Duplicate member names are left alone: JSON.parse keeps the last, as do the parsers of the SDKs
-// (JavaScript, Python, Go, Java, C#), so the broker reads what they read.
+// Duplicate member names are left alone: JSON.parse keeps the last, and so do the parsers MCP
+// servers use (Python's json and pydantic's model_validate_json — checked —, Go's encoding/json,
+// Jackson) or they refuse the message (serde's derived structs): none reads the first.
 import { nameField, requestId, shown } from "./header-consistency.ts";
 import type { ToolCaller, ToolDecision, ToolPolicy } from "../grants/tool-policy.ts";
 

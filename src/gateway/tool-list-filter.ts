@@ -32,11 +32,13 @@ export const LIST_NOT_FILTERED = -32603;
 /**
  * Which answers to filter. For a POST, the request's tools/list ids (callsIn's `toolLists`), its
  * other request ids and whether it was a batch (what a JSON body replaced whole must answer).
- * `"resumed"`: a GET stream resumed with Last-Event-ID (MCP 2025-03-26 to 2025-11-25), on which the
- * MCP server may replay answers to earlier requests the broker no longer knows: every response
- * carrying `result.tools` is filtered there.
+ * `"get-stream"`: a GET stream. Resumed with Last-Event-ID (MCP 2025-03-26 to 2025-11-25; since
+ * 2025-11-25 also how a client polls for the answers of a POST stream the server closed early), the
+ * MCP server replays answers to earlier requests the broker no longer knows; without it, a server
+ * must send no answers there, and one that does anyway is filtered all the same: every response
+ * carrying `result.tools` is filtered on a GET stream.
  */
-export type ListAnswers = { readonly toolLists: readonly RequestId[]; readonly requestIds: readonly RequestId[]; readonly batch: boolean } | "resumed";
+export type ListAnswers = { readonly toolLists: readonly RequestId[]; readonly requestIds: readonly RequestId[]; readonly batch: boolean } | "get-stream";
 
 export interface ToolListFilterOptions {
   /** The MCP server's Content-Type: text/event-stream is read as SSE, anything else as one JSON body. */
@@ -109,7 +111,7 @@ export class ToolListFilter extends Transform {
     this.format = answerFormat(options.contentType, options.contentEncoding);
     this.maxBytes = options.maxBytes ?? MAX_FILTERED_BYTES;
     const { answers } = options;
-    if (answers === "resumed") this.wanted = (id) => typeof id === "string" || typeof id === "number";
+    if (answers === "get-stream") this.wanted = (id) => typeof id === "string" || typeof id === "number";
     else {
       const ids = new Set(answers.toolLists.map(idKey));
       this.wanted = (id) => (typeof id === "string" || typeof id === "number") && ids.has(idKey(id));
@@ -162,7 +164,7 @@ export class ToolListFilter extends Transform {
     const { answers } = this.options;
     const message = withheldMessage(reason);
     let errors: JsonRpcErrorResponse | JsonRpcErrorResponse[];
-    if (answers === "resumed") errors = errorResponse(null, LIST_NOT_FILTERED, message);
+    if (answers === "get-stream") errors = errorResponse(null, LIST_NOT_FILTERED, message);
     else {
       // The whole body is replaced: every request it answered gets an error, tools/list or not.
       const all = answers.requestIds.length > 0 ? answers.requestIds : answers.toolLists;
@@ -378,7 +380,7 @@ export class ToolListFilter extends Transform {
     const reason = `an event of the answer is larger than ${this.maxBytes} bytes`;
     this.options.onWithheld?.(reason);
     const { answers } = this.options;
-    if (answers === "resumed") return; // which request it answered is not known; nothing to err
+    if (answers === "get-stream") return; // which request it answered is not known; nothing to err
     const message = withheldMessage(reason);
     for (const id of answers.toolLists) {
       if (this.answered.has(idKey(id))) continue;

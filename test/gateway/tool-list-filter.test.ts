@@ -267,12 +267,12 @@ describe("SSE answers", () => {
     expect(new Set(withheld)).toEqual(new Set(["an event of the answer is larger than 200 bytes"]));
   });
 
-  it("a resumed stream (GET with Last-Event-ID): any replayed answer carrying tools is filtered", async () => {
+  it("a GET stream (resumed with Last-Event-ID): any replayed answer carrying tools is filtered", async () => {
     const replay = `id: old-9\ndata: ${JSON.stringify(listAnswer("from-another-request"))}\n\n`;
     const plain = `data: ${JSON.stringify({ jsonrpc: "2.0", id: 3, result: { content: [] } })}\n\n`;
     const request = { jsonrpc: "2.0", id: 4, method: "sampling/createMessage", params: { tools: [tool("admin_reset")] } };
     const serverRequest = `data: ${JSON.stringify(request)}\n\n`;
-    const out = (await through(filterFor(bob, { answers: "resumed" }), [Buffer.from(replay + plain + serverRequest)])).toString();
+    const out = (await through(filterFor(bob, { answers: "get-stream" }), [Buffer.from(replay + plain + serverRequest)])).toString();
     expect(out).toBe(`id: old-9\ndata: ${JSON.stringify(forBob(listAnswer("from-another-request")))}\n\n${plain}${serverRequest}`);
   });
 });
