@@ -18,6 +18,7 @@ import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
 import { recheckRows } from "./recheck.ts";
 import { modernRows } from "./modern-calls.ts";
 import { tracingRows } from "./tracing.ts";
+import { toolListFilterRows } from "./tool-list-filter.ts";
 import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
@@ -133,6 +134,11 @@ async function main(): Promise<void> {
       rows.push(...(await tracingRows((db, extra, entry) => startBrokerProcess("30", db, extra, entry))));
       return report(rows);
     }
+    // BENCH_ONLY=tools: permissions per tool (row p), in this process, alone.
+    if (process.env.BENCH_ONLY === "tools") {
+      rows.push(...(await toolListFilterRows()));
+      return report(rows);
+    }
     // BENCH_ONLY=postgres: the PostgreSQL refresh rows alone.
     if (process.env.BENCH_ONLY === "postgres") {
       rows.push(...(await postgresRows()));
@@ -199,6 +205,7 @@ async function main(): Promise<void> {
     rows.push(...(await tracingRows((db, extra, entry) => startBrokerProcess("30", db, extra, entry))));
     rows.push(...(await recheckRows(startBrokerProcess)));
     rows.push(...(await postgresRows()));
+    rows.push(...(await toolListFilterRows()));
     // (e) start-up to /healthz 200: on a fresh database (the migrations run), then a restart on it
     // (nothing pending: no migration engine).
     const startups: string[] = [];

@@ -51,8 +51,13 @@ export function mirrorsBody(headers: IncomingHttpHeaders): boolean {
   return headers["mcp-method"] !== undefined || headers["mcp-name"] !== undefined;
 }
 
+/** The body field Mcp-Name mirrors for `method` (`name` for tools/call); undefined for the others. */
+export function nameField(method: unknown): string | undefined {
+  return typeof method === "string" && Object.hasOwn(NAME_SOURCE, method) ? NAME_SOURCE[method] : undefined;
+}
+
 /** A value for an error message: bounded, so a client cannot make the broker echo megabytes. */
-const shown = (value: unknown): string => {
+export const shown = (value: unknown): string => {
   const text = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
   return JSON.stringify(text.length > 100 ? `${text.slice(0, 100)}…` : text);
 };
@@ -84,7 +89,7 @@ export function headerMismatch(headers: IncomingHttpHeaders, message: unknown): 
   if (name !== undefined) {
     const decoded = decodeHeaderValue(name);
     if (decoded === undefined) return "Header mismatch: the Mcp-Name header carries an invalid =?base64?…?= value.";
-    const field = typeof message.method === "string" && Object.hasOwn(NAME_SOURCE, message.method) ? NAME_SOURCE[message.method] : undefined;
+    const field = nameField(message.method);
     const body = field === undefined ? undefined : params?.[field];
     if (typeof body === "string" && decoded !== body) {
       return `Header mismatch: Mcp-Name header value ${shown(decoded)} does not match body value ${shown(body)} (params.${field}).`;
