@@ -37,6 +37,7 @@ import type { Tracing } from "./telemetry/tracing.ts";
 import { tracedHotStore } from "./store/hot-store-traced.ts";
 import { createAuditSink, type AuditSink, type AuditSinkOptions } from "./audit-sink/sink.ts";
 import { auditOutbox } from "./grants/audit-outbox.ts";
+import { audit } from "./grants/audit.ts";
 
 export interface BrokerOptions {
   readonly logger?: Logger;
@@ -329,6 +330,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
       observer: metrics,
       allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
       mcpHandler: options.mcpHandler,
+      audit: (entry) => audit(database.db, entry),
     }),
   );
   const app = createApp({

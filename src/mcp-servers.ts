@@ -26,6 +26,11 @@ import type { RevocationBus } from "./grants/context.ts";
 import { DEFAULT_SCOPE } from "./grants/types.ts";
 import { knownScopes } from "./grants/scope.ts";
 import { publicPaths } from "./http/public-paths.ts";
+import { ToolPolicy } from "./grants/tool-policy.ts";
+import type { AuditEntry } from "./grants/audit.ts";
+import type { CallerIdentity } from "./grants/caller-identity.ts";
+import type { RefusedCall } from "./gateway/tool-calls.ts";
+import { firstLine } from "./lib/error-text.ts";
 
 /** One server of the catalogue as the broker runs it. */
 export interface FrontedServer {
@@ -59,6 +64,8 @@ export interface FrontingDeps {
   readonly allowedOrigin: OriginPredicate;
   /** The library use: serves the demo entry in-process instead of the demo MCP server. */
   readonly mcpHandler: McpHandler | undefined;
+  /** Writes an audit event (a tool call the rules refused). */
+  readonly audit: (entry: AuditEntry) => Promise<void>;
 }
 
 /** The protected resource metadata URL of a server reached at `mountPath` (PUBLIC_URL/.well-known/oauth-protected-resource/mcp…). */
@@ -89,6 +96,21 @@ function reapRemovedServers(config: Config, logger: Logger): void {
   }
 }
 
+/** Each refused tool call in the audit trail: who, which client, which server and tool, which rule. */
+function toolDeniedAudit(entry: McpServerEntry, deps: FrontingDeps, log: Logger) {
+  return (refused: RefusedCall, identity: CallerIdentity): void => {
+    deps
+      .audit({
+        type: "tool.denied",
+        clientId: identity.clientId,
+        grantId: identity.grantId,
+        subject: identity.subject,
+        detail: { server: entry.name, tool: refused.tool.slice(0, 200), reason: refused.decision.reason, rule: refused.decision.rule },
+      })
+      .catch((err: unknown) => log.warn({ err: firstLine(err) }, "could not record a refused tool call in the audit trail"));
+  };
+}
+
 async function backendOf(
   entry: McpServerEntry,
   deps: FrontingDeps,
@@ -110,8 +132,10 @@ async function backendOf(
   if (entry.backend.kind === "demo" && deps.mcpHandler) return { handler: deps.mcpHandler };
   const demo = entry.backend.kind === "demo" ? await startDemoMcpServer() : undefined;
   const targetUrl = entry.backend.kind === "http" ? entry.backend.url : demo!.url;
+  const toolPolicy = entry.tools.length > 0 ? new ToolPolicy(entry.tools, entry.scopes.implies) : undefined;
   const proxy = createMcpProxy({
     targetUrl,
+    ...(toolPolicy ? { toolPolicy, toolDenied: toolDeniedAudit(entry, deps, log) } : {}),
     timeoutMs: config.proxyTimeoutMs,
     forwardUpstreamToken: entry.forwardUpstreamToken,
     serverName: entry.name,

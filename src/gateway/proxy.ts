@@ -6,7 +6,7 @@
 // flushed the moment the MCP server sends them (an SSE GET stream may stay silent for minutes)
 // and the middleware resolves only when the stream ends, so the request log sees the real status
 // and duration. The route must not have a body parser: the raw request is forwarded (request-body.ts).
-import type { IncomingMessage } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type Koa from "koa";
 import { Pool, errors as undiciErrors } from "undici";
@@ -19,6 +19,9 @@ import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamReque
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
+import type { ToolPolicy } from "../grants/tool-policy.ts";
+import { callsIn, decideCalls, errorResponse, parseRequestBody, TOOL_NOT_PERMITTED, type RefusedCall, type RequestCalls } from "./tool-calls.ts";
+import { ToolListFilter, type ListAnswers } from "./tool-list-filter.ts";
 import { refusedMethod, refuseForeignSession, sessionNotFound } from "./front-end.ts";
 import { BodyTooLarge, isStreamed, upstreamBody } from "./request-body.ts";
 import { HEADER_MISMATCH, headerMismatch, mirrorsBody, requestId } from "./header-consistency.ts";
@@ -59,6 +62,10 @@ export interface McpProxyOptions {
   readonly answered?: (answer: McpServerAnswer) => void;
   /** The event streams being relayed, which a shutdown ends properly (open-streams.ts). */
   readonly streams?: OpenStreams;
+  /** The server's tool rules (grants/tool-policy.ts): calls decided before they leave, lists filtered on their way back. */
+  readonly toolPolicy?: ToolPolicy;
+  /** Told of each call the tool rules refused (the audit trail). */
+  readonly toolDenied?: (refused: RefusedCall, identity: CallerIdentity) => void;
 }
 
 export interface ProxyObserver {
@@ -214,6 +221,7 @@ function backendRefusal(
   const asked = scopeList(params.scope);
   const grantable = asked.filter((s) => options.knownScopes.includes(s));
   const missing = grantable.filter((s) => !granted.includes(s));
+  // (Named with what is held: scopeRefusal.)
   log().info({ clientId: identity.clientId, grantId: identity.grantId, asked: asked.join(" ").slice(0, 200), missing }, "MCP server asked for more scope");
   if (missing.length === 0) {
     return new OAuthError(
@@ -224,11 +232,19 @@ function backendRefusal(
       { status: 403 },
     );
   }
+  return scopeRefusal(granted, missing, options);
+}
+
+/**
+ * 403 insufficient_scope naming what the caller holds plus what is missing (see backendRefusal):
+ * the challenge MCP clients step up on. For the MCP server's own refusals and the tool rules' alike.
+ */
+function scopeRefusal(granted: readonly string[], missing: readonly string[], options: ChallengeOptions): OAuthError {
   const description = `This request needs the scope ${missing.join(" ")}.`;
   return new OAuthError("insufficient_scope", description, {
     status: 403,
     headers: {
-      "WWW-Authenticate": challenge(options, { code: "insufficient_scope", description, scope: [...new Set([...granted, ...grantable])].sort().join(" ") }),
+      "WWW-Authenticate": challenge(options, { code: "insufficient_scope", description, scope: [...new Set([...granted, ...missing])].sort().join(" ") }),
     },
   });
 }
@@ -298,6 +314,69 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     );
   }
 
+  /**
+   * The tool rules on a request read whole: its calls decided one by one. Answered here (a refused
+   * call's JSON-RPC error, 403 insufficient_scope to step up, 400 for a call that cannot be read)
+   * or passed on, with the tools/list requests whose answers are to be filtered.
+   */
+  function toolRules(ctx: Koa.Context, identity: CallerIdentity, body: Buffer, log: () => Logger): "answered" | RequestCalls {
+    const policy = options.toolPolicy!;
+    const parsed = parseRequestBody(body);
+    if ("refusal" in parsed) {
+      ctx.status = 400;
+      ctx.set("Cache-Control", "no-store");
+      ctx.body = parsed.refusal;
+      return "answered";
+    }
+    const read = callsIn(parsed.value);
+    const verdict = decideCalls(policy, { facts: identity.facts, scopes: identity.scopes }, read);
+    if (verdict.kind === "forward") return read;
+    if (verdict.kind === "insufficient-scope") {
+      log().info(
+        { clientId: identity.clientId, grantId: identity.grantId, scopes: verdict.scopes },
+        "tool call needs more scope: the client is asked to step up",
+      );
+      if (!options.challenge) {
+        ctx.status = 403;
+        ctx.body = errorResponse(read.requestIds[0] ?? null, TOOL_NOT_PERMITTED, `This call needs the scope ${verdict.scopes.join(" ")}.`);
+        return "answered";
+      }
+      throw scopeRefusal(scopeList(identity.scopes.join(" ")), verdict.scopes, options.challenge);
+    }
+    for (const refused of verdict.refused) {
+      log().info(
+        { clientId: identity.clientId, grantId: identity.grantId, tool: refused.tool.slice(0, 100), rule: refused.decision.rule },
+        "tool call refused by the tool rules",
+      );
+      options.toolDenied?.(refused, identity);
+    }
+    if (verdict.refused.length > 0) ctx.state.refusal = "tool_denied";
+    ctx.status = verdict.status;
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = verdict.body;
+    return "answered";
+  }
+
+  /** The filter of tools/list answers for this caller, when the rules hide tools and the answer may hold a list. */
+  function listFilter(
+    identity: CallerIdentity,
+    upstreamHeaders: IncomingHttpHeaders,
+    answers: ListAnswers | undefined,
+    log: () => Logger,
+  ): ToolListFilter | undefined {
+    const policy = options.toolPolicy;
+    if (!policy?.hidesTools || answers === undefined) return undefined;
+    if (answers !== "get-stream" && answers.toolLists.length === 0) return undefined;
+    const caller = { facts: identity.facts, scopes: identity.scopes };
+    return new ToolListFilter({
+      contentType: upstreamHeaders["content-type"] as string | undefined,
+      contentEncoding: upstreamHeaders["content-encoding"] as string | undefined,
+      answers,
+      visible: (tool) => policy.visible(tool, caller),
+      onWithheld: (reason) => log().warn({ clientId: identity.clientId, reason }, "a tools/list answer could not be filtered and was withheld"),
+    });
+  }
+
   async function middleware(ctx: Koa.Context, identity: CallerIdentity): Promise<void> {
     // Looked up only when something is logged: the request's child logger is made on first use.
     // Without the broker's requestContext (the proxy used on its own) there is none.
@@ -342,10 +421,14 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
     try {
       let upstream: Awaited<ReturnType<Pool["request"]>>;
       let sent: Buffer | null = null;
+      /** What the answer holds that the tool rules filter: this request's tools/list answers. */
+      let listed: RequestCalls | undefined;
       try {
         // Headers that mirror the body are checked against all of it, so it is read whole.
         const mirrored = mirrorsBody(ctx.req.headers);
-        const body = await upstreamBody(ctx.req, controller.signal, mirrored);
+        // With tool rules, every call is read before anything is sent: the whole body, too.
+        const ruled = options.toolPolicy?.needsAnalysis === true;
+        const body = await upstreamBody(ctx.req, controller.signal, mirrored || ruled);
         if (Buffer.isBuffer(body)) {
           sent = body;
           ctx.state.rpcMethods = rpcMethods(body);
@@ -363,6 +446,11 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
             log().info({ clientId: identity.clientId, grantId: identity.grantId, mismatch }, "MCP request refused: its headers disagree with its body");
             return jsonRpcError(ctx, 400, HEADER_MISMATCH, mismatch, requestId(message.value));
           }
+        }
+        if (ruled && Buffer.isBuffer(body)) {
+          const decided = toolRules(ctx, identity, body, log);
+          if (decided === "answered") return;
+          listed = decided;
         }
         const asked = performance.now();
         span = startProxySpan(target, ctx.method, path);
@@ -425,16 +513,18 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
       }
 
       ctx.respond = false;
-      const headers = clientResponseHeaders(upstream.headers);
+      let headers = clientResponseHeaders(upstream.headers);
       // Only the broker challenges its clients (backendRefusal above).
       delete headers["www-authenticate"];
+      const filter = listFilter(identity, upstream.headers, ctx.method === "GET" ? "get-stream" : listed, log);
+      if (filter) headers = filter.responseHeaders(headers) as typeof headers;
       ctx.res.writeHead(status, headers);
       ctx.res.flushHeaders();
       const streamed = /^text\/event-stream/i.test(String(upstream.headers["content-type"] ?? ""))
         ? options.streams?.opened(ctx.res, upstream.body, ctx.method === "POST" ? (sent ?? Buffer.alloc(0)) : null)
         : undefined;
       try {
-        await pump(upstream.body, ctx.res);
+        await pump(filter ? upstream.body.pipe(filter) : upstream.body, ctx.res);
       } catch (err) {
         if (!(controller.signal.reason instanceof ClientGone)) {
           log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");

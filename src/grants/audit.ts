@@ -24,6 +24,8 @@ export type AuditEventType =
   | "upstream.refreshed"
   | "upstream.unreadable"
   | "access.policy_denied"
+  /** A tools/call the server's tool rules refused (detail: server, tool, rule). */
+  | "tool.denied"
   | "upstream.revoke_failed"
   | "sweep.completed";
 

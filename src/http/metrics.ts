@@ -76,7 +76,7 @@ export class BrokerMetrics {
   });
   private readonly refusals = new Counter({
     name: "mab_refusals_total",
-    help: "Requests refused: invalid_token, insufficient_scope, session_owner (another user's MCP session), policy_denied, rate_limited.",
+    help: "Requests refused: invalid_token, insufficient_scope, session_owner (another user's MCP session), policy_denied, tool_denied (a tool call the server's tool rules refuse), rate_limited.",
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
@@ -167,7 +167,7 @@ export class BrokerMetrics {
 }
 
 /** mab_refusals_total's reasons (README, "Metrics"). */
-const REFUSAL_REASONS = ["invalid_token", "insufficient_scope", "session_owner", "policy_denied", "rate_limited"] as const;
+const REFUSAL_REASONS = ["invalid_token", "insufficient_scope", "session_owner", "policy_denied", "tool_denied", "rate_limited"] as const;
 
 /** A refusal the response itself shows: the bearer challenge's error, or a rate limit. */
 function refusalOf(ctx: Koa.Context, route: string): string | undefined {

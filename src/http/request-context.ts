@@ -16,7 +16,7 @@ export interface RequestState {
   /** The authenticated caller of /mcp; set by the bearer middleware (gateway/bearer.ts). */
   identity?: CallerIdentity;
   /** Why this request was refused, when its status alone does not say (metrics). */
-  refusal?: "session_owner" | "policy_denied";
+  refusal?: "session_owner" | "policy_denied" | "tool_denied";
   /** The grant type of a /token request (metrics count successful ones). */
   grantType?: string;
   /** The JSON-RPC method(s) of an /mcp request, for its access line. */

@@ -20,7 +20,7 @@ async function refusals(): Promise<Record<string, number>> {
 
 describe("mab_refusals_total", () => {
   it("has a series for every reason at zero from the start, and counts a sign-in refused by the policy as policy_denied", async () => {
-    expect(await refusals()).toEqual({ invalid_token: 0, insufficient_scope: 0, session_owner: 0, policy_denied: 0, rate_limited: 0 });
+    expect(await refusals()).toEqual({ invalid_token: 0, insufficient_scope: 0, session_owner: 0, policy_denied: 0, tool_denied: 0, rate_limited: 0 });
     const browser = new HttpBrowser();
     const client = await registerClient(t.url);
     const { callback } = await authorize(t.url, client, { user: "mallory", browser, stopAt: `${t.url}/oauth/callback` });
