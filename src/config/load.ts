@@ -9,7 +9,7 @@ import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "../store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy.ts";
 import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop.ts";
-import { ConfigError, commaList, isLoopbackHost, type Env, type UpstreamKind } from "./values.ts";
+import { ConfigError, commaList, isLoopbackHost, isPlainHttpUrl, type Env, type UpstreamKind } from "./values.ts";
 export type { UpstreamKind };
 import { withSecretFiles } from "./sources.ts";
 import { parseStdioServer, type StdioServerConfig } from "./stdio-server.ts";
@@ -259,14 +259,7 @@ const bool = (fallback: boolean) =>
 
 const httpUrl = z
   .string()
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return (u.protocol === "http:" || u.protocol === "https:") && !u.hash && !u.search;
-    } catch {
-      return false;
-    }
-  })
+  .refine(isPlainHttpUrl)
   .transform((v) => v.replace(/\/+$/, ""));
 
 /** Decodes SECRET_KEY given as hex or base64/base64url; null when neither yields 32+ bytes. */
