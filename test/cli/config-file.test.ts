@@ -4,13 +4,14 @@
 // with what the broker accepts.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} in these strings is the file's syntax, meant literally
 import { beforeAll, describe, expect, it } from "@jest/globals";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Ajv, type ValidateFunction } from "ajv";
+import { parse as parseYaml } from "yaml";
 import { runCli } from "../../src/cli/program.ts";
 import { CatalogueFileSchema } from "../../src/config/catalogue-schema.ts";
-import { cleanEnv, runCliBinary, type Finished } from "../support/spawn.ts";
+import { cleanEnv, projectRoot, runCliBinary, type Finished } from "../support/spawn.ts";
 import { freePort } from "../support/start-broker.ts";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "mab-config-file-"));
@@ -127,6 +128,11 @@ describe("config schema", () => {
     expect(servers.items.required).toEqual(["name"]);
     expect(servers.items.additionalProperties).toBe(false);
     expect(Object.keys(servers.items.properties)).toEqual(expect.arrayContaining(["name", "url", "command", "scopes", "access", "tools"]));
+  });
+
+  it("accepts examples/broker.yaml as written, ${NAME} references included", () => {
+    const example: unknown = parseYaml(readFileSync(path.join(projectRoot, "examples/broker.yaml"), "utf8"));
+    expect(validate(example)).toBe(true);
   });
 
   // The schema an editor checks with and the broker's own agree on the shape of a file.

@@ -3,11 +3,12 @@
 // that an operator fixes a file in one round. Environment-only configuration stays as it was.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} in these strings is the file's syntax, meant literally
 import { describe, expect, it } from "@jest/globals";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConfigError, inspectConfig, loadConfig, type Config } from "../../src/config/load.ts";
 import { ConfigFileError } from "../../src/config/file.ts";
+import { projectRoot } from "../support/spawn.ts";
 
 const KEY = Buffer.alloc(32, 7).toString("base64");
 const tmp = () => mkdtempSync(path.join(tmpdir(), "mab-file-"));
@@ -483,5 +484,58 @@ describe("the file beside the environment's own server", () => {
     ]);
     expect(config.resourceUrl).toBe("https://mcp.example.com/mcp");
     expect(config.mcpServerUrl).toBe("http://127.0.0.1:8/mcp");
+  });
+});
+
+describe("the README's example (examples/broker.yaml)", () => {
+  const example = readFileSync(path.join(projectRoot, "examples/broker.yaml"), "utf8");
+  const readme = readFileSync(path.join(projectRoot, "README.md"), "utf8");
+  /** What the README's .env gives the file. */
+  const STAND_INS = {
+    ...GITHUB,
+    GITHUB_MCP_URL: "http://127.0.0.1:8082/mcp",
+    DOCS_MCP_URL: "http://127.0.0.1:8080/mcp",
+    NOTES_MCP_COMMAND: "npx -y @modelcontextprotocol/server-memory",
+  };
+  const section = readme.slice(readme.indexOf("## Several MCP servers"), readme.indexOf("\n## ", readme.indexOf("## Several MCP servers") + 1));
+
+  it("is what the README quotes, word for word", () => {
+    expect(section).not.toBe("");
+    expect(/```yaml\n([\s\S]*?)```/.exec(section)?.[1]).toBe(example);
+  });
+
+  it("loads as the README says: GitHub over HTTP, the docs with tool rules at /mcp too, a stdio server", () => {
+    const config = loadConfig({ ...STAND_INS, BROKER_CONFIG: "examples/broker.yaml" }, projectRoot);
+    const [github, docs, notes] = config.catalogue.servers;
+    expect(github).toMatchObject({ name: "github", isDefault: false, forwardUpstreamToken: true, backend: { kind: "http", url: "http://127.0.0.1:8082/mcp" } });
+    expect(docs).toMatchObject({
+      name: "docs",
+      isDefault: true,
+      backend: { kind: "http", url: "http://127.0.0.1:8080/mcp" },
+      scopes: { supported: ["docs:read", "docs:write"], implies: { "docs:write": ["docs:read"] } },
+    });
+    expect(docs?.tools.map((t) => [t.match, t.deny ?? false, t.deny ? undefined : t.requireScope])).toEqual([
+      ["admin_*", true, undefined],
+      ["delete_*", false, "docs:write"],
+      ["update_*", false, "docs:write"],
+      ["*", false, "docs:read"],
+    ]);
+    expect(notes).toMatchObject({
+      name: "notes",
+      backend: {
+        kind: "stdio",
+        server: { command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"], env: { MEMORY_FILE_PATH: "./data/notes.jsonl" } },
+      },
+    });
+  });
+
+  it("lists the mistakes of its three typos as the README shows them", () => {
+    const typos = example
+      .replace("url: ${DOCS_MCP_URL}", "url: docs.example.com/mcp")
+      .replace("requireScope: docs:write", "requireScope: docs:wirte")
+      .replace("    command: ${NOTES_MCP_COMMAND}", "    comand: ${NOTES_MCP_COMMAND}");
+    const shown = [...section.matchAll(/^FAIL {2}configuration {6}(.*)$/gm)].map((m) => m[1]);
+    expect(shown.length).toBeGreaterThan(2);
+    expect(mistakes(typos, STAND_INS)).toEqual(shown);
   });
 });
