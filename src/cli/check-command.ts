@@ -15,6 +15,7 @@ import type { Finding } from "../diagnostics/finding.ts";
 import { describeListenFailure, listenFailure } from "../diagnostics/listen-probe.ts";
 import { CliError, jsonCommand, printJson } from "./output.ts";
 import type { CliIo } from "./io.ts";
+import { configOption, withConfigFile } from "./config-command.ts";
 
 async function checkDatabase(config: Config, cwd: string): Promise<Finding> {
   const where = config.databaseKind === "postgres" ? "PostgreSQL" : `SQLite (${config.databaseUrl})`;
@@ -68,6 +69,14 @@ async function checkListening(config: Config): Promise<Finding> {
   return { check: "listening", ok: false, detail: describeListenFailure(code, config.host, config.port) ?? `cannot listen on ${where} (${code})` };
 }
 
+/** The file's servers, each with where it answers: what an operator pastes into clients. */
+function describeServers(config: Config): string {
+  const servers = config.catalogue.servers.map(
+    (s) => `${s.name} at ${s.resourceUrl}${s.isDefault ? ` (also ${config.publicUrl}/mcp)` : ""}${s.backend.kind === "stdio" ? " (stdio)" : ""}`,
+  );
+  return `${servers.length} from ${config.catalogue.source.kind === "file" ? config.catalogue.source.path : "the environment"}: ${servers.join(", ")}`;
+}
+
 /** Which variables a probe reads: one set aside or stood in for makes its answer meaningless. */
 const touches = (unsettled: ReadonlySet<string>, pattern: RegExp) => [...unsettled].some((name) => pattern.test(name));
 
@@ -86,6 +95,7 @@ async function findings(io: CliIo, version: string): Promise<Finding[]> {
       ok: true,
       detail: `PUBLIC_URL ${config.publicUrl}${config.insecurePublicUrl ? " (plain http: INSECURE_PUBLIC_URL=true)" : ""}, ${config.demoMode ? "demo mode" : `${config.upstream.provider} login`}, ${config.databaseKind}`,
     });
+  if (config.catalogue.source.kind === "file") results.push({ check: "MCP servers", ok: true, detail: describeServers(config) });
   if (!touches(unsettled, new RegExp(`^(${POLICY_VARIABLES.join("|")}|UPSTREAM_GROUPS_CLAIM)$`)))
     results.push({ check: "who may sign in", ok: true, detail: new AccessPolicy(config.accessPolicy).describe().join("; ") });
   // Demo mode without SECRET_KEY generates one at first start and keeps it in the data folder.
@@ -96,7 +106,7 @@ async function findings(io: CliIo, version: string): Promise<Finding[]> {
     touches(unsettled, /^(PORT|HOST)$/) ? undefined : checkListening(config),
     touches(unsettled, /^DATABASE_URL/) ? undefined : checkDatabase(config, io.cwd),
     touches(unsettled, /^(UPSTREAM_|GITHUB_)/) ? undefined : import("../diagnostics/upstream-probe.ts").then(({ checkUpstream }) => checkUpstream(config)),
-    touches(unsettled, /^(MCP_SERVER_|PROXY_TIMEOUT_SECONDS|FORWARD_UPSTREAM_TOKEN)/)
+    touches(unsettled, /^(MCP_SERVER_|PROXY_TIMEOUT_SECONDS|FORWARD_UPSTREAM_TOKEN|BROKER_CONFIG)/)
       ? undefined
       : import("../diagnostics/mcp-server-probe.ts").then(({ checkMcpServer }) => checkMcpServer(config, version)),
   ]);
@@ -111,9 +121,9 @@ function report(io: CliIo, opts: { json?: boolean }, results: readonly Finding[]
 }
 
 export function registerCheckCommand(program: Command, io: CliIo): void {
-  jsonCommand(
-    program,
-    "check",
-    "check the whole configuration, the listening address, the database, the identity provider credentials and the MCP server",
-  ).action(async (opts: { json?: boolean }) => report(io, opts, await findings(io, program.version() ?? "unknown")));
+  configOption(
+    jsonCommand(program, "check", "check the whole configuration, the listening address, the database, the identity provider credentials and the MCP server"),
+  ).action(async (opts: { json?: boolean; config?: string }) =>
+    report(io, opts, await findings(withConfigFile(io, opts.config), program.version() ?? "unknown")),
+  );
 }

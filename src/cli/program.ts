@@ -6,6 +6,7 @@ import { registerMaintenanceCommands } from "./maintenance-commands.ts";
 import { registerClientCommands } from "./clients-commands.ts";
 import { registerCheckCommand } from "./check-command.ts";
 import { registerAuditCommand } from "./audit-command.ts";
+import { configOption, registerConfigCommands, withConfigFile } from "./config-command.ts";
 import { CliError } from "./output.ts";
 import type { CliIo } from "./io.ts";
 import { MigrationError } from "../store/migration-error.ts";
@@ -26,14 +27,14 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   registerMaintenanceCommands(program, io);
   registerCheckCommand(program, io);
   registerAuditCommand(program, io);
+  registerConfigCommands(program, io);
   let exitCode = 0;
-  program
-    .command("serve")
+  configOption(program.command("serve"))
     .description("start the server (what npm start runs): migrate, then serve until SIGTERM or SIGINT")
-    .action(async () => {
+    .action(async (opts: { config?: string }) => {
       // Loaded only here: the other commands start faster without the whole server.
       const { serve } = await import("../serve.ts");
-      exitCode = await serve(io);
+      exitCode = await serve(withConfigFile(io, opts.config));
     });
   try {
     await program.parseAsync([...args], { from: "user" });

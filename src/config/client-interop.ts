@@ -27,9 +27,10 @@ export interface ClientInteropConfig {
 }
 
 // RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`.
-const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+export const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
-const DEFAULT_DESCRIPTIONS: Readonly<Record<string, string>> = {
+/** What the consent page says about the scopes every server understands, unless the operator says otherwise. */
+export const DEFAULT_DESCRIPTIONS: Readonly<Record<string, string>> = {
   mcp: "Use the MCP server's tools and data as you",
   offline_access: "Stay connected when you are not using it (refresh tokens)",
 };
@@ -62,17 +63,23 @@ function parseImplies(raw: string | undefined, known: readonly string[]): ScopeI
     if (!parsed.success) throw new ConfigError("SCOPE_IMPLIES", `expected entries like ${SCOPE_IMPLIES_EXAMPLE}, got ${JSON.stringify(entry)}`);
     const [scope, implied] = parsed.data;
     for (const name of [scope, ...implied]) {
-      if (name === "offline_access")
-        throw new ConfigError("SCOPE_IMPLIES", "offline_access asks for refresh tokens; it is no permission, so it neither implies nor is implied");
-      if (!known.includes(name))
-        throw new ConfigError(
-          "SCOPE_IMPLIES",
-          `names the scope ${JSON.stringify(name)}, which SCOPES_SUPPORTED does not list (${known.join(",")}): add it there or correct the name`,
-        );
+      const problem = impliedScopeProblem(name, known, "SCOPES_SUPPORTED");
+      if (problem) throw new ConfigError("SCOPE_IMPLIES", problem);
     }
     direct[scope] = [...(direct[scope] ?? []), ...implied];
   }
   return closeImplications(direct);
+}
+
+/**
+ * Why `name` cannot take part in an implication (undefined: it can): offline_access is no
+ * permission, and every scope named must be one the server understands (`list` says where those are listed).
+ */
+export function impliedScopeProblem(name: string, known: readonly string[], list: string): string | undefined {
+  if (name === "offline_access") return "offline_access asks for refresh tokens; it is no permission, so it neither implies nor is implied";
+  if (!known.includes(name))
+    return `names the scope ${JSON.stringify(name)}, which ${list} does not list (${known.join(",")}): add it there or correct the name`;
+  return undefined;
 }
 
 function parseScopes(env: Env): ScopeConfig {

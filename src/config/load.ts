@@ -9,12 +9,13 @@ import { z } from "zod";
 import { databaseKindOf, type DatabaseKind } from "../store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy.ts";
 import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop.ts";
-import { ConfigError, commaList, isLoopbackHost, type Env, type UpstreamKind } from "./values.ts";
+import { ConfigError, commaList, isLoopbackHost, isPlainHttpUrl, type Env, type UpstreamKind } from "./values.ts";
 export type { UpstreamKind };
 import { withSecretFiles } from "./sources.ts";
-import { parseStdioServer, type StdioServerConfig } from "./stdio-server.ts";
+import { parseStdioLimits, parseStdioServer, STDIO_LIMIT_VARIABLES, type StdioServerConfig } from "./stdio-server.ts";
+import { ConfigFileError, loadCatalogueFile, replacedVariable, type CatalogueFileContext } from "./file.ts";
 import { parseObservability, type ObservabilityConfig } from "./observability.ts";
-import type { Catalogue, McpBackend, McpServerEntry } from "./catalogue.ts";
+import { defaultServer, type Catalogue, type McpBackend, type McpServerEntry } from "./catalogue.ts";
 
 export { ConfigError };
 
@@ -26,7 +27,11 @@ export interface Config {
   readonly host: string;
   /** The issuer and base of every advertised URL, without trailing slash. */
   readonly publicUrl: string;
-  /** Canonical URI of the protected MCP endpoint (PUBLIC_URL/mcp). */
+  /**
+   * Canonical URI of the protected MCP endpoint (PUBLIC_URL/mcp). This and the other one-server
+   * fields (mcpServerUrl, stdioServer, resourceName, forwardUpstreamToken) describe the catalogue's
+   * default entry, or its first when none is: with a file, its resourceUrl is PUBLIC_URL/mcp/<name>.
+   */
   readonly resourceUrl: string;
   readonly databaseUrl: string;
   readonly databaseKind: DatabaseKind;
@@ -81,7 +86,8 @@ export interface Config {
   readonly forwardUpstreamToken: boolean;
   /**
    * The MCP servers fronted (config/catalogue.ts). From the environment alone: one entry, at /mcp,
-   * made of the fields above (mcpServerUrl or stdioServer, resourceUrl, resourceName, scopes).
+   * made of the fields above (mcpServerUrl or stdioServer, resourceUrl, resourceName, scopes). From
+   * BROKER_CONFIG: the file's servers (config/file.ts).
    */
   readonly catalogue: Catalogue;
   readonly logLevel: string;
@@ -127,6 +133,15 @@ function environmentCatalogue(input: {
     tools: [],
   };
   return Object.freeze({ servers: Object.freeze([Object.freeze(entry)]), source: { kind: "environment" } as const });
+}
+
+/** The file's catalogue; MCP_STDIO_* beside a file without a stdio server would be ignored, so they are refused. */
+function fileCatalogue(env: Env, context: CatalogueFileContext): Catalogue {
+  const catalogue = loadCatalogueFile(context);
+  const unused = STDIO_LIMIT_VARIABLES.find((name) => env[name]?.trim());
+  if (unused && !catalogue.servers.some((s) => s.backend.kind === "stdio"))
+    throw new ConfigError(unused, `only applies to stdio MCP servers, and ${context.file} lists none (a server with command): remove it`);
+  return catalogue;
 }
 
 /** Where the upstream IdP sends the browser back, relative to PUBLIC_URL. */
@@ -187,11 +202,20 @@ export function inspectConfig(env: Env, cwd: string): ConfigInspection {
   for (let pass = 0; pass < 64; pass++) {
     try {
       const config = loadConfig(remaining, cwd, { createDemoSecret: false });
-      const missing = missingMcpServer(config);
+      // A file set aside for its mistakes named the servers: none is missing.
+      const missing = unsettled.has("BROKER_CONFIG") ? undefined : missingMcpServer(config);
       if (missing) problems.push(missing);
       return { problems, config, unsettled };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
+      if (err instanceof ConfigFileError) {
+        // Each mistake of the file on its own line, with its place; the rest read without the file.
+        problems.push(...err.problems);
+        unsettled.add(err.variable);
+        const { BROKER_CONFIG: _, ...rest } = remaining;
+        remaining = rest;
+        continue;
+      }
       // A variable set aside may leave its neighbour missing (an unreadable SECRET_KEY_FILE: no
       // SECRET_KEY; an invalid ALLOWED_USERS: nobody admitted): the same problem, said once.
       const echo = problems.some(
@@ -259,14 +283,7 @@ const bool = (fallback: boolean) =>
 
 const httpUrl = z
   .string()
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return (u.protocol === "http:" || u.protocol === "https:") && !u.hash && !u.search;
-    } catch {
-      return false;
-    }
-  })
+  .refine(isPlainHttpUrl)
   .transform((v) => v.replace(/\/+$/, ""));
 
 /** Decodes SECRET_KEY given as hex or base64/base64url; null when neither yields 32+ bytes. */
@@ -377,14 +394,21 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     ) ?? "file:./data/broker.db";
   const databaseKind = databaseKindOf(databaseUrl);
 
-  const mcpServerUrl = parseVar(
+  // The catalogue's file, when there is one, replaces the variables of the environment's one server.
+  const configFile = parseVar(env, "BROKER_CONFIG", z.string().optional(), "the path of the YAML configuration file, e.g. ./broker.yaml");
+  const environmentForwardsToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
+  const replaced = configFile === undefined ? undefined : replacedVariable(env, configFile, environmentForwardsToken);
+  if (replaced) throw replaced;
+  const environmentUrl = parseVar(
     env,
     "MCP_SERVER_URL",
     httpUrl.optional(),
     "the absolute http(s) URL of the MCP server to protect, e.g. http://127.0.0.1:8080/mcp",
   );
-
-  const stdioServer = parseStdioServer(env, cwd);
+  // Without a file, the stdio variables are checked with MCP_SERVER_COMMAND; beside one, MCP_STDIO_*
+  // are the limits of the file's stdio servers.
+  const environmentStdio = configFile === undefined ? parseStdioServer(env, cwd) : undefined;
+  const stdioLimits = configFile === undefined ? undefined : parseStdioLimits(env);
 
   const clientId = parseVar(env, "UPSTREAM_CLIENT_ID", z.string().optional(), "the client id of the broker's registration at the upstream IdP");
   const clientSecret = parseVar(env, "UPSTREAM_CLIENT_SECRET", z.string().optional(), "the client secret of the broker's registration at the upstream IdP");
@@ -445,7 +469,6 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     // far less than a day of a registration flood.
     lifetimeSeconds: parseVar(env, "DYNAMIC_REGISTRATION_UNUSED_SECONDS", intIn(600, 30 * 86400, 3600), "a whole number of seconds between 600 and 2592000"),
   };
-  const forwardUpstreamToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
   const clients: ClientInteropConfig = parseClientInterop(env, {
     allowAppSchemeRedirects: parseVar(env, "ALLOW_APP_SCHEME_REDIRECTS", bool(true), "true or false"),
     cimd: parseVar(env, "CIMD", bool(true), "true or false"),
@@ -462,6 +485,29 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
       "one of fatal, error, warn, info, debug, trace, silent",
     ) ?? "info";
   const logFormat = parseVar(env, "LOG_FORMAT", z.enum(["pretty", "json"]).optional(), "pretty or json");
+
+  const environmentResourceName =
+    parseVar(env, "RESOURCE_NAME", z.string().trim().min(1).max(80).optional(), "a short name of 1 to 80 characters, e.g. Acme Docs") ?? publicUrlParsed.host;
+  // Before demo mode keeps a key: a file with mistakes stops the start with nothing written.
+  const catalogue =
+    configFile !== undefined && stdioLimits !== undefined
+      ? fileCatalogue(env, { file: configFile, cwd, env, publicUrl, provider, stdioLimits })
+      : environmentCatalogue({
+          resourceUrl: `${publicUrl}/mcp`,
+          resourceName: environmentResourceName,
+          mcpServerUrl: environmentUrl,
+          stdioServer: environmentStdio,
+          forwardUpstreamToken: environmentForwardsToken,
+          scopes: clients.scopes,
+        });
+  // The fields of one server mean the entry at /mcp (or the first): what the code written for one
+  // server reads until it reads the catalogue.
+  const main = defaultServer(catalogue) ?? catalogue.servers[0]!;
+  const mcpServerUrl = main.backend.kind === "http" ? main.backend.url : undefined;
+  const stdioServer = main.backend.kind === "stdio" ? main.backend.server : undefined;
+  const resourceUrl = main.resourceUrl;
+  const resourceName = main.title;
+  const forwardUpstreamToken = main.forwardUpstreamToken;
 
   const dataDir = path.resolve(cwd, "data");
   let secretKey: Buffer;
@@ -484,8 +530,6 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
 
   const allowAnyUser = parseVar(env, "ALLOW_ANY_USER", bool(false), "true or false");
   const accessPolicy: AccessPolicyConfig = parseAccessPolicy(env, provider, allowAnyUser);
-  const resourceName =
-    parseVar(env, "RESOURCE_NAME", z.string().trim().min(1).max(80).optional(), "a short name of 1 to 80 characters, e.g. Acme Docs") ?? publicUrlParsed.host;
 
   if (demoMode && !isLoopbackHost(host) && !allowDemoOnPublicHost) {
     throw new ConfigError(
@@ -494,8 +538,6 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     );
   }
 
-  const resourceUrl = `${publicUrl}/mcp`;
-  const catalogue = environmentCatalogue({ resourceUrl, resourceName, mcpServerUrl, stdioServer, forwardUpstreamToken, scopes: clients.scopes });
   return Object.freeze({
     port,
     host,

@@ -1,8 +1,9 @@
 // Fronting a stdio MCP server (MCP_SERVER_COMMAND and its companions), as the operator wrote it in
-// the environment: parsed once at start, one line per mistake. src/stdio/ runs it.
+// the environment or in the configuration file's servers: parsed once at start, one line per
+// mistake. src/stdio/ runs it.
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { ConfigError, type Env } from "./values.ts";
+import { ConfigError, ENV_NAME, type Env } from "./values.ts";
 
 export interface StdioServerConfig {
   /** The program, as the first word of MCP_SERVER_COMMAND (looked up on PATH when not a path). */
@@ -24,7 +25,6 @@ export interface StdioServerConfig {
   readonly requestTimeoutSeconds: number;
 }
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const DEFAULT_MAX_PROCESSES = 32;
 const DEFAULT_IDLE_SECONDS = 900;
 /**
@@ -87,12 +87,6 @@ function positiveInt(env: Env, name: string, fallback: number, max: number): num
   return Number(raw);
 }
 
-function variableName(name: string, variable: string): string {
-  if (!ENV_NAME.test(name))
-    throw new ConfigError(variable, `expected an environment variable name (letters, digits, _), got ${JSON.stringify(name.slice(0, 60))}`);
-  return name;
-}
-
 /** The variables that mean something only beside MCP_SERVER_COMMAND. */
 export const STDIO_COMPANION_VARIABLES = [
   "MCP_SERVER_CWD",
@@ -102,6 +96,116 @@ export const STDIO_COMPANION_VARIABLES = [
   "MCP_STDIO_IDLE_SECONDS",
   "MCP_STDIO_REQUEST_TIMEOUT_SECONDS",
 ] as const;
+
+/** The limits on children (MCP_STDIO_*): one broker's, whichever stdio servers it runs. */
+export const STDIO_LIMIT_VARIABLES = ["MCP_STDIO_MAX_PROCESSES", "MCP_STDIO_IDLE_SECONDS", "MCP_STDIO_REQUEST_TIMEOUT_SECONDS"] as const;
+
+export type StdioLimits = Pick<StdioServerConfig, "maxProcesses" | "maxProcessesPerUser" | "idleSeconds" | "requestTimeoutSeconds">;
+
+export function parseStdioLimits(env: Env): StdioLimits {
+  const maxProcesses = positiveInt(env, "MCP_STDIO_MAX_PROCESSES", DEFAULT_MAX_PROCESSES, 10_000);
+  return {
+    maxProcesses,
+    maxProcessesPerUser: Math.max(1, Math.floor(maxProcesses / 4)),
+    idleSeconds: positiveInt(env, "MCP_STDIO_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, 7 * 24 * 3600),
+    requestTimeoutSeconds: positiveInt(env, "MCP_STDIO_REQUEST_TIMEOUT_SECONDS", DEFAULT_REQUEST_TIMEOUT_SECONDS, 24 * 3600),
+  };
+}
+
+/** The parts of a stdio server the operator writes. */
+export type StdioField = "command" | "cwd" | "env" | "tokenEnv";
+
+/** A stdio server as written: in the environment (lines of words) or in the configuration file (lists and mappings). */
+export interface StdioServerValues {
+  /** A command line, split like a shell would split it (shellWords), or its words. */
+  readonly command: string | readonly string[];
+  readonly cwd: string | undefined;
+  /** `NAME=value` words, or a mapping. */
+  readonly env: string | Readonly<Record<string, string>> | undefined;
+  readonly tokenEnv: string | undefined;
+}
+
+/**
+ * A mistake in one field; `key` narrows it to one word of the command or one variable of `env`
+ * when the field was written as a list or a mapping.
+ */
+export type StdioReport = (field: StdioField, message: string, key?: string | number) => void;
+
+/**
+ * The checks a stdio server passes wherever it is written. `names` say how messages name the
+ * fields (the variables, or the file's keys); every mistake is reported, and undefined returned
+ * when there was one.
+ */
+export function stdioServerFrom(
+  values: StdioServerValues,
+  limits: StdioLimits,
+  cwd: string,
+  names: { readonly [F in StdioField]: string },
+  report: StdioReport,
+): StdioServerConfig | undefined {
+  let failed = false;
+  const fail: StdioReport = (field, message, key) => {
+    failed = true;
+    report(field, message, key);
+  };
+  const words = (line: string, field: StdioField): string[] => {
+    try {
+      return shellWords(line, names[field]);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      fail(field, err.detail);
+      return [];
+    }
+  };
+  const variableName = (name: string, field: StdioField, key?: string): boolean => {
+    if (ENV_NAME.test(name)) return true;
+    fail(field, `expected an environment variable name (letters, digits, _), got ${JSON.stringify(name.slice(0, 60))}`, key);
+    return false;
+  };
+
+  const [command, ...args] = typeof values.command === "string" ? words(values.command, "command") : values.command;
+  // (A line that could not be split is reported already.)
+  if (!command && !failed) fail("command", "expected a command, e.g. npx -y @modelcontextprotocol/server-github");
+
+  const cwdRaw = values.cwd?.trim();
+  const serverCwd = cwdRaw ? path.resolve(cwd, cwdRaw) : undefined;
+  if (serverCwd !== undefined && !(existsSync(serverCwd) && statSync(serverCwd).isDirectory()))
+    fail("cwd", `expected an existing folder, ${serverCwd} is not one`);
+
+  const tokenEnvRaw = values.tokenEnv?.trim();
+  let tokenEnv: string | undefined;
+  if (tokenEnvRaw && variableName(tokenEnvRaw, "tokenEnv")) {
+    if (isInheritedVariable(tokenEnvRaw)) fail("tokenEnv", `expected a variable of the server's own (e.g. GITHUB_PERSONAL_ACCESS_TOKEN), not ${tokenEnvRaw}`);
+    else tokenEnv = tokenEnvRaw;
+  }
+
+  const fixed: Record<string, string> = {};
+  const fix = (name: string, value: string, key?: string) => {
+    if (!variableName(name, "env", key)) return;
+    if (name === tokenEnv) fail("env", `${name} receives each user's upstream token (${names.tokenEnv}): it cannot also be fixed`, key);
+    else fixed[name] = value;
+  };
+  if (typeof values.env === "string") {
+    for (const word of words(values.env, "env")) {
+      const eq = word.indexOf("=");
+      if (eq <= 0) fail("env", `expected NAME=value words separated by spaces, got ${JSON.stringify(word.slice(0, 60))}`);
+      else fix(word.slice(0, eq), word.slice(eq + 1));
+    }
+  } else for (const [name, value] of Object.entries(values.env ?? {})) fix(name, value, name);
+
+  if (failed || !command) return undefined;
+  return Object.freeze({
+    command,
+    args: Object.freeze([...args]),
+    cwd: serverCwd,
+    env: Object.freeze(fixed),
+    tokenEnv,
+    ...limits,
+  });
+}
+
+/** The environment's names for a stdio server's fields. */
+const ENVIRONMENT_NAMES = { command: "MCP_SERVER_COMMAND", cwd: "MCP_SERVER_CWD", env: "MCP_SERVER_ENV", tokenEnv: "MCP_SERVER_TOKEN_ENV" } as const;
 
 /** The stdio server to front, or undefined when MCP_SERVER_COMMAND is not set. */
 export function parseStdioServer(env: Env, cwd: string): StdioServerConfig | undefined {
@@ -115,42 +219,10 @@ export function parseStdioServer(env: Env, cwd: string): StdioServerConfig | und
   if (env.MCP_SERVER_URL?.trim()) {
     throw new ConfigError("MCP_SERVER_COMMAND", "expected either MCP_SERVER_URL (an HTTP MCP server) or MCP_SERVER_COMMAND (a stdio one), both are set");
   }
-  const [command, ...args] = shellWords(line, "MCP_SERVER_COMMAND");
-  if (!command) throw new ConfigError("MCP_SERVER_COMMAND", "expected a command, e.g. npx -y @modelcontextprotocol/server-github");
-
-  const cwdRaw = env.MCP_SERVER_CWD?.trim();
-  const serverCwd = cwdRaw ? path.resolve(cwd, cwdRaw) : undefined;
-  if (serverCwd !== undefined && !(existsSync(serverCwd) && statSync(serverCwd).isDirectory())) {
-    throw new ConfigError("MCP_SERVER_CWD", `expected an existing folder, ${serverCwd} is not one`);
-  }
-
-  const tokenEnvRaw = env.MCP_SERVER_TOKEN_ENV?.trim();
-  const tokenEnv = tokenEnvRaw ? variableName(tokenEnvRaw, "MCP_SERVER_TOKEN_ENV") : undefined;
-  if (tokenEnv !== undefined && isInheritedVariable(tokenEnv)) {
-    throw new ConfigError("MCP_SERVER_TOKEN_ENV", `expected a variable of the server's own (e.g. GITHUB_PERSONAL_ACCESS_TOKEN), not ${tokenEnv}`);
-  }
-
-  const fixed: Record<string, string> = {};
-  for (const word of shellWords(env.MCP_SERVER_ENV ?? "", "MCP_SERVER_ENV")) {
-    const eq = word.indexOf("=");
-    if (eq <= 0) throw new ConfigError("MCP_SERVER_ENV", `expected NAME=value words separated by spaces, got ${JSON.stringify(word.slice(0, 60))}`);
-    const name = variableName(word.slice(0, eq), "MCP_SERVER_ENV");
-    if (name === tokenEnv)
-      throw new ConfigError("MCP_SERVER_ENV", `${name} receives each user's upstream token (MCP_SERVER_TOKEN_ENV): it cannot also be fixed`);
-    fixed[name] = word.slice(eq + 1);
-  }
-
-  const maxProcesses = positiveInt(env, "MCP_STDIO_MAX_PROCESSES", DEFAULT_MAX_PROCESSES, 10_000);
-  return Object.freeze({
-    command,
-    args: Object.freeze(args),
-    cwd: serverCwd,
-    env: Object.freeze(fixed),
-    tokenEnv,
-    maxProcesses,
-    maxProcessesPerUser: Math.max(1, Math.floor(maxProcesses / 4)),
-    idleSeconds: positiveInt(env, "MCP_STDIO_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, 7 * 24 * 3600),
-    requestTimeoutSeconds: positiveInt(env, "MCP_STDIO_REQUEST_TIMEOUT_SECONDS", DEFAULT_REQUEST_TIMEOUT_SECONDS, 24 * 3600),
+  const values: StdioServerValues = { command: line, cwd: env.MCP_SERVER_CWD, env: env.MCP_SERVER_ENV, tokenEnv: env.MCP_SERVER_TOKEN_ENV };
+  // The environment reports its first mistake, as every variable does.
+  return stdioServerFrom(values, parseStdioLimits(env), cwd, ENVIRONMENT_NAMES, (field, message) => {
+    throw new ConfigError(ENVIRONMENT_NAMES[field], message);
   });
 }
 

@@ -3,13 +3,19 @@
 
 export type Env = Record<string, string | undefined>;
 
+/** An environment variable's name as a program may be given one. */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 export class ConfigError extends Error {
+  /** The message without the variable's name: what the configuration file reports at a key instead. */
+  readonly detail: string;
   constructor(
     readonly variable: string,
     message: string,
   ) {
     super(`${variable}: ${message}`);
     this.name = "ConfigError";
+    this.detail = message;
   }
 }
 
@@ -19,6 +25,19 @@ export function commaList(raw: string | undefined): string[] {
     .split(",")
     .map((v) => v.trim())
     .filter(Boolean);
+}
+
+/**
+ * An absolute http(s) URL without query or fragment: what the broker calls (MCP servers, issuers)
+ * and what it advertises (PUBLIC_URL). A query or fragment would be dropped or misread on the way.
+ */
+export function isPlainHttpUrl(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return (u.protocol === "http:" || u.protocol === "https:") && !u.hash && !u.search;
+  } catch {
+    return false;
+  }
 }
 
 /** The identity providers the broker signs users in at. */
