@@ -467,6 +467,8 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
         });
         options.observer?.mcpServerAnswered((performance.now() - asked) / 1000);
       } catch (err) {
+        // The broker's own answer (the tool rules' step-up challenge), not a failure of the MCP server.
+        if (err instanceof OAuthError) throw err;
         endProxySpan(span, controller.signal.reason ?? err);
         return failed(ctx, log(), controller.signal.reason, err);
       } finally {

@@ -126,6 +126,19 @@ export class TestOAuthProvider implements OAuthClientProvider {
   }
 }
 
+/**
+ * A client application that keeps no refresh tokens. The SDK client (1.x) answers a 403
+ * insufficient_scope by refreshing when it holds a refresh token, which can never widen a scope and
+ * dead-ends in "Server returned 403 after trying upscoping" (modelcontextprotocol/typescript-sdk#2255,
+ * fixed upstream by SEP-2350's refresh bypass); without one it authorizes again, as step-up needs.
+ */
+export class NoRefreshProvider extends TestOAuthProvider {
+  override saveTokens(tokens: OAuthTokens) {
+    const { refresh_token: _dropped, ...rest } = tokens;
+    super.saveTokens(rest);
+  }
+}
+
 export interface ConnectedClient {
   readonly client: Client;
   readonly transport: StreamableHTTPClientTransport;

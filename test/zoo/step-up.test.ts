@@ -20,9 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { CallbackServer, TestOAuthProvider, connectWithOAuth, type ConnectedClient } from "../support/mcp-oauth-client.ts";
+import { CallbackServer, NoRefreshProvider, connectWithOAuth, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { mcpPost } from "../support/mcp-probe.ts";
 
@@ -78,14 +77,6 @@ async function startScopedMcpServer() {
       await new Promise((r) => server.close(r));
     },
   };
-}
-
-/** A client application that does not keep refresh tokens (see typescript-sdk#2255 above). */
-class NoRefreshProvider extends TestOAuthProvider {
-  override saveTokens(tokens: OAuthTokens) {
-    const { refresh_token: _dropped, ...rest } = tokens;
-    super.saveTokens(rest);
-  }
 }
 
 let backend: Awaited<ReturnType<typeof startScopedMcpServer>>;
