@@ -219,7 +219,7 @@ function brokerRouters(
       registrationLimit: grants.registrationLimit,
     }),
     frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
-    callbackRouter(grants.upstreamLogin, config.publicUrl, config.resourceName, accountSignInCallback(account)),
+    callbackRouter(grants.upstreamLogin, config.publicUrl, accountSignInCallback(account)),
     accountRouter(account),
     parts.served.router(config.publicUrl),
   ];

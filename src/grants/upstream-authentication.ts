@@ -5,6 +5,8 @@
 import { callbackUrl } from "../config/load.ts";
 import type { GrantsContext } from "./context.ts";
 import { audit } from "./audit.ts";
+import { grantAccess } from "./server-access.ts";
+import { factsOf } from "./stored-facts.ts";
 import { UpstreamError, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
 
 /** What a browser brings back to one of the broker's callbacks from the upstream IdP (an MCP client's sign-in, or the account page's). */
@@ -46,7 +48,8 @@ export type AdmittedSignIn = Extract<UpstreamAuthentication, { readonly outcome:
 export async function authenticateUpstream(
   ctx: GrantsContext,
   callback: { readonly callbackUrl: URL; readonly state: string; readonly started: StartedUpstreamLogin },
-  audited: { readonly clientId?: string | undefined; readonly ip?: string | undefined },
+  /** `resource`: the MCP server the sign-in is for (its access rules apply too); none for /account. */
+  audited: { readonly clientId?: string | undefined; readonly ip?: string | undefined; readonly resource?: string | undefined },
 ): Promise<UpstreamAuthentication> {
   const leg = {
     callbackUrl: callback.callbackUrl,
@@ -72,8 +75,11 @@ export async function authenticateUpstream(
     return { outcome: "failed", kind, message };
   }
 
-  const decision = ctx.policy.decide(identity);
+  // For an MCP server (a client's authorization): the global policy and that server's own rules, so
+  // that an account the server does not admit is refused here, not handed a token that fails later.
+  const decision = audited.resource === undefined ? ctx.policy.decide(identity) : grantAccess(ctx, audited.resource, factsOf(identity));
   if (decision.admitted) return { outcome: "admitted", tokens, identity, rule: decision.rule };
+  const refusedByServer = "refusedBy" in decision && decision.refusedBy !== "policy";
 
   // Nothing may stand on the refused account's upstream token: give it back now. Best effort (the
   // IdP may be down); it is never stored either way.
@@ -89,7 +95,12 @@ export async function authenticateUpstream(
     clientId: audited.clientId,
     subject: identity.subject,
     ip: audited.ip,
-    detail: { reason: "policy_denied", login: identity.login, provider: ctx.provider.kind },
+    detail: {
+      reason: refusedByServer ? "server_access_denied" : "policy_denied",
+      login: identity.login,
+      provider: ctx.provider.kind,
+      ...(refusedByServer ? { resource: audited.resource } : {}),
+    },
   });
   return {
     outcome: "refused",

@@ -2,6 +2,7 @@
 // upstream IdP; on the callback, exchange its code, read the identity, store the upstream session,
 // create the grant and the broker's own authorization code, and hand back to the client.
 import { callbackUrl } from "../config/load.ts";
+import { serverByResource } from "../config/catalogue.ts";
 import { randomUUID } from "node:crypto";
 import type { GrantsContext } from "./context.ts";
 import { PageError } from "./errors.ts";
@@ -40,6 +41,8 @@ export type CallbackDestination =
   | {
       readonly kind: "refused";
       readonly account: RefusedAccount;
+      /** The server the sign-in was for (its title): what the account may not use. */
+      readonly serverTitle: string;
       readonly clientName: string | null;
       readonly returnTo: string;
     };
@@ -145,7 +148,11 @@ export class UpstreamLogin implements UpstreamLoginStarter {
       return fail("server_error", `${this.providerName} reported an error during sign-in.`, upstreamError);
     }
 
-    const signIn = await authenticateUpstream(this.ctx, { callbackUrl: input.callbackUrl, state, started: tx }, { clientId: tx.clientId, ip: input.ip });
+    const signIn = await authenticateUpstream(
+      this.ctx,
+      { callbackUrl: input.callbackUrl, state, started: tx },
+      { clientId: tx.clientId, ip: input.ip, resource: tx.resource },
+    );
     if (signIn.outcome === "failed") {
       if (signIn.kind === "denied") return fail("access_denied", `The sign-in at ${this.providerName} was refused.`, signIn.message);
       if (signIn.kind === "unavailable") return fail("temporarily_unavailable", `${this.providerName} could not be reached; try again.`, signIn.message);
@@ -154,12 +161,14 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     if (signIn.outcome === "refused") {
       await end();
       const client = await this.ctx.db.client.findUnique({ where: { id: tx.clientId }, select: { clientName: true } });
+      const serverTitle = serverByResource(this.ctx.config.catalogue, tx.resource)?.title ?? this.ctx.config.resourceName;
       return {
         transactionId: tx.id,
         kind: "refused",
         account: signIn.account,
+        serverTitle,
         clientName: client?.clientName ?? null,
-        returnTo: toClient({ error: "access_denied", error_description: `This ${this.providerName} account may not use ${this.ctx.config.resourceName}.` }),
+        returnTo: toClient({ error: "access_denied", error_description: `This ${this.providerName} account may not use ${serverTitle}.` }),
       };
     }
     const code = await this.issueCode(tx, signIn, input.ip);

@@ -13,7 +13,7 @@ import { sendHtml } from "../http/html-page.ts";
 import { renderAccessRefusedPage } from "../views/access-refused-page.ts";
 import type { CallbackBranch } from "../http/callback-branch.ts";
 
-export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, resourceName: string, accountSignIn?: CallbackBranch): Router {
+export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, accountSignIn?: CallbackBranch): Router {
   const router = new Router();
   router.get(publicPaths(publicUrl, callbackPath), async (ctx) => {
     ctx.state.errorFormat = "page";
@@ -42,7 +42,7 @@ export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, 
     }
     const returnTo = { url: outcome.returnTo, clientName: outcome.clientName };
     ctx.state.refusal = "policy_denied";
-    sendHtml(ctx, renderAccessRefusedPage({ account: outcome.account, resourceName, returnTo }), 403);
+    sendHtml(ctx, renderAccessRefusedPage({ account: outcome.account, resourceName: outcome.serverTitle, returnTo }), 403);
   });
   return router;
 }

@@ -1,4 +1,4 @@
-// One broker in front of three MCP servers (two Streamable HTTP, one stdio) from a configuration
+// One broker in front of four MCP servers (three Streamable HTTP, one of them for alice alone, one stdio) from a configuration
 // file: each is its own protected resource. The real SDK client connects to one through its OAuth
 // flow; a token for one server is refused at the others before anything reaches them; the refresh
 // grant keeps the audience; consent is asked per server; each server's metadata names it.
@@ -44,6 +44,10 @@ beforeAll(async () => {
       "  - name: tools",
       "    title: Local tools",
       `    command: ${JSON.stringify(fixtureCommand)}`,
+      "  - name: private",
+      "    title: Private notes",
+      `    url: ${beta.url}`,
+      "    access: { users: [alice] }",
       "",
     ].join("\n"),
   );
@@ -57,7 +61,7 @@ afterAll(async () => {
   rmSync(configDir, { recursive: true, force: true });
 });
 
-describe("a catalogue of three servers", () => {
+describe("a catalogue of four servers", () => {
   it("publishes each server's protected resource metadata under its own path, naming it", async () => {
     for (const [name, title] of [
       ["alpha", "Alpha docs"],
@@ -149,6 +153,26 @@ describe("a catalogue of three servers", () => {
     const res = await fetch(authorizeUrl(t.url, client, { resource: undefined }), { redirect: "manual" });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain("several MCP servers");
+  });
+
+  it("refuses at sign-in an account a server's access rules do not admit: the refusal page, no code, audited", async () => {
+    const client = await registerClient(t.url);
+    const browser = new HttpBrowser();
+    const { callback: atCallback } = await authorize(t.url, client, {
+      user: "mallory",
+      resource: mcpAt("private"),
+      browser,
+      stopAt: `${t.url}/oauth/callback`,
+    });
+    const refused = await browser.request(atCallback.href);
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toContain("Private notes");
+    const event = await t.broker.database.db.auditEvent.findFirstOrThrow({ where: { type: "login.refused", clientId: client.client_id } });
+    expect(JSON.parse(event.detail)).toMatchObject({ reason: "server_access_denied", resource: mcpAt("private") });
+    // The same account may use the servers without rules; alice may use the private one.
+    expect((await obtainTokens(t.url, { user: "mallory", resource: mcpAt("alpha") })).tokens.access_token).toBeTruthy();
+    const alice = await obtainTokens(t.url, { user: "alice", resource: mcpAt("private") });
+    expect((await initialize(mcpAt("private"), alice.tokens.access_token)).status).toBe(200);
   });
 
   it("lists every server with its URL on the front page", async () => {
