@@ -400,6 +400,12 @@ describe("mistakes in the configuration file", () => {
       ["broker.yaml:6:7: servers[0].env.TOKEN: TOKEN receives each user's upstream token (tokenEnv): it cannot also be fixed"],
     ],
     [
+      "tool rules on a stdio server (the stdio bridge does not enforce them yet: refused, never silently ignored)",
+      "servers:\n  - name: notes\n    command: [node, s.js]\n    tools:\n      - { match: delete_*, deny: true }\n",
+      GITHUB,
+      ["broker.yaml:5:7: servers[0].tools: tool rules apply to Streamable HTTP servers"],
+    ],
+    [
       "stdio settings on an HTTP server",
       "servers:\n  - name: docs\n    url: http://127.0.0.1:9/mcp\n    tokenEnv: TOKEN\n",
       GITHUB,
