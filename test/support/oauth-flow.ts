@@ -91,11 +91,11 @@ export async function tokenRequest(
 }
 
 /** The whole flow: a fresh public client, a login as `user`, and the token response. */
-/** `resource`: the server's URL (default PUBLIC_URL/mcp). */
-export async function obtainTokens(brokerUrl: string, options: { user?: string; client?: RegisteredTestClient; resource?: string } = {}) {
+/** `resource`: the server's URL (default PUBLIC_URL/mcp); `scope`: what the client asks for (default: nothing named). */
+export async function obtainTokens(brokerUrl: string, options: { user?: string; client?: RegisteredTestClient; resource?: string; scope?: string } = {}) {
   const client = options.client ?? (await registerClient(brokerUrl));
   const resource = options.resource ?? `${brokerUrl}/mcp`;
-  const { callback, verifier } = await authorize(brokerUrl, client, { user: options.user, resource });
+  const { callback, verifier } = await authorize(brokerUrl, client, { user: options.user, resource, ...(options.scope ? { scope: options.scope } : {}) });
   const code = callback.searchParams.get("code");
   if (!code) throw new Error(`no code: ${callback.href}`);
   const confidential = client.client_secret ? { id: client.client_id, secret: client.client_secret } : undefined;
