@@ -19,6 +19,7 @@ import { recheckRows } from "./recheck.ts";
 import { modernRows } from "./modern-calls.ts";
 import { tracingRows } from "./tracing.ts";
 import { toolListFilterRows } from "./tool-list-filter.ts";
+import { catalogueRows } from "./catalogue.ts";
 import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
@@ -134,6 +135,11 @@ async function main(): Promise<void> {
       rows.push(...(await tracingRows((db, extra, entry) => startBrokerProcess("30", db, extra, entry))));
       return report(rows);
     }
+    // BENCH_ONLY=catalogue: a catalogue of 50 servers against one (row k) alone.
+    if (process.env.BENCH_ONLY === "catalogue") {
+      rows.push(...(await catalogueRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
+      return report(rows);
+    }
     // BENCH_ONLY=tools: permissions per tool (row p), in this process, alone.
     if (process.env.BENCH_ONLY === "tools") {
       rows.push(...(await toolListFilterRows()));
@@ -206,6 +212,7 @@ async function main(): Promise<void> {
     rows.push(...(await recheckRows(startBrokerProcess)));
     rows.push(...(await postgresRows()));
     rows.push(...(await toolListFilterRows()));
+    rows.push(...(await catalogueRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
     // (e) start-up to /healthz 200: on a fresh database (the migrations run), then a restart on it
     // (nothing pending: no migration engine).
     const startups: string[] = [];
