@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes, randomUUID } from "node:crypto";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
+import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
+import { HttpBrowser } from "../support/http-browser.ts";
 import { INITIALIZE_MESSAGE, mcpPost, mcpPostTo, mcpStatus } from "../support/mcp-probe.ts";
 import { basicAuth, postForm, registerOperatorClient } from "../support/oauth-client.ts";
 import { accessRules, otherServer, withCatalogue, withServerAccess } from "../support/catalogue.ts";
@@ -154,16 +155,15 @@ describe("a server's access rules at every use and every re-check", () => {
     expect(refresh.body.error).toBe("invalid_grant");
   });
 
-  it("a user outside the group gets nothing from the server: 401 from the first request, and no refreshed token", async () => {
+  it("a user outside the group gets nothing from the server: refused at sign-in, no code, no token", async () => {
     accounts.set("nina", { groups: ["staff"] });
-    const nina = await obtainTokens(broker.url, { user: "nina" });
-    const res = await mcpPost(broker.url, nina.tokens.access_token, INITIALIZE_MESSAGE);
-    expect(res.status).toBe(401);
-    expect(res.headers.get("www-authenticate")).toContain("do not admit this account");
-    await res.body?.cancel();
-    const refresh = await tokenRequest(broker.url, { grant_type: "refresh_token", refresh_token: nina.tokens.refresh_token, client_id: nina.client.client_id });
-    expect(refresh.status).toBe(400);
-    expect(refresh.body.error).toBe("invalid_grant");
+    const client = await registerClient(broker.url);
+    const browser = new HttpBrowser();
+    const { callback } = await authorize(broker.url, client, { user: "nina", browser, stopAt: `${broker.url}/oauth/callback` });
+    const res = await browser.request(callback.href);
+    expect(res.status).toBe(403);
+    expect(res.headers.get("location")).toBeNull();
+    expect(await db().grant.count({ where: { clientId: client.client_id } })).toBe(0);
   });
 
   it("a machine client the global policy names, but the server's rules do not, is refused", async () => {
