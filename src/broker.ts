@@ -21,7 +21,9 @@ import { OpenStreams } from "./gateway/open-streams.ts";
 import { allowedOrigin } from "./gateway/origin-check.ts";
 import type { SessionRegistry } from "./stdio/session-registry.ts";
 import type { McpHandler } from "./gateway/router.ts";
-import { frontServers, ServedCatalogue, type FrontedServer } from "./mcp-servers.ts";
+import { frontServers, refront, ServedCatalogue, type CatalogueChange, type FrontedServer, type FrontingDeps } from "./mcp-servers.ts";
+import { LiveCatalogue, type Catalogue } from "./config/catalogue.ts";
+import { narrowingRules } from "./grants/server-access.ts";
 import type Router from "@koa/router";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { cachedSessionBinding } from "./gateway/database-session-binding.ts";
@@ -105,6 +107,12 @@ export interface Broker {
   stop(deadlineMs?: number): Promise<void>;
   /** The audit sink's file is opened again before its next batch (SIGHUP, after logrotate). */
   reopenAuditSink(): void;
+  /**
+   * Serves `next` instead of the catalogue it serves (SIGHUP, `mcp-auth-broker reload`): unchanged
+   * servers keep running, removed ones stop and their grants end, validations are decided again
+   * under the new rules at each token's next use. Throws ReloadRefused when it needs a restart.
+   */
+  reload(next: Catalogue): Promise<CatalogueChange>;
 }
 
 const TEN_MINUTES = 10 * 60 * 1000;
@@ -254,6 +262,29 @@ function startBackgroundWork(
   return { stopSweep: () => sweepTimer && clearInterval(sweepTimer), auditSink };
 }
 
+/** A reload that cannot be applied while the broker runs: the old catalogue stays. */
+export class ReloadRefused extends Error {}
+
+async function reloadCatalogue(
+  next: Catalogue,
+  p: { config: Config; served: ServedCatalogue; fronting: FrontingDeps; services: Services; logger: Logger },
+): Promise<CatalogueChange> {
+  const live = p.config.catalogue;
+  if (!(live instanceof LiveCatalogue)) throw new ReloadRefused("this broker's catalogue was not loaded from its configuration: it cannot be reloaded");
+  // The GitHub provider reads the memberships the rules name, a list made at start.
+  const orgs = (c: Catalogue) => JSON.stringify([...new Set(narrowingRules(c).flatMap((r) => r.githubOrgs.map((o) => `${o.org}/${o.team ?? ""}`)))].sort());
+  if (p.config.upstream.provider === "github" && orgs(live) !== orgs(next))
+    throw new ReloadRefused("the GitHub organizations and teams the rules name have changed: restart the broker to apply this file");
+  const previous = live.servers;
+  live.replace(next);
+  const change = await refront(p.served, previous, p.fronting);
+  // Cached validations were decided under the old rules: each token is decided again at its next use.
+  p.services.grants.validator.forgetAll();
+  const ended = await p.services.grants.lifecycle.revokeResources(change.goneResources, "server_removed");
+  p.logger.info({ ...change, grantsEnded: ended.length }, "configuration reloaded: the MCP servers of the file are served");
+  return change;
+}
+
 /**
  * The graceful stop, in order: no new work (sweep, listening streams, stdio starts), the drain
  * within the deadline (answering streams get their errors just before it), then every part closes;
@@ -318,21 +349,21 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     mountPaths,
   );
   grants.sessions.observer = metrics;
-  const served = new ServedCatalogue(
-    await frontServers({
-      config,
-      logger,
-      clock: options.clock ?? systemClock,
-      validator: grants.validator,
-      revocations: grants.bus,
-      sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
-      streams,
-      observer: metrics,
-      allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
-      mcpHandler: options.mcpHandler,
-      audit: (entry) => audit(database.db, entry),
-    }),
-  );
+  const fronting: FrontingDeps = {
+    config,
+    logger,
+    clock: options.clock ?? systemClock,
+    validator: grants.validator,
+    revocations: grants.bus,
+    sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
+    streams,
+    observer: metrics,
+    allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
+    mcpHandler: options.mcpHandler,
+    audit: (entry) => audit(database.db, entry),
+  };
+  const served = new ServedCatalogue(await frontServers(fronting));
+  let reloading: Promise<unknown> = Promise.resolve();
   const app = createApp({
     config,
     logger,
@@ -360,6 +391,12 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     metricsPort: () => metricsServer?.port,
     activity: () => ({ requests: running?.inFlight() ?? 0, ...streams.count() }),
     reopenAuditSink: () => background.auditSink?.reopen(),
+    reload(next) {
+      // One at a time: a second signal waits for the first reload to finish.
+      const done = reloading.then(() => reloadCatalogue(next, { config, served, fronting, services, logger }));
+      reloading = done.catch(() => undefined);
+      return done;
+    },
     stop: (deadlineMs = 10_000) =>
       stopBroker({
         deadlineMs,

@@ -115,7 +115,7 @@ async function backendOf(
   entry: McpServerEntry,
   deps: FrontingDeps,
   mountPaths: readonly string[],
-): Promise<{ handler: McpHandler; stdioSessions?: SessionRegistry; proxy?: McpProxy; demo?: DemoMcpServer }> {
+): Promise<{ handler: McpHandler; stdioSessions?: SessionRegistry; proxy?: McpProxy; demo?: DemoMcpServer; unsubscribe?: () => void }> {
   const { config, logger } = deps;
   const log = config.catalogue.servers.length > 1 ? logger.child({ server: entry.name }) : logger;
   if (entry.backend.kind === "stdio") {
@@ -126,8 +126,12 @@ async function backendOf(
       guard: openChildGuard(ledgerDir(config, entry), log),
     });
     // A revoked grant's children stop at once, wherever the revocation came from (this process or the feed).
-    deps.revocations.subscribe((revocation) => void registry.endGrants(revocation.grantIds ?? []));
-    return { handler: stdioMcpHandler({ registry, passesToken: entry.backend.server.tokenEnv !== undefined, logger: log }), stdioSessions: registry };
+    const unsubscribe = deps.revocations.subscribe((revocation) => void registry.endGrants(revocation.grantIds ?? []));
+    return {
+      handler: stdioMcpHandler({ registry, passesToken: entry.backend.server.tokenEnv !== undefined, logger: log }),
+      stdioSessions: registry,
+      unsubscribe,
+    };
   }
   if (entry.backend.kind === "demo" && deps.mcpHandler) return { handler: deps.mcpHandler };
   const demo = entry.backend.kind === "demo" ? await startDemoMcpServer() : undefined;
@@ -212,44 +216,88 @@ export class ServedCatalogue {
   }
 }
 
-export async function frontServers(deps: FrontingDeps): Promise<FrontedServer[]> {
+/** One server of the catalogue behind its backend, with its routes. */
+async function frontServer(entry: McpServerEntry, deps: FrontingDeps): Promise<FrontedServer> {
   const { config } = deps;
-  reapRemovedServers(config, deps.logger);
-  const fronted: FrontedServer[] = [];
-  for (const entry of config.catalogue.servers) {
-    const own = publicPaths(config.publicUrl, entry.path);
-    // The default server of a larger catalogue also answers at /mcp itself (not below it: those
-    // paths are the other servers').
-    const alias = entry.isDefault && entry.path !== "/mcp" ? publicPaths(config.publicUrl, "/mcp") : [];
-    const mountPaths = [...own, ...alias];
-    const backend = await backendOf(entry, deps, mountPaths);
-    const routerFor = (mounts: readonly string[], metadataPath: string, subPaths: boolean) =>
-      mcpRouter({
-        validator: deps.validator,
-        resource: entry.resourceUrl,
-        resourceMetadataUrl: resourceMetadataUrl(config.publicUrl, metadataPath),
-        requiredScope: DEFAULT_SCOPE,
-        scopeImplies: entry.scopes.implies,
-        handler: backend.handler,
-        mountPaths: mounts,
-        subPaths,
-        allowedOrigin: deps.allowedOrigin,
-      });
-    fronted.push({
-      entry,
-      ownPaths: own,
-      aliasPaths: alias,
-      routes: routerFor(own, entry.path, true).routes(),
-      aliasRoutes: alias.length ? routerFor(alias, "/mcp", false).routes() : undefined,
-      stdioSessions: backend.stdioSessions,
-      demoMcpUrl: backend.demo?.url,
-      beginShutdown: () => backend.stdioSessions?.beginShutdown(),
-      async close() {
-        await backend.proxy?.close();
-        await backend.stdioSessions?.close();
-        await backend.demo?.close();
-      },
+  const own = publicPaths(config.publicUrl, entry.path);
+  // The default server of a larger catalogue also answers at /mcp itself (not below it: those
+  // paths are the other servers').
+  const alias = entry.isDefault && entry.path !== "/mcp" ? publicPaths(config.publicUrl, "/mcp") : [];
+  const backend = await backendOf(entry, deps, [...own, ...alias]);
+  const routerFor = (mounts: readonly string[], metadataPath: string, subPaths: boolean) =>
+    mcpRouter({
+      validator: deps.validator,
+      resource: entry.resourceUrl,
+      resourceMetadataUrl: resourceMetadataUrl(config.publicUrl, metadataPath),
+      requiredScope: DEFAULT_SCOPE,
+      scopeImplies: entry.scopes.implies,
+      handler: backend.handler,
+      mountPaths: mounts,
+      subPaths,
+      allowedOrigin: deps.allowedOrigin,
     });
-  }
+  return {
+    entry,
+    ownPaths: own,
+    aliasPaths: alias,
+    routes: routerFor(own, entry.path, true).routes(),
+    aliasRoutes: alias.length ? routerFor(alias, "/mcp", false).routes() : undefined,
+    stdioSessions: backend.stdioSessions,
+    demoMcpUrl: backend.demo?.url,
+    beginShutdown: () => backend.stdioSessions?.beginShutdown(),
+    async close() {
+      backend.unsubscribe?.();
+      await backend.proxy?.close();
+      await backend.stdioSessions?.close();
+      await backend.demo?.close();
+    },
+  };
+}
+
+export async function frontServers(deps: FrontingDeps): Promise<FrontedServer[]> {
+  reapRemovedServers(deps.config, deps.logger);
+  const fronted: FrontedServer[] = [];
+  for (const entry of deps.config.catalogue.servers) fronted.push(await frontServer(entry, deps));
   return fronted;
+}
+
+/** What a reload changed: the servers by name. */
+export interface CatalogueChange {
+  readonly added: readonly string[];
+  readonly changed: readonly string[];
+  readonly removed: readonly string[];
+  readonly unchanged: readonly string[];
+  /** Resource URIs no server answers for any more: their grants end. */
+  readonly goneResources: readonly string[];
+}
+
+/**
+ * Serves `next` instead of what `served` serves: a server whose entry is the same keeps running
+ * (its sessions and children untouched); a changed or removed one is stopped first (a stdio
+ * server's children with it), then the new and changed ones start; `served` switches at once.
+ * `next` must already be the configuration's catalogue (the caller replaces the live one first).
+ */
+export async function refront(served: ServedCatalogue, previous: readonly McpServerEntry[], deps: FrontingDeps): Promise<CatalogueChange> {
+  const next = deps.config.catalogue.servers;
+  const same = (a: McpServerEntry, b: McpServerEntry) => JSON.stringify(a) === JSON.stringify(b);
+  const running = new Map(served.servers.map((s) => [s.entry.name, s]));
+  const kept: FrontedServer[] = [];
+  const stopped: FrontedServer[] = [];
+  for (const [name, server] of running) {
+    const entry = next.find((e) => e.name === name);
+    if (entry && same(entry, server.entry)) kept.push(server);
+    else stopped.push(server);
+  }
+  for (const server of stopped) await server.close();
+  const started: FrontedServer[] = [];
+  for (const entry of next) if (!kept.some((k) => k.entry.name === entry.name)) started.push(await frontServer(entry, deps));
+  served.replace(next.map((e) => [...kept, ...started].find((s) => s.entry.name === e.name)!));
+  const nextResources = new Set(next.map((e) => e.resourceUrl));
+  return {
+    added: started.filter((s) => !running.has(s.entry.name)).map((s) => s.entry.name),
+    changed: started.filter((s) => running.has(s.entry.name)).map((s) => s.entry.name),
+    removed: stopped.filter((s) => !next.some((e) => e.name === s.entry.name)).map((s) => s.entry.name),
+    unchanged: kept.map((s) => s.entry.name),
+    goneResources: previous.map((e) => e.resourceUrl).filter((r) => !nextResources.has(r)),
+  };
 }

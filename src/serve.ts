@@ -9,6 +9,8 @@ import type { Activity, Broker } from "./broker.ts";
 import type { RunningServer } from "./http/server.ts";
 import { MigrationError } from "./store/migration-error.ts";
 import { installProcessGuard } from "./process-guard.ts";
+import { writePidFile } from "./pid-file.ts";
+import { firstLine } from "./lib/error-text.ts";
 import { constants as osConstants } from "node:os";
 import { describeListenFailure, listenFailure } from "./diagnostics/listen-probe.ts";
 import { DEMO_TOOLS } from "./demo/tools.ts";
@@ -48,6 +50,27 @@ export async function serve(io: ServeIo = processIo): Promise<number> {
     const message = err instanceof StartError ? err.message : `failed to start: ${(err instanceof Error ? err.message : String(err)).split("\n")[0]}`;
     io.err(`mcp-auth-broker: ${message}\n`);
     return 1;
+  }
+}
+
+/**
+ * The configuration file read again and its catalogue served (Broker.reload). A file with mistakes,
+ * or a change that needs a restart, is refused with one error line (each mistake after it): the
+ * servers stay as they were. Only the catalogue is reloaded; other settings need a restart.
+ */
+async function reloadFile(broker: Broker, io: ServeIo): Promise<void> {
+  let next: Config;
+  try {
+    next = loadConfig(readEnvironment(io.cwd, io.env), io.cwd, { createDemoSecret: false });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    broker.logger.error({ err: err.message }, "reload refused: the configuration has mistakes; the MCP servers stay as they were");
+    return;
+  }
+  try {
+    await broker.reload(next.catalogue);
+  } catch (err) {
+    broker.logger.error({ err: firstLine(err) }, "reload refused; the MCP servers stay as they were");
   }
 }
 
@@ -115,7 +138,14 @@ async function start(io: ServeIo): Promise<number> {
   });
   // logrotate moves the audit file away, then signals: later events go to a new file. Only then is
   // SIGHUP handled; otherwise it ends the process, as it ends any program whose terminal closed.
-  if (config.observability.auditSink?.kind === "file") process.on("SIGHUP", () => broker.reopenAuditSink());
+  // With a configuration file, SIGHUP (or `mcp-auth-broker reload`) also reads it again.
+  const reloadsFile = config.catalogue.source.kind === "file";
+  if (config.observability.auditSink?.kind === "file" || reloadsFile)
+    process.on("SIGHUP", () => {
+      if (config.observability.auditSink?.kind === "file") broker.reopenAuditSink();
+      if (reloadsFile) void reloadFile(broker, io);
+    });
+  const pidFile = reloadsFile ? writePidFile(config.dataDir, broker.logger) : undefined;
   installProcessGuard(broker.logger);
   if (config.insecurePublicUrl)
     broker.logger.warn(
@@ -138,7 +168,7 @@ async function start(io: ServeIo): Promise<number> {
     json ? `mcp-auth-broker is running (listening on ${config.host}:${running.port})${config.demoMode ? " in DEMO MODE" : ""}` : "mcp-auth-broker listening",
   );
   if (!json) io.out(startBanner(config, running.port));
-  return stopped;
+  return stopped.finally(() => pidFile?.remove());
 }
 
 /** The first line of a shutdown: what it waits for, until when, and how not to wait. */

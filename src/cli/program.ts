@@ -6,7 +6,7 @@ import { registerMaintenanceCommands } from "./maintenance-commands.ts";
 import { registerClientCommands } from "./clients-commands.ts";
 import { registerCheckCommand } from "./check-command.ts";
 import { registerAuditCommand } from "./audit-command.ts";
-import { configOption, registerConfigCommands, withConfigFile } from "./config-command.ts";
+import { configOption, registerConfigCommands, registerReloadCommand, withConfigFile } from "./config-command.ts";
 import { CliError } from "./output.ts";
 import type { CliIo } from "./io.ts";
 import { MigrationError } from "../store/migration-error.ts";
@@ -28,6 +28,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   registerCheckCommand(program, io);
   registerAuditCommand(program, io);
   registerConfigCommands(program, io);
+  registerReloadCommand(program, io);
   let exitCode = 0;
   configOption(program.command("serve"))
     .description("start the server (what npm start runs): migrate, then serve until SIGTERM or SIGINT")

@@ -15,7 +15,7 @@ import { withSecretFiles } from "./sources.ts";
 import { parseStdioLimits, parseStdioServer, STDIO_LIMIT_VARIABLES, type StdioServerConfig } from "./stdio-server.ts";
 import { ConfigFileError, loadCatalogueFile, replacedVariable, type CatalogueFileContext } from "./file.ts";
 import { parseObservability, type ObservabilityConfig } from "./observability.ts";
-import { defaultServer, type Catalogue, type McpBackend, type McpServerEntry } from "./catalogue.ts";
+import { defaultServer, LiveCatalogue, type Catalogue, type McpBackend, type McpServerEntry } from "./catalogue.ts";
 
 export { ConfigError };
 
@@ -577,7 +577,8 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     clients: Object.freeze(clients),
     allowedOrigins: Object.freeze(allowedOrigins),
     forwardUpstreamToken,
-    catalogue,
+    // Live: a reload (SIGHUP, `mcp-auth-broker reload`) replaces what every reader sees.
+    catalogue: new LiveCatalogue(catalogue),
     logLevel,
     logFormat,
     proxyTimeoutMs: proxyTimeoutSeconds * 1000,

@@ -88,6 +88,15 @@ export class AccessValidator {
   }
 
   /**
+   * Forgets every validation: the next use of each token reads it again and decides it under the
+   * configuration as it is now (after a reload of the catalogue, whose rules may have narrowed).
+   */
+  forgetAll(): void {
+    this.cache.clear();
+    this.byGrant.clear();
+  }
+
+  /**
    * Validates a presented access token. Throws CredentialRejected (401 invalid_token) or
    * UpstreamUnavailable (503). With `requireResource` (default) the token's audience must be
    * `resource` (the server asked, by default the one at /mcp): a token for one server of the

@@ -19,6 +19,8 @@ export type RevocationReason =
   | "policy_denied"
   /** The access rules of the grant's MCP server no longer admit its user (or the server left the catalogue). */
   | "server_access_denied"
+  /** Its MCP server was removed from the catalogue by a reload. */
+  | "server_removed"
   | "user_revoked"
   | "idle_timeout"
   | "max_age"
@@ -101,6 +103,16 @@ export class GrantLifecycle {
   /** Every live grant of one upstream user (e.g. `github:583231`). */
   async revokeSubject(subject: string, reason: RevocationReason): Promise<string[]> {
     const grants = await this.ctx.db.grant.findMany({ where: { subject, revokedAt: null }, select: { id: true } });
+    return this.revokeGrants(
+      grants.map((g) => g.id),
+      reason,
+    );
+  }
+
+  /** Every live grant for these resources (MCP servers a reload removed). */
+  async revokeResources(resources: readonly string[], reason: RevocationReason): Promise<string[]> {
+    if (resources.length === 0) return [];
+    const grants = await this.ctx.db.grant.findMany({ where: { resource: { in: [...resources] }, revokedAt: null }, select: { id: true } });
     return this.revokeGrants(
       grants.map((g) => g.id),
       reason,
