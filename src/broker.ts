@@ -340,10 +340,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
 
   const demoIdp: MountedDemoIdentityProvider | undefined = config.demoMode ? await (await loadDemoMount(logger)).mountDemoIdentityProvider(config) : undefined;
   const streams = new OpenStreams();
-  const mountPaths = config.catalogue.servers.flatMap((server) => [
-    ...publicPaths(config.publicUrl, server.path),
-    ...(server.isDefault && server.path !== "/mcp" ? publicPaths(config.publicUrl, "/mcp") : []),
-  ]);
+  // Every server answers at PUBLIC_URL/mcp or below (a reload may add some): all of it is the MCP route.
+  const mountPaths = publicPaths(config.publicUrl, "/mcp");
   const metrics = new BrokerMetrics(
     { databaseQueries: database.queryCount, validationCache: () => grants.validator.stats, liveGrants: () => services.grantListing.countLive() },
     mountPaths,

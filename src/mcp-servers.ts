@@ -191,12 +191,15 @@ export class ServedCatalogue {
    * The routes answering at `path`: a server's mount exactly, or its own mount above it (the /mcp
    * alias has no sub-paths: those are the other servers'). A few map lookups, however many servers.
    */
-  routesAt(path: string): ReturnType<Router["routes"]> | undefined {
+  routesAt(path: string): { readonly name: string; readonly routes: ReturnType<Router["routes"]> } | undefined {
     const exact = this.mounts.get(path);
-    if (exact) return exact.alias ? exact.server.aliasRoutes : exact.server.routes;
+    if (exact) {
+      const routes = exact.alias ? exact.server.aliasRoutes : exact.server.routes;
+      return routes && { name: exact.server.entry.name, routes };
+    }
     for (let cut = path.lastIndexOf("/"); cut > 0; cut = path.lastIndexOf("/", cut - 1)) {
       const mount = this.mounts.get(path.slice(0, cut));
-      if (mount) return mount.alias ? undefined : mount.server.routes;
+      if (mount) return mount.alias ? undefined : { name: mount.server.entry.name, routes: mount.server.routes };
     }
     return undefined;
   }
@@ -205,12 +208,13 @@ export class ServedCatalogue {
     const router = new Router();
     const paths = publicPaths(publicUrl, "/mcp").flatMap((mount) => [mount, `${mount}/{*rest}`]);
     router.all(paths, (ctx, next) => {
-      const routes = this.routesAt(ctx.path);
-      if (!routes) {
+      const found = this.routesAt(ctx.path);
+      if (!found) {
         ctx.state.errorFormat = "jsonrpc";
         return jsonRpcError(ctx, 404, -32000, "No MCP server answers at this path: check the URL (PUBLIC_URL/mcp/<name>).");
       }
-      return routes(ctx, next);
+      ctx.state.server = found.name;
+      return found.routes(ctx, next);
     });
     return router;
   }

@@ -43,6 +43,12 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 
 export class BrokerMetrics {
   readonly registry = new Registry();
+  private readonly mcpRequests = new Counter({
+    name: "mab_mcp_requests_total",
+    help: "Requests to the MCP servers, by catalogue server and status.",
+    labelNames: ["server", "status"] as const,
+    registers: [this.registry],
+  });
   private readonly requests = new Counter({
     name: "mab_http_requests_total",
     help: "HTTP requests answered, by route, method and status.",
@@ -136,7 +142,9 @@ export class BrokerMetrics {
       } finally {
         const route = routeOf(ctx.path, this.mcpMounts);
         const observe = () => {
+          const status = String(ctx.respond === false ? ctx.res.statusCode : ctx.status);
           this.requests.inc({ route, method: ctx.method, status: String(ctx.status) });
+          if (ctx.state.server !== undefined) this.mcpRequests.inc({ server: ctx.state.server, status });
           this.latency.observe({ route, method: ctx.method }, (performance.now() - started) / 1000);
         };
         // Streamed answers (the proxy's) end after the middleware returns.

@@ -21,6 +21,8 @@ export interface RequestState {
   grantType?: string;
   /** The JSON-RPC method(s) of an /mcp request, for its access line. */
   rpcMethods?: string[];
+  /** The catalogue server an /mcp request was for (its name), for its access line and metrics. */
+  server?: string;
 }
 
 // The one declaration of the state's type: every Koa and @koa/router middleware sees it as
@@ -36,11 +38,12 @@ interface ByteMark {
 }
 
 function mcpAccessFields(ctx: Koa.Context, ms: number, mark: ByteMark): Record<string, unknown> {
-  const { identity, rpcMethods } = ctx.state;
+  const { identity, rpcMethods, server } = ctx.state;
   const session = ctx.get("mcp-session-id") || ctx.response.get("mcp-session-id");
   return {
     method: ctx.method,
     url: redactUrl(ctx.originalUrl),
+    ...(server ? { server } : {}),
     ...(rpcMethods?.length ? { rpc: rpcMethods.join(",") } : {}),
     status: ctx.res.statusCode,
     ms,

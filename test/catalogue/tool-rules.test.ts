@@ -104,6 +104,9 @@ describe("tool rules through the broker", () => {
     }
     expect(postsToServer()).toBe(before.posts);
     expect(await toolDeniedRefusals()).toBe(before.refusals + 2);
+    // The server's name labels its requests (the refused ones answered 200 with their JSON-RPC error).
+    const metrics = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text();
+    expect(Number(/^mab_mcp_requests_total\{server="demo",status="200"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(2);
     const events = await t.broker.database.db.auditEvent.findMany({ where: { type: "tool.denied" }, orderBy: { at: "asc" } });
     const details = events.map((e) => JSON.parse(e.detail) as Record<string, unknown>);
     expect(details).toEqual(

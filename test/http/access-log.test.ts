@@ -64,6 +64,8 @@ describe("the /mcp access line", () => {
         level: 30,
         method: "POST",
         url: "/mcp",
+        // The catalogue server's name (the environment's one server is "mcp").
+        server: "mcp",
         rpc: "initialize",
         status: 200,
         subject: "demo:ann",
