@@ -1,5 +1,6 @@
 // `audit`: the security events the broker recorded (logins, refusals, consents, revocations, token
 // replays…), filtered, newest last. Never shows a token, code or secret: none is recorded.
+import { serverNamed, serverOption } from "./server-option.ts";
 import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, iso, jsonCommand, printJson, printTable } from "./output.ts";
@@ -64,7 +65,7 @@ function parseLimit(value: string): number {
 }
 
 export function registerAuditCommand(program: Command, io: CliIo): void {
-  jsonCommand(program, "audit", "show the audit trail: sign-ins, refusals, consents, revocations, token replays (newest last)")
+  serverOption(jsonCommand(program, "audit", "show the audit trail: sign-ins, refusals, consents, revocations, token replays (newest last)"))
     .option("--since <when>", "from this long ago (30m, 1h, 7d, 2w) or this date (ISO 8601)", "24h")
     .option("--user <subject>", "only events of this user, e.g. github:583231")
     .option("--client <id>", "only events of this client")
@@ -73,17 +74,24 @@ export function registerAuditCommand(program: Command, io: CliIo): void {
     .option("--follow", "then keep printing new events as they are recorded, until Ctrl-C (with --json: one JSON object per line)")
     .option("--interval <seconds>", "with --follow: how often to look for new events", "1")
     .action(
-      async (opts: { since: string; user?: string; client?: string; type?: string; limit: string; json?: boolean; follow?: boolean; interval: string }) => {
+      async (opts: {
+        since: string;
+        user?: string;
+        client?: string;
+        type?: string;
+        limit: string;
+        json?: boolean;
+        follow?: boolean;
+        interval: string;
+        server?: string;
+      }) => {
         const now = new Date();
-        const filter = {
-          since: parseSince(opts.since, now),
-          subject: opts.user,
-          clientId: opts.client,
-          type: opts.type,
-          limit: parseLimit(opts.limit),
-        };
+        // Usage errors before anything is opened.
+        const asked = { since: parseSince(opts.since, now), subject: opts.user, clientId: opts.client, type: opts.type, limit: parseLimit(opts.limit) };
         const intervalMs = parseInterval(opts.interval);
-        await withContext(io, async ({ services }) => {
+        await withContext(io, async ({ services, config }) => {
+          const filter = { ...asked, server: serverNamed(config, opts.server) };
+          const { server } = filter;
           // Ctrl-C is taken from before the first line: pressed at any moment, it ends the tail, not the process.
           const stop = opts.follow ? interruption(io) : undefined;
           const events = await services.auditLog.read(filter).catch((err: unknown) => {
@@ -97,7 +105,7 @@ export function registerAuditCommand(program: Command, io: CliIo): void {
             try {
               await followAuditLog({
                 readForward: (f) => services.auditLog.readForward(f),
-                filter: { subject: filter.subject, clientId: filter.clientId, type: filter.type },
+                filter: { subject: filter.subject, clientId: filter.clientId, type: filter.type, server },
                 printed: events,
                 start: now,
                 intervalMs,

@@ -1,5 +1,6 @@
 // `grants list|revoke`: what users and clients hold access, and taking it away (with the same
 // cascade as HTTP revocation: every broker token, then the upstream token when no grant needs it).
+import { serverNamed, serverOption } from "./server-option.ts";
 import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printJson, printTable } from "./output.ts";
@@ -9,13 +10,14 @@ export function registerGrantCommands(program: Command, io: CliIo): void {
   // "sessions" is the name the outside contract uses for the same thing: what a user signed in to.
   const grants = program.command("grants").alias("sessions").description("list and revoke grants (what a client may do for a user; alias: sessions)");
 
-  jsonCommand(grants, "list", "list grants, live ones by default")
+  serverOption(jsonCommand(grants, "list", "list grants, live ones by default"))
     .option("--user <subject>", "only grants of this upstream user, e.g. github:583231")
     .option("--client <id>", "only grants of this client")
     .option("--all", "include revoked and expired grants")
-    .action(async (opts: { user?: string; client?: string; all?: boolean; json?: boolean }) => {
-      await withContext(io, async ({ services }) => {
-        const list = await services.grantListing.listGrants({ user: opts.user, client: opts.client, all: opts.all });
+    .action(async (opts: { user?: string; client?: string; all?: boolean; json?: boolean; server?: string }) => {
+      await withContext(io, async ({ services, config }) => {
+        const server = serverNamed(config, opts.server);
+        const list = await services.grantListing.listGrants({ user: opts.user, client: opts.client, all: opts.all, resource: server?.resource });
         if (opts.json)
           return printJson(
             io,

@@ -13,6 +13,11 @@ export interface AuditFilter {
   readonly type?: string | undefined;
   /** At most this many events: the newest ones. */
   readonly limit: number;
+  /**
+   * Only events about one catalogue server: those of its grants, and those that name it (a refused
+   * tool call's `server`, a refused sign-in's `resource`).
+   */
+  readonly server?: { readonly name: string; readonly resource: string } | undefined;
 }
 
 export interface AuditRecord {
@@ -36,14 +41,31 @@ function parseDetail(text: string): Record<string, unknown> {
   }
 }
 
-function whereOf(filter: Omit<AuditFilter, "limit">) {
+function whereOf(filter: Omit<AuditFilter, "limit">, serverGrants: readonly string[] = []) {
   const type = filter.type?.trim();
   return {
     ...(filter.since ? { at: { gte: filter.since } } : {}),
     ...(filter.subject ? { subject: filter.subject } : {}),
     ...(filter.clientId ? { clientId: filter.clientId } : {}),
     ...(type ? (type.includes(".") ? { type } : { type: { startsWith: `${type}.` } }) : {}),
+    ...(filter.server
+      ? {
+          OR: [
+            { grantId: { in: [...serverGrants] } },
+            { detail: { contains: `"server":${JSON.stringify(filter.server.name)}` } },
+            { detail: { contains: `"resource":${JSON.stringify(filter.server.resource)}` } },
+          ],
+        }
+      : {}),
   };
+}
+
+type AuditReader = Pick<Db, "auditEvent" | "grant">;
+
+/** The ids of the grants of the filter's server (every grant ever made for its resource). */
+async function serverGrants(db: AuditReader, filter: Omit<AuditFilter, "limit">): Promise<string[]> {
+  if (!filter.server) return [];
+  return (await db.grant.findMany({ where: { resource: filter.server.resource }, select: { id: true } })).map((g) => g.id);
 }
 
 export function auditRecord(row: AuditEvent): AuditRecord {
@@ -60,14 +82,22 @@ export function auditRecord(row: AuditEvent): AuditRecord {
 }
 
 /** The newest `filter.limit` events matching the filter, oldest first. */
-export async function readAuditLog(db: Pick<Db, "auditEvent">, filter: AuditFilter): Promise<AuditRecord[]> {
-  const rows = await db.auditEvent.findMany({ where: whereOf(filter), orderBy: [{ at: "desc" }, { id: "desc" }], take: filter.limit });
+export async function readAuditLog(db: AuditReader, filter: AuditFilter): Promise<AuditRecord[]> {
+  const rows = await db.auditEvent.findMany({
+    where: whereOf(filter, await serverGrants(db, filter)),
+    orderBy: [{ at: "desc" }, { id: "desc" }],
+    take: filter.limit,
+  });
   return rows.reverse().map(auditRecord);
 }
 
 /** The oldest `filter.limit` events at or after `filter.since`, oldest first: the next page of a tail. */
-export async function readAuditLogForward(db: Pick<Db, "auditEvent">, filter: AuditFilter): Promise<AuditRecord[]> {
-  const rows = await db.auditEvent.findMany({ where: whereOf(filter), orderBy: [{ at: "asc" }, { id: "asc" }], take: filter.limit });
+export async function readAuditLogForward(db: AuditReader, filter: AuditFilter): Promise<AuditRecord[]> {
+  const rows = await db.auditEvent.findMany({
+    where: whereOf(filter, await serverGrants(db, filter)),
+    orderBy: [{ at: "asc" }, { id: "asc" }],
+    take: filter.limit,
+  });
   return rows.map(auditRecord);
 }
 

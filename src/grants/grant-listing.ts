@@ -35,6 +35,8 @@ export interface GrantFilter {
   readonly client?: string | undefined;
   /** Include revoked and expired grants (default: live ones only). */
   readonly all?: boolean | undefined;
+  /** Only the grants for this resource (one catalogue server). */
+  readonly resource?: string | undefined;
 }
 
 export interface GrantListing {
@@ -83,6 +85,7 @@ export function createGrantListing(db: Db): GrantListing {
         where: {
           ...(filter.user ? { subject: filter.user } : {}),
           ...(filter.client ? { clientId: filter.client } : {}),
+          ...(filter.resource ? { resource: filter.resource } : {}),
           ...(filter.all ? {} : liveGrantWhere(now)),
         },
         include,

@@ -8,6 +8,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { runCli } from "../../src/cli/program.ts";
+import { cleanEnv } from "../support/spawn.ts";
 import { CallbackServer, connectWithOAuth } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { authorizeUrl } from "../support/oauth-client.ts";
@@ -24,12 +26,13 @@ const mcpAt = (name: string) => `${t.url}/mcp/${name}`;
 
 const initialize = (url: string, token: string) => mcpPostTo(url, token, INITIALIZE_MESSAGE);
 let configDir: string;
+let file: string;
 
 beforeAll(async () => {
   [alpha, beta] = await Promise.all([startDemoMcpServer(), startDemoMcpServer()]);
   callback = await new CallbackServer().start();
   configDir = mkdtempSync(path.join(tmpdir(), "mab-catalogue-"));
-  const file = path.join(configDir, "broker.yaml");
+  file = path.join(configDir, "broker.yaml");
   writeFileSync(
     file,
     [
@@ -173,6 +176,38 @@ describe("a catalogue of four servers", () => {
     expect((await obtainTokens(t.url, { user: "mallory", resource: mcpAt("alpha") })).tokens.access_token).toBeTruthy();
     const alice = await obtainTokens(t.url, { user: "alice", resource: mcpAt("private") });
     expect((await initialize(mcpAt("private"), alice.tokens.access_token)).status).toBe(200);
+  });
+
+  it("lists the grants and the audit events of one server with --server", async () => {
+    const beta = await obtainTokens(t.url, { user: "gina", resource: mcpAt("beta") });
+    const alpha = await obtainTokens(t.url, { user: "gina", resource: mcpAt("alpha") });
+    const cli = async (args: string[]) => {
+      let out = "";
+      const write = (text: string) => {
+        out += text;
+      };
+      const env = {
+        DATABASE_URL: t.broker.config.databaseUrl,
+        SECRET_KEY: t.broker.config.secretKey.toString("base64"),
+        PUBLIC_URL: t.url,
+        BROKER_CONFIG: file,
+      };
+      const code = await runCli(args, { cwd: t.dir, env: cleanEnv(env), out: write, err: write });
+      return { code, out };
+    };
+    const listed = await cli(["grants", "list", "--server", "beta", "--user", "demo:gina", "--json"]);
+    expect(listed.code).toBe(0);
+    const ids = (JSON.parse(listed.out) as Array<{ clientId: string }>).map((g) => g.clientId);
+    expect(ids).toEqual([beta.client.client_id]);
+    expect(ids).not.toContain(alpha.client.client_id);
+    const events = await cli(["audit", "--server", "beta", "--json", "--since", "1h"]);
+    expect(events.code).toBe(0);
+    const clients = new Set((JSON.parse(events.out) as Array<{ clientId: string | null }>).map((e) => e.clientId));
+    expect(clients).toContain(beta.client.client_id);
+    expect(clients).not.toContain(alpha.client.client_id);
+    const unknown = await cli(["grants", "list", "--server", "gamma"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.out).toContain("no such MCP server; the configuration has alpha, beta, tools, private");
   });
 
   it("lists every server with its URL on the front page", async () => {
