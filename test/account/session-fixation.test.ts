@@ -7,7 +7,7 @@
 // demo mode.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { HttpBrowser, answerAs } from "../support/http-browser.ts";
+import { HttpBrowser, answerAs, answerSwitchingTo } from "../support/http-browser.ts";
 import { authorize, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
 import { authorizeUrl, decide, openConsent } from "../support/oauth-client.ts";
 import { mcpStatus } from "../support/mcp-probe.ts";
@@ -178,22 +178,6 @@ describe("what survives the new session id", () => {
     expect(await firstHop()).toBe("consent");
   });
 });
-
-/**
- * Answers like answerAs, and also submits the page oidc-provider shows when another account signs
- * in over its open session (an auto-submitting form that ends the old one; HttpBrowser runs no script).
- */
-function answerSwitchingTo(user: string) {
-  const answer = answerAs(user);
-  return (url: string, html: string) => {
-    const reply = answer(url, html);
-    if (reply || !html.includes("<title>Submitting Callback</title>")) return reply;
-    const decode = (v: string) => v.replace(/&amp;/g, "&").replace(/&quot;/g, '"');
-    const action = decode(/<form method="post" action="([^"]+)"/.exec(html)![1]!);
-    const form = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/>/g)].map((m) => [m[1]!, decode(m[2]!)]));
-    return { action, form };
-  };
-}
 
 /** A sign-in at /account, asking the IdP for a fresh login, in a browser that may already be signed in. */
 async function signInAgain(browser: HttpBrowser, user: string): Promise<void> {

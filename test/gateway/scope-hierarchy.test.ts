@@ -10,7 +10,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorize, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
-import { HttpBrowser, answerAs } from "../support/http-browser.ts";
+import { HttpBrowser, answerRecordingConsent } from "../support/http-browser.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { approvalCovers } from "../../src/grants/consents.ts";
 
@@ -126,10 +126,7 @@ describe("SCOPE_IMPLIES", () => {
     const client = await registerClient(t.url);
     const browser = new HttpBrowser();
     const pages: string[] = [];
-    const recording = (at: string, html: string) => {
-      if (html.includes('name="csrf"')) pages.push(html);
-      return answerAs("erin")(at, html);
-    };
+    const recording = answerRecordingConsent("erin", pages);
     const walk = async (scope: string) => {
       const url = new URL(`${t.url}/authorize`);
       const params = {
