@@ -10,19 +10,23 @@ export interface RegisteredTestClient {
   readonly redirect_uri: string;
 }
 
+/** A public client's registration as the tests send it: PKCE, no secret, a code and refresh tokens. */
+export function publicClientMetadata(redirect: string, name = "Test client") {
+  return {
+    client_name: name,
+    redirect_uris: [redirect],
+    token_endpoint_auth_method: "none",
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+  };
+}
+
 export async function registerClient(brokerUrl: string, metadata: Record<string, unknown> = {}): Promise<RegisteredTestClient & Record<string, unknown>> {
   const redirect = (metadata.redirect_uris as string[] | undefined)?.[0] ?? "http://127.0.0.1:7777/callback";
   const res = await fetch(`${brokerUrl}/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      client_name: "Test client",
-      redirect_uris: [redirect],
-      token_endpoint_auth_method: "none",
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      ...metadata,
-    }),
+    body: JSON.stringify({ ...publicClientMetadata(redirect), ...metadata }),
   });
   if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`);
   return { ...((await res.json()) as RegisteredTestClient & Record<string, unknown>), redirect_uri: redirect };

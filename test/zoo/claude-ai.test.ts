@@ -12,6 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { authorize, redeemCode } from "../support/oauth-flow.ts";
+import { initializeAs, mcpPost } from "../support/mcp-probe.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { CLAUDE_AI_CALLBACK, CLAUDE_AI_REGISTRATION } from "./replays.ts";
 
@@ -72,16 +73,7 @@ describe("claude.ai connectors", () => {
     expect(token.status).toBe(200);
     expect(token.body.scope).toBe("mcp");
     expect(token.body.refresh_token).toEqual(expect.any(String));
-    const res = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token.body.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "claude-ai", version: "1.0" } },
-      }),
-    });
+    const res = await mcpPost(t.url, String(token.body.access_token), initializeAs({ name: "claude-ai", version: "1.0" }));
     expect(res.status).toBe(200);
     expect(mcp.requests.at(-1)?.headers["x-auth-scopes"]).toBe("mcp");
   });
