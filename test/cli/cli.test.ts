@@ -12,7 +12,7 @@ import { cleanEnv, cliBin, projectRoot, runCliBinary, runToEnd, waitForOutput, t
 import { preparedDatabaseUrl } from "../support/broker-process.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
-import { runCli } from "../../src/cli/program.ts";
+import { runCliCaptured, type CliResult } from "../support/cli-in-process.ts";
 import { postgresAvailable } from "../support/pg-database.ts";
 import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
 import { until } from "../support/wait.ts";
@@ -22,21 +22,8 @@ let env: Record<string, string>;
 const packageVersion = (JSON.parse(readFileSync(path.join(projectRoot, "package.json"), "utf8")) as { version: string }).version;
 
 /** The CLI in-process: the same program as the binary, on this test's environment and output. */
-async function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Finished> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(args, {
-    cwd: options.cwd ?? t.dir,
-    env: cleanEnv(options.env ?? env),
-    out: (s) => {
-      stdout += s;
-    },
-    err: (s) => {
-      stderr += s;
-    },
-  });
-  return { code, stdout, stderr };
-}
+const cli = (args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> =>
+  runCliCaptured(args, { cwd: options.cwd ?? t.dir, env: options.env ?? env });
 
 /** The real binary, for what only a process shows (argv, exit code, output streams). */
 const binary = (args: string[]) => runCliBinary(args, { cwd: t.dir, env });
