@@ -20,6 +20,7 @@ import { startDocumentServer, type DocumentServer } from "../support/document-se
 import { authorizeUrl, openConsent, registerTestClient } from "../support/oauth-client.ts";
 import { brokerCliEnv, runCliCaptured } from "../support/cli-in-process.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { CLAUDE_CODE_DOCUMENT } from "./replays.ts";
 
 interface Published {
   readonly host: string;
@@ -51,14 +52,7 @@ const PUBLISHED: readonly Published[] = [
   {
     host: "claude.ai",
     path: "/oauth/claude-code-client-metadata",
-    document: {
-      client_name: "Claude Code",
-      client_uri: "https://claude.ai",
-      redirect_uris: ["http://localhost/callback", "http://127.0.0.1/callback"],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    },
+    document: CLAUDE_CODE_DOCUMENT,
     redirect: "http://localhost:58135/callback",
     name: "Claude Code",
     applicationType: null,
