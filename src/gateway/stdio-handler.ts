@@ -18,7 +18,8 @@ import { readRaw } from "../http/body.ts";
 import { CHECKED_BODY_BYTES } from "./request-body.ts";
 import { ProcessLimitReached, type SessionRegistry } from "../stdio/session-registry.ts";
 import { ChildStartFailed } from "../stdio/child-process.ts";
-import type { BridgeSession, SessionOwner } from "../stdio/bridge-session.ts";
+import type { BridgeSession } from "../stdio/bridge-session.ts";
+import type { SessionOwner } from "../stdio/child-holder.ts";
 import { HandshakeFailed } from "../stdio/stateless-child.ts";
 import { envelopeVersion, isModernVersion, META, refusal, type Json } from "../stdio/modern-era.ts";
 

@@ -23,16 +23,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.ts";
 import type { StdioChild } from "./child-process.ts";
-import { Throttle } from "./throttle.ts";
-
-export interface SessionOwner {
-  /** sessionOwnerKey of the caller who opened the session: who may use it. */
-  readonly key: string;
-  /** The grant whose revocation ends the session. */
-  readonly grantId: string;
-  /** The upstream token the child was started with (undefined: none was passed). */
-  readonly upstreamToken: string | undefined;
-}
+import { ChildHolder, type ChildHolderOptions, type SessionOwner } from "./child-holder.ts";
 
 type Json = Record<string, unknown>;
 
@@ -52,43 +43,21 @@ const idKey = (id: unknown): string => JSON.stringify(id);
 
 /** The SDK transport leaves a stream open until every request on it is answered: end them all. */
 const CHILD_GONE = -32603;
-/** The MCP SDKs' RequestTimeout code (implementation-defined range, as MCP names no timeout error). */
-const REQUEST_TIMEOUT = -32001;
 
-export interface BridgeSessionOptions {
-  /** How long the child may take to answer a request (MCP_STDIO_REQUEST_TIMEOUT_SECONDS). */
-  readonly requestTimeoutMs: number;
-}
-
-export class BridgeSession {
+export class BridgeSession extends ChildHolder<PendingRequest> {
   readonly transport: StreamableHTTPServerTransport;
-  /** Clock time of the last request that reached this session (or of its last answer). */
-  lastActive: number;
   private nextChildId = 1;
-  /** Requests in flight inside the child, by the child-side id. */
-  private readonly pending = new Map<number, PendingRequest>();
   /** The child-side id of each in-flight request, by the client's id. */
   private readonly childIdOf = new Map<string, number>();
   private readonly progressOwner = new Map<string, RequestId>();
   private openGetStreams = 0;
   /** The HTTP responses of this session still open: what backpressure watches. */
   private readonly streams = new Set<ServerResponse>();
-  private ended = false;
-  private readonly throttle: Throttle;
-  /** Called once when the session ends, whatever ended it. */
-  onend: ((reason: string) => void) | undefined;
   /** Called when the transport has issued the session id (before the initialize answer). */
   oninitialized: ((sessionId: string) => void) | undefined;
 
-  constructor(
-    readonly child: StdioChild,
-    readonly owner: SessionOwner,
-    private readonly log: Logger,
-    private readonly now: () => number,
-    private readonly options: BridgeSessionOptions,
-  ) {
-    this.lastActive = now();
-    this.throttle = new Throttle(child, () => this.streams, log);
+  constructor(child: StdioChild, owner: SessionOwner, log: Logger, now: () => number, options: ChildHolderOptions) {
+    super(child, owner, log, now, options, () => this.streams);
     this.transport = new StreamableHTTPServerTransport({
       // 256 random bits: the session id is a capability (bound to its owner besides).
       sessionIdGenerator: () => randomBytes(32).toString("base64url"),
@@ -99,20 +68,10 @@ export class BridgeSession {
     this.transport.onclose = () => void this.end("the client ended the session");
     this.transport.onerror = (err) => log.debug({ err: err.message }, "MCP request refused by the transport");
     child.onmessage = (message) => this.fromChild(message);
-    void child.exited.then((exit) => this.end(`the MCP server process exited (${exit.signal ?? `code ${exit.code}`})`));
   }
 
   get sessionId(): string | undefined {
     return this.transport.sessionId;
-  }
-
-  /** No request in flight: the session may be reaped when idle for long enough. */
-  get idle(): boolean {
-    return this.pending.size === 0;
-  }
-
-  get isEnded(): boolean {
-    return this.ended;
   }
 
   /** Serves one HTTP request of this session; resolves when its response has ended. */
@@ -199,32 +158,14 @@ export class BridgeSession {
     return newest?.clientId;
   }
 
-  /** Requests past their deadline at `now` (the registry asks every second). */
-  expireOverdue(now: number): void {
-    for (const [childId, pending] of [...this.pending]) if (now - pending.since >= this.options.requestTimeoutMs) this.expire(childId);
-  }
-
-  /** The child did not answer in time: the client gets an error, the child a cancellation. */
-  private expire(childId: number): void {
+  protected override expire(childId: number): void {
     const pending = this.pending.get(childId);
     if (!pending || this.ended) return;
     this.settle(childId, pending);
-    const seconds = this.options.requestTimeoutMs / 1000;
-    this.log.warn({ method: pending.method, timeoutSeconds: seconds }, "stdio MCP server did not answer in time; the request was cancelled");
-    this.toChild({
-      jsonrpc: "2.0",
-      method: "notifications/cancelled",
-      params: { requestId: childId, reason: `no answer within ${seconds} s` },
-    });
+    const { reason, error } = this.overdue(pending.method);
+    this.toChild({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: childId, reason } });
     this.lastActive = this.now();
-    this.deliver({
-      jsonrpc: "2.0",
-      id: pending.clientId,
-      error: {
-        code: REQUEST_TIMEOUT,
-        message: `The MCP server did not answer within ${seconds} s (MCP_STDIO_REQUEST_TIMEOUT_SECONDS); the request was cancelled.`,
-      },
-    });
+    this.deliver({ jsonrpc: "2.0", id: pending.clientId, error });
   }
 
   private settle(childId: number, pending: PendingRequest): void {
@@ -241,23 +182,13 @@ export class BridgeSession {
     this.throttle.check();
   }
 
-  /**
-   * Ends the session: requests in flight get a JSON-RPC error (their streams then close), the
-   * transport answers 404 from now on, and the child is stopped. Idempotent.
-   */
-  async end(reason: string, graceMs = 2000): Promise<void> {
-    if (this.ended) {
-      await this.child.exited;
-      return;
-    }
-    this.ended = true;
+  /** Requests in flight get a JSON-RPC error (their streams then close); the transport answers 404 from now on. */
+  protected override async abandon(reason: string): Promise<void> {
     for (const [childId, pending] of [...this.pending]) {
       this.settle(childId, pending);
       this.deliver({ jsonrpc: "2.0", id: pending.clientId, error: { code: CHILD_GONE, message: `The MCP session ended: ${reason}.` } });
     }
     await this.transport.close().catch(() => undefined);
-    this.onend?.(reason);
-    if (this.child.running) await this.child.stop(graceMs);
   }
 
   /** Closes the GET stream (at shutdown, so that the HTTP server can drain); the client reopens it elsewhere. */

@@ -10,7 +10,8 @@ import type { StdioServerConfig } from "../config/stdio-server.ts";
 import { childEnvironment } from "./child-environment.ts";
 import { StdioChild } from "./child-process.ts";
 import type { ChildGuard } from "./child-guard.ts";
-import { BridgeSession, type SessionOwner } from "./bridge-session.ts";
+import { BridgeSession } from "./bridge-session.ts";
+import type { SessionOwner } from "./child-holder.ts";
 import { StatelessChild } from "./stateless-child.ts";
 
 /** Over a limit: the client may retry after `retryAfterSeconds`. */

@@ -19,7 +19,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.ts";
 import type { StdioChild } from "./child-process.ts";
-import type { SessionOwner } from "./bridge-session.ts";
+import { ChildHolder, type ChildHolderOptions, type SessionOwner } from "./child-holder.ts";
 import {
   type ChildDescription,
   describeChild,
@@ -31,7 +31,6 @@ import {
   NEWEST_LEGACY_VERSION,
 } from "./modern-era.ts";
 import { Reply } from "./stateless-reply.ts";
-import { Throttle } from "./throttle.ts";
 
 interface Pending {
   readonly method: string;
@@ -44,49 +43,21 @@ interface Pending {
   progress(message: Json): void;
 }
 
-export interface StatelessChildOptions {
-  readonly requestTimeoutMs: number;
-}
-
 /** The child did not complete the handshake: it is not an MCP server the bridge can use. */
 export class HandshakeFailed extends Error {}
 
 const INTERNAL_ERROR = -32603;
-const REQUEST_TIMEOUT = -32001;
 const METHOD_NOT_FOUND = -32601;
 
-export class StatelessChild {
-  /** Clock time of the last request (or answer). */
-  lastActive: number;
-  /** Called once when the child's service ends, whatever ended it. */
-  onend: ((reason: string) => void) | undefined;
+export class StatelessChild extends ChildHolder<Pending> {
   private description: ChildDescription | undefined;
-  private readonly pending = new Map<number, Pending>();
   private readonly replies = new Set<ServerResponse>();
-  private readonly throttle: Throttle;
   private nextId = 1;
-  private ended = false;
   private retired = false;
 
-  constructor(
-    readonly child: StdioChild,
-    readonly owner: SessionOwner,
-    private readonly log: Logger,
-    private readonly now: () => number,
-    private readonly options: StatelessChildOptions,
-  ) {
-    this.lastActive = now();
-    this.throttle = new Throttle(child, () => this.replies, log);
+  constructor(child: StdioChild, owner: SessionOwner, log: Logger, now: () => number, options: ChildHolderOptions) {
+    super(child, owner, log, now, options, () => this.replies);
     child.onmessage = (message) => this.fromChild(message as unknown as Json);
-    void child.exited.then((exit) => this.end(`the MCP server process exited (${exit.signal ?? `code ${exit.code}`})`));
-  }
-
-  get idle(): boolean {
-    return this.pending.size === 0;
-  }
-
-  get isEnded(): boolean {
-    return this.ended;
   }
 
   /** The revision the child chose in the handshake. */
@@ -213,36 +184,18 @@ export class StatelessChild {
     if (this.retired && this.idle) void this.end("the upstream token was renewed");
   }
 
-  /** Requests past their deadline at `now` (the registry asks every second). */
-  expireOverdue(now: number): void {
-    for (const [childId, pending] of [...this.pending]) if (now - pending.since >= this.options.requestTimeoutMs) this.expire(childId);
-  }
-
-  private expire(childId: number): void {
+  protected override expire(childId: number): void {
     const pending = this.pending.get(childId);
     if (!pending || this.ended) return;
-    const seconds = this.options.requestTimeoutMs / 1000;
-    this.log.warn({ method: pending.method, timeoutSeconds: seconds }, "stdio MCP server did not answer in time; the request was cancelled");
-    this.child.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: childId, reason: `no answer within ${seconds} s` } });
-    this.settle(childId, {
-      error: {
-        code: REQUEST_TIMEOUT,
-        message: `The MCP server did not answer within ${seconds} s (MCP_STDIO_REQUEST_TIMEOUT_SECONDS); the request was cancelled.`,
-      },
-    });
+    const { reason, error } = this.overdue(pending.method);
+    this.child.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: childId, reason } });
+    this.settle(childId, { error });
   }
 
-  /** Ends the service: requests in flight get an error, the child is stopped. Idempotent. */
-  async end(reason: string, graceMs = 2000): Promise<void> {
-    if (this.ended) {
-      await this.child.exited;
-      return;
-    }
-    this.ended = true;
+  /** Requests in flight get an error; nothing else stays open in this era. */
+  protected override abandon(reason: string): void {
     for (const childId of [...this.pending.keys()]) {
       this.settle(childId, { error: { code: INTERNAL_ERROR, message: `The MCP server process ended: ${reason}.` } });
     }
-    this.onend?.(reason);
-    if (this.child.running) await this.child.stop(graceMs);
   }
 }

@@ -2,31 +2,26 @@
 // access token validated and cached, refuses it within a second (its revocation feed). Run on
 // SQLite (two processes' worth of brokers on one file) and, when available, PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomBytes } from "node:crypto";
-import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startTwoInstances, type TestBroker, type TwoInstances } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { databaseTargets } from "../support/database-targets.ts";
-import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { AccountVisitor } from "./account-visitor.ts";
 import { mcpStatus } from "../support/mcp-probe.ts";
 
 for (const target of databaseTargets("the cross-instance revocation tests")) {
   describe(`two instances on one ${target.name} database`, () => {
-    let mcpServer: DemoMcpServer;
+    let instances: TwoInstances;
     let first: TestBroker;
     let second: TestBroker;
     let cleanup: () => Promise<void>;
     beforeAll(async () => {
       const database = await target.setup();
       cleanup = database.cleanup;
-      mcpServer = await startDemoMcpServer();
-      const shared = { DATABASE_URL: database.url, SECRET_KEY: randomBytes(32).toString("base64"), MCP_SERVER_URL: mcpServer.url };
-      first = await startBroker(shared);
-      second = await startBroker({ ...shared, PUBLIC_URL: first.url });
+      instances = await startTwoInstances(database.url);
+      ({ first, second } = instances);
     }, 60_000);
     afterAll(async () => {
-      await Promise.all([first.stop(), second.stop()]);
-      await mcpServer.close();
+      await instances.stop();
       await cleanup();
     });
 

@@ -7,8 +7,8 @@
 // demo mode.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { HttpBrowser, answerAs } from "../support/http-browser.ts";
-import { authorize, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
+import { HttpBrowser, answerAs, answerSwitchingTo } from "../support/http-browser.ts";
+import { authorize, redeemCode, registerClient, type RegisteredTestClient } from "../support/oauth-flow.ts";
 import { authorizeUrl, decide, openConsent } from "../support/oauth-client.ts";
 import { mcpStatus } from "../support/mcp-probe.ts";
 import { AccountVisitor, readAccountPage, type AccountView } from "./account-visitor.ts";
@@ -40,18 +40,16 @@ async function view(browser: HttpBrowser): Promise<AccountView> {
   return readAccountPage(res.status, res.headers, await res.text());
 }
 
-/** A connected app of `user`: the flow in a browser of its own, the code exchanged; its access token. */
-async function connectedApp(user: string): Promise<{ client: RegisteredTestClient; accessToken: string }> {
-  const client = await registerClient(t.url, { client_name: `${user}'s app` });
-  const { callback, verifier } = await authorize(t.url, client, { user });
-  const token = await tokenRequest(t.url, {
-    grant_type: "authorization_code",
-    code: callback.searchParams.get("code")!,
-    redirect_uri: client.redirect_uri,
-    code_verifier: verifier,
-    client_id: client.client_id,
-    resource: `${t.url}/mcp`,
-  });
+/**
+ * A connected app of `user`: the flow in a browser of its own (or in `browser`), the code
+ * exchanged; its access token.
+ */
+async function connectedApp(
+  user: string,
+  options: { browser?: HttpBrowser; name?: string } = {},
+): Promise<{ client: RegisteredTestClient; accessToken: string }> {
+  const client = await registerClient(t.url, { client_name: options.name ?? `${user}'s app` });
+  const token = await redeemCode(t.url, client, await authorize(t.url, client, { user, browser: options.browser }));
   expect(token.status).toBe(200);
   return { client, accessToken: token.body.access_token as string };
 }
@@ -85,18 +83,8 @@ describe("a session id planted in the victim's browser", () => {
   it("is replaced when the victim signs in through a client's authorization", async () => {
     const attacker = await attackerAtAccount();
     const victimBrowser = plantedBrowser(attacker.cookies);
-    const client = await registerClient(t.url, { client_name: "Wendy's editor" });
-    const { callback, verifier } = await authorize(t.url, client, { user: "wendy", browser: victimBrowser });
-    const token = await tokenRequest(t.url, {
-      grant_type: "authorization_code",
-      code: callback.searchParams.get("code")!,
-      redirect_uri: client.redirect_uri,
-      code_verifier: verifier,
-      client_id: client.client_id,
-      resource: `${t.url}/mcp`,
-    });
-    expect(token.status).toBe(200);
-    await expectAttackerGetsNothing(attacker, token.body.access_token as string);
+    const { accessToken } = await connectedApp("wendy", { browser: victimBrowser, name: "Wendy's editor" });
+    await expectAttackerGetsNothing(attacker, accessToken);
     expect(victimBrowser.cookies(t.url).mab_session).not.toBe(attacker.cookies.mab_session);
     // The sign-in opened the connected-apps page for the victim, and only for the victim.
     expect((await view(victimBrowser)).signedInAs).toBe("wendy");
@@ -178,22 +166,6 @@ describe("what survives the new session id", () => {
     expect(await firstHop()).toBe("consent");
   });
 });
-
-/**
- * Answers like answerAs, and also submits the page oidc-provider shows when another account signs
- * in over its open session (an auto-submitting form that ends the old one; HttpBrowser runs no script).
- */
-function answerSwitchingTo(user: string) {
-  const answer = answerAs(user);
-  return (url: string, html: string) => {
-    const reply = answer(url, html);
-    if (reply || !html.includes("<title>Submitting Callback</title>")) return reply;
-    const decode = (v: string) => v.replace(/&amp;/g, "&").replace(/&quot;/g, '"');
-    const action = decode(/<form method="post" action="([^"]+)"/.exec(html)![1]!);
-    const form = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/>/g)].map((m) => [m[1]!, decode(m[2]!)]));
-    return { action, form };
-  };
-}
 
 /** A sign-in at /account, asking the IdP for a fresh login, in a browser that may already be signed in. */
 async function signInAgain(browser: HttpBrowser, user: string): Promise<void> {

@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { cleanEnv, cliBin, runToEnd, waitForOutput } from "../support/spawn.ts";
 import { until } from "../support/wait.ts";
 import { runCli } from "../../src/cli/program.ts";
+import { brokerCliEnv, runCliCaptured } from "../support/cli-in-process.ts";
 
 let t: TestBroker;
 beforeAll(async () => {
@@ -21,7 +22,7 @@ function follow(...args: string[]) {
   let stderr = "";
   const exited = runCli(["audit", "--follow", "--interval", "0.02", ...args], {
     cwd: t.dir,
-    env: cleanEnv({ DATABASE_URL: t.broker.config.databaseUrl, SECRET_KEY: t.broker.config.secretKey.toString("base64"), PUBLIC_URL: t.url }),
+    env: cleanEnv(brokerCliEnv(t)),
     out: (s) => {
       stdout += s;
     },
@@ -79,7 +80,7 @@ describe("audit --follow", () => {
   it("the binary follows until Ctrl-C (SIGINT), then exits 0", async () => {
     const child = spawn(process.execPath, [cliBin, "audit", "--follow", "--interval", "0.05"], {
       cwd: t.dir,
-      env: cleanEnv({ DATABASE_URL: t.broker.config.databaseUrl, SECRET_KEY: t.broker.config.secretKey.toString("base64"), PUBLIC_URL: t.url }),
+      env: cleanEnv(brokerCliEnv(t)),
       stdio: ["ignore", "pipe", "pipe"],
     });
     const finished = runToEnd(child);
@@ -92,14 +93,9 @@ describe("audit --follow", () => {
   });
 
   it("refuses a bad --interval as a usage error", async () => {
-    let stderr = "";
-    const code = await runCli(["audit", "--follow", "--interval", "never"], {
+    const { code, stderr } = await runCliCaptured(["audit", "--follow", "--interval", "never"], {
       cwd: t.dir,
-      env: cleanEnv({ DATABASE_URL: t.broker.config.databaseUrl }),
-      out: () => undefined,
-      err: (s) => {
-        stderr += s;
-      },
+      env: { DATABASE_URL: t.broker.config.databaseUrl },
     });
     expect(code).toBe(2);
     expect(stderr).toContain('--interval "never": give seconds');

@@ -7,29 +7,14 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, writeFileSync, mkdirSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { runCli } from "../../src/cli/program.ts";
-import { cleanEnv, type Finished } from "../support/spawn.ts";
+import { runCliCaptured, type CliResult } from "../support/cli-in-process.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { freePort } from "../support/start-broker.ts";
 import { makeUnwritable, mechanism } from "../support/unwritable.ts";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "mab-check-"));
 
-async function check(env: Record<string, string>, cwd = tmp()): Promise<Finished> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(["check"], {
-    cwd,
-    env: cleanEnv(env),
-    out: (s) => {
-      stdout += s;
-    },
-    err: (s) => {
-      stderr += s;
-    },
-  });
-  return { code, stdout, stderr };
-}
+const check = (env: Record<string, string>, cwd = tmp()): Promise<CliResult> => runCliCaptured(["check"], { cwd, env });
 
 const lines = (out: string, status: "ok" | "FAIL") => out.split("\n").filter((l) => l.startsWith(status === "ok" ? "ok  " : "FAIL"));
 

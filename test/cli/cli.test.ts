@@ -12,7 +12,9 @@ import { cleanEnv, cliBin, projectRoot, runCliBinary, runToEnd, waitForOutput, t
 import { preparedDatabaseUrl } from "../support/broker-process.ts";
 import { startGitHubEmulator, type GitHubEmulator } from "../support/github-emulator.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
-import { runCli } from "../../src/cli/program.ts";
+import { runCliCaptured, type CliResult } from "../support/cli-in-process.ts";
+import { clientMetadataColumns } from "../../src/grants/client-metadata.ts";
+import { parseMetadataDocument } from "../../src/grants/metadata-documents.ts";
 import { postgresAvailable } from "../support/pg-database.ts";
 import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
 import { until } from "../support/wait.ts";
@@ -22,21 +24,8 @@ let env: Record<string, string>;
 const packageVersion = (JSON.parse(readFileSync(path.join(projectRoot, "package.json"), "utf8")) as { version: string }).version;
 
 /** The CLI in-process: the same program as the binary, on this test's environment and output. */
-async function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Finished> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(args, {
-    cwd: options.cwd ?? t.dir,
-    env: cleanEnv(options.env ?? env),
-    out: (s) => {
-      stdout += s;
-    },
-    err: (s) => {
-      stderr += s;
-    },
-  });
-  return { code, stdout, stderr };
-}
+const cli = (args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> =>
+  runCliCaptured(args, { cwd: options.cwd ?? t.dir, env: options.env ?? env });
 
 /** The real binary, for what only a process shows (argv, exit code, output streams). */
 const binary = (args: string[]) => runCliBinary(args, { cwd: t.dir, env });
@@ -106,17 +95,17 @@ describe("mcp-auth-broker CLI", () => {
   it("clients list shows the Client ID Metadata Document clients the broker has seen, with their host", async () => {
     // The row /authorize records for a client whose document it fetched (test/oauth/cimd.test.ts).
     const id = "https://apps.example.test/cli/client.json";
-    await t.broker.database.db.client.create({
-      data: {
-        id,
-        redirectUris: JSON.stringify(["http://127.0.0.1/callback"]),
-        tokenEndpointAuthMethod: "none",
-        grantTypes: JSON.stringify(["authorization_code", "refresh_token"]),
-        responseTypes: JSON.stringify(["code"]),
-        clientName: "Docs Agent",
-        registrationType: "cimd",
-      },
-    });
+    const document = {
+      client_id: id,
+      client_name: "Docs Agent",
+      redirect_uris: ["http://127.0.0.1/callback"],
+      token_endpoint_auth_method: "none",
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+    };
+    // Its columns as /authorize computes them from the document.
+    const columns = clientMetadataColumns(parseMetadataDocument(id, document));
+    await t.broker.database.db.client.create({ data: { id, registrationType: "cimd", ...columns } });
     const list = JSON.parse((await cli(["clients", "list", "--json"])).stdout) as Array<Record<string, unknown>>;
     expect(list.find((c) => c.clientId === id)).toMatchObject({
       clientName: "Docs Agent",

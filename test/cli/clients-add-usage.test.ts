@@ -5,19 +5,13 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { runCli } from "../../src/cli/program.ts";
-import { cleanEnv } from "../support/spawn.ts";
+import { runCliCaptured } from "../support/cli-in-process.ts";
 
 describe("clients add without a redirect URI", () => {
   it("names --redirect-uri and --grant-type client_credentials, and exits 2 (usage)", async () => {
-    let stderr = "";
-    const code = await runCli(["clients", "add", "--name", "X"], {
+    const { code, stderr } = await runCliCaptured(["clients", "add", "--name", "X"], {
       cwd: mkdtempSync(path.join(tmpdir(), "mab-clients-")),
-      env: cleanEnv({ SECRET_KEY: randomBytes(32).toString("base64") }),
-      out: () => undefined,
-      err: (text) => {
-        stderr += text;
-      },
+      env: { SECRET_KEY: randomBytes(32).toString("base64") },
     });
     expect(code).toBe(2);
     expect(stderr).toBe(

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { runCliBinary, type Finished } from "../support/spawn.ts";
+import { brokerCliEnv } from "../support/cli-in-process.ts";
 
 const LOAD_CHAINS = 4;
 const REVOKED = 3;
@@ -17,8 +18,7 @@ beforeAll(async () => {
 afterAll(async () => t.stop());
 
 function cliProcess(args: string[]): Promise<Finished> {
-  const env = { DATABASE_URL: t.broker.config.databaseUrl, SECRET_KEY: t.broker.config.secretKey.toString("base64"), PUBLIC_URL: t.url };
-  return runCliBinary(args, { cwd: t.dir, env });
+  return runCliBinary(args, { cwd: t.dir, env: brokerCliEnv(t) });
 }
 
 describe("the CLI revoking while the server takes refreshes (SQLite)", () => {

@@ -8,7 +8,8 @@ import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
 import { describeWithChromium, newUser, useChromium } from "../support/browser.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { authorize } from "../support/oauth-flow.ts";
+import { authorize, publicClientMetadata } from "../support/oauth-flow.ts";
+import { initializeAs } from "../support/mcp-probe.ts";
 
 const chromium = useChromium();
 
@@ -39,7 +40,7 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
 
     // 1. The 401 and what it points at, read by script (WWW-Authenticate must be exposed).
     const discovered = await page.evaluate(
-      async ({ mcpUrl, redirectUri }) => {
+      async ({ mcpUrl, metadata }) => {
         const res = await fetch(mcpUrl, {
           method: "POST",
           headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
@@ -55,13 +56,7 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
         const registration = await fetch(as.registration_endpoint!, {
           method: "POST",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            client_name: "Browser client",
-            redirect_uris: [redirectUri],
-            token_endpoint_auth_method: "none",
-            grant_types: ["authorization_code", "refresh_token"],
-            response_types: ["code"],
-          }),
+          body: JSON.stringify(metadata),
         });
         return {
           status: res.status,
@@ -74,7 +69,7 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
           client: (await registration.json()) as { client_id: string },
         };
       },
-      { mcpUrl: `${broker.url}/mcp`, redirectUri: `${appOrigin}/callback` },
+      { mcpUrl: `${broker.url}/mcp`, metadata: publicClientMetadata(`${appOrigin}/callback`, "Browser client") },
     );
     expect(discovered.status).toBe(401);
     expect(discovered.resourceMetadata).toBe(`${broker.url}/.well-known/oauth-protected-resource/mcp`);
@@ -87,7 +82,7 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
 
     // 3. Token request, then MCP with a bearer token (a preflighted request), a session, and revocation.
     const used = await page.evaluate(
-      async ({ tokenEndpoint, revocationEndpoint, mcpUrl, clientId, code, verifier, redirectUri, resource }) => {
+      async ({ tokenEndpoint, revocationEndpoint, mcpUrl, clientId, code, verifier, redirectUri, resource, initialize }) => {
         const tokenRes = await fetch(tokenEndpoint, {
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -110,12 +105,7 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
         const init = await fetch(mcpUrl, {
           method: "POST",
           headers,
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "initialize",
-            params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "browser", version: "1" } },
-          }),
+          body: JSON.stringify(initialize),
         });
         const session = init.headers.get("mcp-session-id");
         await init.text();
@@ -154,6 +144,7 @@ describeWithChromium("a browser-based MCP client on another origin", () => {
         verifier,
         redirectUri: `${appOrigin}/callback`,
         resource: `${broker.url}/mcp`,
+        initialize: initializeAs({ name: "browser", version: "1" }),
       },
     );
     expect(used).toMatchObject({ tokenStatus: 200, initStatus: 200, callStatus: 200, revokeStatus: 200, afterStatus: 401 });

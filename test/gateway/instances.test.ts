@@ -2,32 +2,29 @@
 // server: a user's MCP session opened through one instance stays theirs on every other instance,
 // and the session goes on whichever instance a request reaches.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomBytes } from "node:crypto";
-import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startTwoInstances, type TestBroker, type TwoInstances } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
-import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
+import type { DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { connectClient, sessionHeaders, toolText } from "./harness.ts";
 
 const describeWithPostgres = postgresAvailable ? describe : describe.skip;
 if (!postgresAvailable) process.stdout.write("[notice] PostgreSQL not available: the multi-instance tests are skipped\n");
 
 describeWithPostgres("two broker instances sharing PostgreSQL", () => {
-  let mcpServer: DemoMcpServer;
+  let instances: TwoInstances;
   let first: TestBroker;
   let second: TestBroker;
+  let mcpServer: DemoMcpServer;
   let dropDatabase: () => Promise<void>;
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     dropDatabase = database.drop;
-    mcpServer = await startDemoMcpServer();
-    const shared = { DATABASE_URL: database.url, SECRET_KEY: randomBytes(32).toString("base64"), MCP_SERVER_URL: mcpServer.url };
-    first = await startBroker(shared);
-    second = await startBroker({ ...shared, PUBLIC_URL: first.url });
+    instances = await startTwoInstances(database.url);
+    ({ first, second, mcpServer } = instances);
   }, 60_000);
   afterAll(async () => {
-    await Promise.all([first.stop(), second.stop()]);
-    await mcpServer.close();
+    await instances.stop();
     await dropDatabase();
   });
 

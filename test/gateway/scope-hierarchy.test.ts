@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { authorize, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
-import { HttpBrowser, answerAs } from "../support/http-browser.ts";
+import { authorize, redeemCode, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
+import { HttpBrowser, answerRecordingConsent } from "../support/http-browser.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { approvalCovers } from "../../src/grants/consents.ts";
 
@@ -62,17 +62,7 @@ afterAll(async () => {
 
 /** Authorizes `client` for `scope` (a user who allows) and redeems the code. */
 async function tokensFor(client: RegisteredTestClient, scope: string) {
-  const { callback, verifier } = await authorize(t.url, client, { scope, user: "dana" });
-  const code = callback.searchParams.get("code");
-  if (!code) throw new Error(`no code: ${callback.href}`);
-  const token = await tokenRequest(t.url, {
-    grant_type: "authorization_code",
-    code,
-    redirect_uri: client.redirect_uri,
-    code_verifier: verifier,
-    client_id: client.client_id,
-    resource: `${t.url}/mcp`,
-  });
+  const token = await redeemCode(t.url, client, await authorize(t.url, client, { scope, user: "dana" }));
   expect(token.status).toBe(200);
   return token.body as { access_token: string; refresh_token: string; scope: string };
 }
@@ -126,10 +116,7 @@ describe("SCOPE_IMPLIES", () => {
     const client = await registerClient(t.url);
     const browser = new HttpBrowser();
     const pages: string[] = [];
-    const recording = (at: string, html: string) => {
-      if (html.includes('name="csrf"')) pages.push(html);
-      return answerAs("erin")(at, html);
-    };
+    const recording = answerRecordingConsent("erin", pages);
     const walk = async (scope: string) => {
       const url = new URL(`${t.url}/authorize`);
       const params = {

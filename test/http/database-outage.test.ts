@@ -6,6 +6,7 @@ import { Writable } from "node:stream";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
 import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
+import { initializeAs } from "../support/mcp-probe.ts";
 
 (postgresAvailable ? describe : describe.skip)("a PostgreSQL outage", () => {
   let t: TestBroker;
@@ -34,12 +35,7 @@ import { obtainTokens, tokenRequest } from "../support/oauth-flow.ts";
     const init = await fetch(`${t.url}/mcp`, {
       method: "POST",
       headers: mcpHeaders(tokens.access_token),
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      }),
+      body: JSON.stringify(initializeAs({ name: "t", version: "1" })),
     });
     const session = init.headers.get("mcp-session-id")!;
     await init.text();

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { ManualClock } from "../../src/lib/clock.ts";
 import { freshnessMs, isMetadataDocumentUrl, MAX_FRESH_MS, MIN_FRESH_MS } from "../../src/grants/metadata-documents.ts";
-import { authorize, tokenRequest } from "../support/oauth-flow.ts";
+import { authorize, redeemCode, tokenRequest } from "../support/oauth-flow.ts";
 import { authorizeUrl, openConsent } from "../support/oauth-client.ts";
 import { HttpBrowser } from "../support/http-browser.ts";
 import { DOCUMENT_HOST, startDocumentServer, TRUSTED_HOST, type DocumentServer } from "../support/document-server.ts";
@@ -95,17 +95,10 @@ describe("Client ID Metadata Documents through the broker", () => {
     expect(consent.html).toMatch(new RegExp(`id="document-host">${DOCUMENT_HOST}:${docs.port}<`));
     expect(consent.html).toContain('id="unverified"');
 
-    const { callback, verifier } = await authorize(broker.url, { client_id: clientId, redirect_uri: REDIRECT }, { user: "alice" });
-    const code = callback.searchParams.get("code")!;
-    expect(code).toBeTruthy();
-    const token = await tokenRequest(broker.url, {
-      grant_type: "authorization_code",
-      code,
-      code_verifier: verifier,
-      redirect_uri: REDIRECT,
-      client_id: clientId,
-      resource: `${broker.url}/mcp`,
-    });
+    const client = { client_id: clientId, redirect_uri: REDIRECT };
+    const { callback, verifier } = await authorize(broker.url, client, { user: "alice" });
+    expect(callback.searchParams.get("code")).toBeTruthy();
+    const token = await redeemCode(broker.url, client, { callback, verifier });
     expect(token.status).toBe(200);
     expect(await mcpStatus(broker.url, token.body.access_token as string)).toBe(200);
     const refreshed = await tokenRequest(broker.url, { grant_type: "refresh_token", refresh_token: token.body.refresh_token as string, client_id: clientId });

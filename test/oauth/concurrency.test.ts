@@ -4,9 +4,8 @@
 // on. On SQLite with one instance, and on PostgreSQL with two instances sharing the database,
 // requests spread across both, as a load balancer would.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomBytes } from "node:crypto";
 import { authorize, registerClient, tokenRequest, type RegisteredTestClient } from "../support/oauth-flow.ts";
-import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startBroker, startTwoInstances, type TestBroker } from "../support/start-broker.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
 
 const PARALLEL = 20;
@@ -27,15 +26,13 @@ async function singleSqlite(): Promise<Deployment> {
 
 async function twoInstancesOnPostgres(): Promise<Deployment> {
   const database = await createPostgresDatabase();
-  const shared = { DATABASE_URL: database.url, SECRET_KEY: randomBytes(32).toString("base64") };
-  const first = await startBroker(shared);
-  const second = await startBroker({ ...shared, PUBLIC_URL: first.url });
+  const instances = await startTwoInstances(database.url);
   return {
-    url: first.url,
-    origins: [first.origin, second.origin],
-    first,
+    url: instances.first.url,
+    origins: [instances.first.origin, instances.second.origin],
+    first: instances.first,
     async stop() {
-      await Promise.all([first.stop(), second.stop()]);
+      await instances.stop();
       await database.drop();
     },
   };

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { ClientRegistry } from "../../src/grants/clients.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
 import { accessDurationText, humanizeSeconds, initialOf } from "../../src/views/consent-page.ts";
-import { answerAs, HttpBrowser } from "../support/http-browser.ts";
+import { answerAs, answerSwitchingTo, HttpBrowser } from "../support/http-browser.ts";
 import { freePort, startBroker, type TestBroker } from "../support/start-broker.ts";
 import {
   authorizeUrl,
@@ -188,23 +188,6 @@ describe("a configured service name and session limits", () => {
     expect(page.html).toContain("Access lasts until you revoke it; it ends after 90 minutes unused and after 12 hours at most.");
   });
 });
-
-/**
- * Answers like answerAs, and also submits the page oidc-provider shows when another account signs
- * in over an open session (an auto-submitting form that ends the old session: a browser runs its
- * script; HttpBrowser runs none).
- */
-function answerSwitchingTo(user: string) {
-  const answer = answerAs(user);
-  return (url: string, html: string) => {
-    const reply = answer(url, html);
-    if (reply || !html.includes("<title>Submitting Callback</title>")) return reply;
-    const decode = (v: string) => v.replace(/&amp;/g, "&").replace(/&quot;/g, '"');
-    const action = decode(/<form method="post" action="([^"]+)"/.exec(html)![1]!);
-    const form = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/>/g)].map((m) => [m[1]!, decode(m[2]!)]));
-    return { action, form };
-  };
-}
 
 describe("the signed-in user, and Not you?", () => {
   // A client of its own: the remembered consents made here do not meet the other tests'.

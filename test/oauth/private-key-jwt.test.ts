@@ -12,33 +12,17 @@ import { exportPKCS8 } from "jose";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { PrivateKeyJwtProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
-import { runCli } from "../../src/cli/program.ts";
 import { ManualClock } from "../../src/lib/clock.ts";
 import { MIN_REFETCH_MS } from "../../src/grants/client-keys.ts";
 import { startDocumentServer, DOCUMENT_HOST, type DocumentServer } from "../support/document-server.ts";
 import { authorize } from "../support/oauth-flow.ts";
 import { basicAuth, postForm, postJson, freshIp } from "../support/oauth-client.ts";
-import { cleanEnv } from "../support/spawn.ts";
+import { brokerCliEnv, runCliCaptured, type CliResult } from "../support/cli-in-process.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { assertionClaims, assertionForm, keySet, sign, signingKey, type SigningKey } from "../support/client-assertion.ts";
 
 /** The CLI in-process against `b`'s database. */
-async function cli(b: TestBroker, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const env = { DATABASE_URL: b.broker.config.databaseUrl, SECRET_KEY: b.broker.config.secretKey.toString("base64"), PUBLIC_URL: b.url };
-  const code = await runCli(args, {
-    cwd: b.dir,
-    env: cleanEnv(env),
-    out: (s) => {
-      stdout += s;
-    },
-    err: (s) => {
-      stderr += s;
-    },
-  });
-  return { code, stdout, stderr };
-}
+const cli = (b: TestBroker, args: string[]): Promise<CliResult> => runCliCaptured(args, { cwd: b.dir, env: brokerCliEnv(b) });
 
 /** `clients add … --json` that must succeed: the client's id. */
 async function addClient(b: TestBroker, args: string[]): Promise<{ clientId: string; clientSecret: string | null; tokenEndpointAuthMethod: string }> {

@@ -8,6 +8,7 @@ import path from "node:path";
 import { startBrokerProcess, type BrokerProcess } from "../support/broker-process.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
+import { initializeAs } from "../support/mcp-probe.ts";
 import { sseEvents } from "../gateway/harness.ts";
 
 const PROTOCOL = "2025-06-18";
@@ -26,12 +27,7 @@ async function openStreams(url: string, user: string): Promise<OpenStreams> {
   const init = await fetch(`${url}/mcp`, {
     method: "POST",
     headers,
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: "t", version: "1" } },
-    }),
+    body: JSON.stringify(initializeAs({ name: "t", version: "1" }, PROTOCOL)),
   });
   const session = { ...headers, "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": PROTOCOL };
   await init.text();

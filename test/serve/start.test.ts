@@ -16,6 +16,7 @@ import { makeUnwritable, mechanism } from "../support/unwritable.ts";
 import { serve } from "../../src/serve.ts";
 import { DEMO_TOOLS } from "../../src/demo/tools.ts";
 import { startDemoMcpServer } from "../../src/demo/mcp-server.ts";
+import { initializeAs } from "../support/mcp-probe.ts";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "mab-start-"));
 
@@ -168,12 +169,7 @@ describe("the demo banner", () => {
       const listed = await fetch(mcp.url, {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-        }),
+        body: JSON.stringify(initializeAs({ name: "t", version: "1" })),
       });
       const session = listed.headers.get("mcp-session-id")!;
       await listed.text();

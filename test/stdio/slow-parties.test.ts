@@ -102,54 +102,15 @@ describe("a client that reads slower than the stdio server writes", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("stops reading a flooding server while its client does not read, and delivers everything once it does", async () => {
-    const auth = await bearerFor(t.url, "omar");
-    const session = await openSession(mcp, auth);
-    const report = path.join(dir, "flood-report");
-    // 32 MiB: several times what the sockets between the broker and the client can hold.
-    const count = 512;
-    const res = await call(mcp, auth, session, 1, "flood", { count, size: 64 * 1024, report }, { progressToken: "p" });
-    expect(res.status).toBe(200);
-    const child = t.broker.stdioSessions!.find(session)!.child;
+  const FLOOD = { count: 512, size: 64 * 1024 };
 
-    // The client reads nothing yet: either the broker stops reading the server, or it reads
-    // everything the server writes (and holds it) until the flood is over.
-    const done = () => existsSync(report) && readFileSync(report, "utf8").includes("done");
-    await until(() => child.paused || done(), "the broker to pause the server or the flood to end", 20_000);
-    expect(done()).toBe(false);
-    expect(child.paused).toBe(true);
-
-    // Once the client reads, everything arrives, in order, and the server finishes.
-    const stream = sseMessages(res);
-    let progress = 0;
-    for (;;) {
-      const message = await nextMessage(stream);
-      if (message.method === "notifications/progress") {
-        expect((message.params as { progress: number }).progress).toBe(++progress);
-        continue;
-      }
-      expect(message).toMatchObject({ id: 1, result: { content: [{ text: `sent ${count}` }] } });
-      break;
-    }
-    expect(progress).toBe(count);
-    expect(done()).toBe(true);
-  }, 60_000);
-
-  it("does the same for a request without a session (MCP 2026-07-28)", async () => {
-    const auth = await bearerFor(t.url, "rosa");
-    const report = path.join(dir, "stateless-flood-report");
-    const count = 512;
-    const res = await modernRequest(
-      mcp,
-      auth,
-      9,
-      "tools/call",
-      { name: "flood", arguments: { count, size: 64 * 1024, report } },
-      { meta: { progressToken: "f" } },
-    );
-    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const child = t.broker.stdioSessions!.statelessChildren().find((c) => c.owner.key === "demo:rosa")!.child;
-
+  /**
+   * The flood of `res` (request `id`, writing its report to `report`): while the client reads
+   * nothing, either the broker stops reading the server, or it reads everything the server writes
+   * (and holds it) until the flood is over; it must be the first. Once the client reads, every
+   * progress notification arrives, in order and with the client's `progressToken`, then the answer.
+   */
+  async function expectThrottledThenDelivered(res: Response, child: { readonly paused: boolean }, report: string, id: number, progressToken: string) {
     const done = () => existsSync(report) && readFileSync(report, "utf8").includes("done");
     await until(() => child.paused || done(), "the broker to pause the server or the flood to end", 20_000);
     expect(done()).toBe(false);
@@ -160,12 +121,37 @@ describe("a client that reads slower than the stdio server writes", () => {
     for (;;) {
       const message = await nextMessage(stream);
       if (message.method !== "notifications/progress") {
-        expect(message).toMatchObject({ id: 9, result: { content: [{ text: `sent ${count}` }] } });
+        expect(message).toMatchObject({ id, result: { content: [{ text: `sent ${FLOOD.count}` }] } });
         break;
       }
-      expect((message.params as { progress: number; progressToken: string }).progressToken).toBe("f");
+      expect((message.params as { progress: number; progressToken: string }).progressToken).toBe(progressToken);
       expect((message.params as { progress: number }).progress).toBe(++progress);
     }
-    expect(progress).toBe(count);
+    expect(progress).toBe(FLOOD.count);
+    return { done };
+  }
+
+  it("stops reading a flooding server while its client does not read, and delivers everything once it does", async () => {
+    const auth = await bearerFor(t.url, "omar");
+    const session = await openSession(mcp, auth);
+    const report = path.join(dir, "flood-report");
+    // 32 MiB: several times what the sockets between the broker and the client can hold.
+    const res = await call(mcp, auth, session, 1, "flood", { ...FLOOD, report }, { progressToken: "p" });
+    expect(res.status).toBe(200);
+    const child = t.broker.stdioSessions!.find(session)!.child;
+
+    const { done } = await expectThrottledThenDelivered(res, child, report, 1, "p");
+    // The server finished.
+    expect(done()).toBe(true);
+  }, 60_000);
+
+  it("does the same for a request without a session (MCP 2026-07-28)", async () => {
+    const auth = await bearerFor(t.url, "rosa");
+    const report = path.join(dir, "stateless-flood-report");
+    const res = await modernRequest(mcp, auth, 9, "tools/call", { name: "flood", arguments: { ...FLOOD, report } }, { meta: { progressToken: "f" } });
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const child = t.broker.stdioSessions!.statelessChildren().find((c) => c.owner.key === "demo:rosa")!.child;
+
+    await expectThrottledThenDelivered(res, child, report, 9, "f");
   }, 60_000);
 });

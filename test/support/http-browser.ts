@@ -146,3 +146,29 @@ export function answerAs(user: string, decision: "allow" | "deny" = "allow", ups
     return null;
   };
 }
+
+/** Answers like answerAs(user), keeping each consent page it is shown in `pages`, in order. */
+export function answerRecordingConsent(user: string, pages: string[]) {
+  const answer = answerAs(user);
+  return (url: string, html: string) => {
+    if (html.includes('name="csrf"')) pages.push(html);
+    return answer(url, html);
+  };
+}
+
+/**
+ * Answers like answerAs, and also submits the page oidc-provider shows when another account signs
+ * in over an open session (an auto-submitting form that ends the old session: a browser runs its
+ * script; HttpBrowser runs none).
+ */
+export function answerSwitchingTo(user: string) {
+  const answer = answerAs(user);
+  return (url: string, html: string) => {
+    const reply = answer(url, html);
+    if (reply || !html.includes("<title>Submitting Callback</title>")) return reply;
+    const decode = (v: string) => v.replace(/&amp;/g, "&").replace(/&quot;/g, '"');
+    const action = decode(/<form method="post" action="([^"]+)"/.exec(html)![1]!);
+    const form = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/>/g)].map((m) => [m[1]!, decode(m[2]!)]));
+    return { action, form };
+  };
+}

@@ -130,7 +130,8 @@ export class TestOAuthProvider implements OAuthClientProvider {
  * A client application that keeps no refresh tokens. The SDK client (1.x) answers a 403
  * insufficient_scope by refreshing when it holds a refresh token, which can never widen a scope and
  * dead-ends in "Server returned 403 after trying upscoping" (modelcontextprotocol/typescript-sdk#2255,
- * fixed upstream by SEP-2350's refresh bypass); without one it authorizes again, as step-up needs.
+ * fixed upstream by SEP-2350's refresh bypass, typescript-sdk#2356); without one it authorizes
+ * again, as step-up needs.
  */
 export class NoRefreshProvider extends TestOAuthProvider {
   override saveTokens(tokens: OAuthTokens) {
@@ -170,4 +171,22 @@ export async function connectWithOAuth(
   const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: p });
   await client.connect(transport);
   return { client, transport, provider: p };
+}
+
+/**
+ * Calls `tool`, which the server refuses for want of a scope: the SDK sends the user to authorize
+ * the larger scope and throws. When what it threw is UnauthorizedError, the code that reached
+ * `callback` finishes that authorization. What the call threw, and that code.
+ */
+export async function callNeedingStepUp(connected: ConnectedClient, callback: CallbackServer, tool: string): Promise<{ thrown: unknown; code?: string }> {
+  let thrown: unknown;
+  try {
+    await connected.client.callTool({ name: tool, arguments: {} });
+  } catch (err) {
+    thrown = err;
+  }
+  if (!(thrown instanceof UnauthorizedError)) return { thrown };
+  const { code } = await callback.next();
+  if (code) await connected.transport.finishAuth(code);
+  return { thrown, code };
 }

@@ -10,19 +10,23 @@ export interface RegisteredTestClient {
   readonly redirect_uri: string;
 }
 
+/** A public client's registration as the tests send it: PKCE, no secret, a code and refresh tokens. */
+export function publicClientMetadata(redirect: string, name = "Test client") {
+  return {
+    client_name: name,
+    redirect_uris: [redirect],
+    token_endpoint_auth_method: "none",
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+  };
+}
+
 export async function registerClient(brokerUrl: string, metadata: Record<string, unknown> = {}): Promise<RegisteredTestClient & Record<string, unknown>> {
   const redirect = (metadata.redirect_uris as string[] | undefined)?.[0] ?? "http://127.0.0.1:7777/callback";
   const res = await fetch(`${brokerUrl}/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      client_name: "Test client",
-      redirect_uris: [redirect],
-      token_endpoint_auth_method: "none",
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      ...metadata,
-    }),
+    body: JSON.stringify({ ...publicClientMetadata(redirect), ...metadata }),
   });
   if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`);
   return { ...((await res.json()) as RegisteredTestClient & Record<string, unknown>), redirect_uri: redirect };
@@ -90,27 +94,41 @@ export async function tokenRequest(
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, headers: res.headers };
 }
 
-/** The whole flow: a fresh public client, a login as `user`, and the token response. */
-/** `resource`: the server's URL (default PUBLIC_URL/mcp); `scope`: what the client asks for (default: nothing named). */
-export async function obtainTokens(brokerUrl: string, options: { user?: string; client?: RegisteredTestClient; resource?: string; scope?: string } = {}) {
-  const client = options.client ?? (await registerClient(brokerUrl));
-  const resource = options.resource ?? `${brokerUrl}/mcp`;
-  const { callback, verifier } = await authorize(brokerUrl, client, { user: options.user, resource, ...(options.scope ? { scope: options.scope } : {}) });
-  const code = callback.searchParams.get("code");
-  if (!code) throw new Error(`no code: ${callback.href}`);
+/**
+ * Redeems the code `authorization` brought back for `client` at /token (a confidential client
+ * authenticates with client_secret_basic), for `resource` (default PUBLIC_URL/mcp). The answer as
+ * it came, for the test to judge.
+ */
+export async function redeemCode(
+  brokerUrl: string,
+  client: RegisteredTestClient,
+  authorization: { readonly callback: URL; readonly verifier: string },
+  resource = `${brokerUrl}/mcp`,
+): ReturnType<typeof tokenRequest> {
+  const code = authorization.callback.searchParams.get("code");
+  if (!code) throw new Error(`no code: ${authorization.callback.href}`);
   const confidential = client.client_secret ? { id: client.client_id, secret: client.client_secret } : undefined;
-  const token = await tokenRequest(
+  return tokenRequest(
     brokerUrl,
     {
       grant_type: "authorization_code",
       code,
       redirect_uri: client.redirect_uri,
-      code_verifier: verifier,
+      code_verifier: authorization.verifier,
       ...(confidential ? {} : { client_id: client.client_id }),
       resource,
     },
     confidential,
   );
+}
+
+/** The whole flow: a fresh public client, a login as `user`, and the token response. */
+/** `resource`: the server's URL (default PUBLIC_URL/mcp); `scope`: what the client asks for (default: nothing named). */
+export async function obtainTokens(brokerUrl: string, options: { user?: string; client?: RegisteredTestClient; resource?: string; scope?: string } = {}) {
+  const client = options.client ?? (await registerClient(brokerUrl));
+  const resource = options.resource ?? `${brokerUrl}/mcp`;
+  const authorization = await authorize(brokerUrl, client, { user: options.user, resource, ...(options.scope ? { scope: options.scope } : {}) });
+  const token = await redeemCode(brokerUrl, client, authorization, resource);
   if (token.status !== 200) throw new Error(`token request failed: ${JSON.stringify(token.body)}`);
   return { client, tokens: token.body as { access_token: string; refresh_token: string; expires_in: number; scope: string } };
 }

@@ -116,3 +116,37 @@ export async function startBrokerUnderPath(env: Record<string, string> = {}): Pr
   const broker = await startBroker({ PORT: String(port), PUBLIC_URL: issuer, ...env });
   return { broker, origin, issuer };
 }
+
+export interface TwoInstances {
+  readonly first: TestBroker;
+  /** Listens on a port of its own, with the first's PUBLIC_URL. */
+  readonly second: TestBroker;
+  /** The one MCP server behind both. */
+  readonly mcpServer: DemoMcpServer;
+  /** Stops both instances and the MCP server; the database is the caller's. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Two broker instances on the database at `databaseUrl`, as behind a load balancer: one
+ * PUBLIC_URL, one SECRET_KEY, one demo MCP server behind both; `env` and `options` for both.
+ */
+export async function startTwoInstances(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  options: Parameters<typeof startBroker>[1] = {},
+): Promise<TwoInstances> {
+  const mcpServer = await startDemoMcpServer();
+  const shared = { ...env, DATABASE_URL: databaseUrl, SECRET_KEY: randomBytes(32).toString("base64"), MCP_SERVER_URL: mcpServer.url };
+  const first = await startBroker(shared, options);
+  const second = await startBroker({ ...shared, PUBLIC_URL: first.url }, options);
+  return {
+    first,
+    second,
+    mcpServer,
+    async stop() {
+      await Promise.all([first.stop(), second.stop()]);
+      await mcpServer.close();
+    },
+  };
+}

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Writable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { authorize, registerClient, tokenRequest } from "../support/oauth-flow.ts";
+import { authorize, redeemCode, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.ts";
 import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 import { until } from "../support/wait.ts";
@@ -74,17 +74,9 @@ const childrenOf = (span: ReceivedSpan) => receiver.spans.filter((s) => s.traceI
 async function signIn() {
   const client = await registerClient(t.url);
   const { callback, verifier } = await authorize(t.url, client, { user: "tracy" });
-  const code = callback.searchParams.get("code")!;
-  const token = await tokenRequest(t.url, {
-    grant_type: "authorization_code",
-    code,
-    redirect_uri: client.redirect_uri,
-    code_verifier: verifier,
-    client_id: client.client_id,
-    resource: `${t.url}/mcp`,
-  });
+  const token = await redeemCode(t.url, client, { callback, verifier });
   expect(token.status).toBe(200);
-  return { client, code, verifier, tokens: token.body as { access_token: string; refresh_token: string } };
+  return { client, code: callback.searchParams.get("code")!, verifier, tokens: token.body as { access_token: string; refresh_token: string } };
 }
 
 /** A 2026-07-28 tools/call (stateless) with the caller's own trace context. */

@@ -8,7 +8,7 @@ import path from "node:path";
 import { startBrokerProcess } from "../support/broker-process.ts";
 import { projectRoot } from "../support/spawn.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
-import { mcpStatus } from "../support/mcp-probe.ts";
+import { INITIALIZE_MESSAGE, mcpPostTo, mcpStatus } from "../support/mcp-probe.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 import { startOtlpReceiver } from "../support/otlp-receiver.ts";
@@ -65,22 +65,7 @@ describe("tracing off", () => {
     it("passes the client's traceparent and tracestate to the MCP server unchanged", async () => {
       const { tokens } = await obtainTokens(t.url);
       const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-      const res = await fetch(`${t.url}/mcp`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${tokens.access_token}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          traceparent,
-          tracestate: "rojo=00f067aa0ba902b7",
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-        }),
-      });
+      const res = await mcpPostTo(`${t.url}/mcp`, tokens.access_token, INITIALIZE_MESSAGE, { traceparent, tracestate: "rojo=00f067aa0ba902b7" });
       expect(res.status).toBe(200);
       await res.body?.cancel();
       const seen = mcp.requests.find((r) => r.headers.traceparent !== undefined);

@@ -28,12 +28,11 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { s256Challenge } from "../../src/grants/pkce.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { tokenRequest } from "../support/oauth-flow.ts";
-import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { startBroker, startTwoInstances, type TestBroker, type TwoInstances } from "../support/start-broker.ts";
 import { startDocumentServer, type DocumentServer } from "../support/document-server.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
-import { postForm } from "../support/oauth-client.ts";
+import { authorizeUrl as validAuthorizeUrl, postForm } from "../support/oauth-client.ts";
 import { assertionClaims, assertionForm, hmacWithPublicKey, keySet, sign, signingKey, unsigned, type SigningKey } from "../support/client-assertion.ts";
-import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { CHATGPT_CONNECTOR, CHATGPT_CONNECTOR_CALLBACK, CHATGPT_DCR_CALLBACK, CHATGPT_KID, CHATGPT_REGISTRATION, chatgptDocument } from "./replays.ts";
 
 const CALLBACK = CHATGPT_DCR_CALLBACK;
@@ -54,21 +53,10 @@ async function register(redirect = CALLBACK): Promise<string> {
   return ((await res.json()) as { client_id: string }).client_id;
 }
 
-function authorizeUrl(clientId: string, verifier: string, extra: Record<string, string> = {}, redirect = CALLBACK): string {
-  const url = new URL(`${t.url}/authorize`);
-  for (const [k, v] of Object.entries({
-    response_type: "code",
-    client_id: clientId,
-    redirect_uri: redirect,
-    state: randomBytes(16).toString("hex"),
-    code_challenge: s256Challenge(verifier),
-    code_challenge_method: "S256",
-    scope: "mcp offline_access",
-    resource: `${t.url}/mcp`,
-    ...extra,
-  }))
-    url.searchParams.set(k, v);
-  return url.href;
+/** ChatGPT's /authorize request: PKCE S256 with `verifier`, a random state, its scopes, the MCP URL as resource; then `extra`. */
+function authorizeUrl(clientId: string, verifier: string, extra: Record<string, string> = {}, redirect = CALLBACK, brokerUrl = t.url): string {
+  const asChatgpt = { state: randomBytes(16).toString("hex"), scope: "mcp offline_access", ...extra };
+  return validAuthorizeUrl(brokerUrl, { client_id: clientId, redirect_uri: redirect }, asChatgpt, s256Challenge(verifier)).href;
 }
 
 describe("ChatGPT connectors (DCR, https redirect)", () => {
@@ -122,19 +110,7 @@ describe("ChatGPT connectors (DCR, https redirect)", () => {
 /** Signs in as `user` through ChatGPT's connector: the callback's code and the PKCE verifier. */
 async function connectorCode(brokerUrl: string, clientId: string, callback = CHATGPT_CONNECTOR_CALLBACK, user = "alice") {
   const verifier = randomBytes(32).toString("base64url");
-  const url = new URL(`${brokerUrl}/authorize`);
-  for (const [k, v] of Object.entries({
-    response_type: "code",
-    client_id: clientId,
-    redirect_uri: callback,
-    state: randomBytes(16).toString("hex"),
-    code_challenge: s256Challenge(verifier),
-    code_challenge_method: "S256",
-    scope: "mcp offline_access",
-    resource: `${brokerUrl}/mcp`,
-  }))
-    url.searchParams.set(k, v);
-  const landed = await new HttpBrowser().walk(url.href, callback, answerAs(user));
+  const landed = await new HttpBrowser().walk(authorizeUrl(clientId, verifier, {}, callback, brokerUrl), callback, answerAs(user));
   return { code: landed.searchParams.get("code")!, verifier };
 }
 
@@ -153,6 +129,19 @@ async function introduce(brokerUrl: string, clientId: string): Promise<void> {
   if (res.status !== 302) throw new Error(`the broker did not take ChatGPT's document: ${res.status} ${(await res.text()).slice(0, 300)}`);
 }
 
+/**
+ * chatgpt.com's https server, publishing the connector's document and the key set of `key`,
+ * ChatGPT's signing key (the key set's response carries `jwksHeaders`).
+ */
+async function publishChatgpt(jwksHeaders: Record<string, string> = {}) {
+  const docs = await startDocumentServer(["chatgpt.com"]);
+  const origin = `https://chatgpt.com:${docs.port}`;
+  const key = await signingKey(CHATGPT_KID, "RS256");
+  docs.json(`/oauth/${CHATGPT_CONNECTOR}/client.json`, chatgptDocument(origin));
+  docs.json("/oauth/jwks.json", keySet(key), jwksHeaders);
+  return { docs, key, clientId: `${origin}/oauth/${CHATGPT_CONNECTOR}/client.json` };
+}
+
 describe("ChatGPT (metadata document, private_key_jwt)", () => {
   let docs: DocumentServer;
   let broker: TestBroker;
@@ -162,12 +151,7 @@ describe("ChatGPT (metadata document, private_key_jwt)", () => {
   const assertion = (overrides: Record<string, unknown> = {}, brokerUrl = broker.url) => sign(key, assertionClaims(clientId, `${brokerUrl}/token`, overrides));
 
   beforeAll(async () => {
-    docs = await startDocumentServer(["chatgpt.com"]);
-    const origin = `https://chatgpt.com:${docs.port}`;
-    clientId = `${origin}/oauth/${CHATGPT_CONNECTOR}/client.json`;
-    key = await signingKey(CHATGPT_KID, "RS256");
-    docs.json(`/oauth/${CHATGPT_CONNECTOR}/client.json`, chatgptDocument(origin));
-    docs.json("/oauth/jwks.json", keySet(key), { "cache-control": "public, max-age=3600" });
+    ({ docs, key, clientId } = await publishChatgpt({ "cache-control": "public, max-age=3600" }));
     broker = await startBroker(
       { CIMD_ALLOW_PRIVATE_NETWORKS: "true" },
       // keys.internal.test: a key set's host that resolves to the cloud metadata service.
@@ -348,28 +332,20 @@ describe("ChatGPT (metadata document, private_key_jwt)", () => {
 (postgresAvailable ? describe : describe.skip)("ChatGPT's assertions across two instances on one PostgreSQL database", () => {
   let docs: DocumentServer;
   let database: TestPostgresDatabase;
-  let mcp: DemoMcpServer;
+  let two: TwoInstances;
   let instances: [TestBroker, TestBroker];
   let key: SigningKey;
   let clientId: string;
 
   beforeAll(async () => {
-    docs = await startDocumentServer(["chatgpt.com"]);
-    const origin = `https://chatgpt.com:${docs.port}`;
-    clientId = `${origin}/oauth/${CHATGPT_CONNECTOR}/client.json`;
-    key = await signingKey(CHATGPT_KID, "RS256");
-    docs.json(`/oauth/${CHATGPT_CONNECTOR}/client.json`, chatgptDocument(origin));
-    docs.json("/oauth/jwks.json", keySet(key));
+    ({ docs, key, clientId } = await publishChatgpt());
     database = await createPostgresDatabase();
-    mcp = await startDemoMcpServer();
-    const shared = { DATABASE_URL: database.url, SECRET_KEY: randomBytes(32).toString("base64"), MCP_SERVER_URL: mcp.url, CIMD_ALLOW_PRIVATE_NETWORKS: "true" };
     const options = { documentFetch: { lookup: docs.lookup({ "chatgpt.com": "127.0.0.1" }), ca: docs.caCert } };
-    const first = await startBroker(shared, options);
-    instances = [first, await startBroker({ ...shared, PUBLIC_URL: first.url }, options)];
+    two = await startTwoInstances(database.url, { CIMD_ALLOW_PRIVATE_NETWORKS: "true" }, options);
+    instances = [two.first, two.second];
   }, 60_000);
   afterAll(async () => {
-    await Promise.all(instances.map((i) => i.stop()));
-    await mcp.close();
+    await two.stop();
     await database.drop();
     await docs.close();
   });

@@ -16,11 +16,11 @@
 // (test/oauth/cimd.test.ts); grant types a document names that this server does not know are left
 // out instead of refusing the client; application_type is recorded and shown, never refused.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { runCli } from "../../src/cli/program.ts";
 import { startDocumentServer, type DocumentServer } from "../support/document-server.ts";
 import { authorizeUrl, openConsent, registerTestClient } from "../support/oauth-client.ts";
-import { cleanEnv } from "../support/spawn.ts";
+import { brokerCliEnv, runCliCaptured } from "../support/cli-in-process.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
+import { CLAUDE_CODE_DOCUMENT } from "./replays.ts";
 
 interface Published {
   readonly host: string;
@@ -52,14 +52,7 @@ const PUBLISHED: readonly Published[] = [
   {
     host: "claude.ai",
     path: "/oauth/claude-code-client-metadata",
-    document: {
-      client_name: "Claude Code",
-      client_uri: "https://claude.ai",
-      redirect_uris: ["http://localhost/callback", "http://127.0.0.1/callback"],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    },
+    document: CLAUDE_CODE_DOCUMENT,
     redirect: "http://localhost:58135/callback",
     name: "Claude Code",
     applicationType: null,
@@ -156,14 +149,9 @@ describe("the metadata documents real clients publish", () => {
     const vscode = PUBLISHED.find((p) => p.host === "vscode.dev")!;
     await openConsent(authorizeUrl(broker.url, { client_id: clientIdOf(vscode), redirect_uri: vscode.redirect }));
     const cli = async (args: string[]) => {
-      let out = "";
-      const env = { DATABASE_URL: broker.broker.config.databaseUrl, SECRET_KEY: broker.broker.config.secretKey.toString("base64"), PUBLIC_URL: broker.url };
-      const write = (s: string) => {
-        out += s;
-      };
-      const code = await runCli(args, { cwd: broker.dir, env: cleanEnv(env), out: write, err: write });
+      const { code, stdout } = await runCliCaptured(args, { cwd: broker.dir, env: brokerCliEnv(broker) });
       expect(code).toBe(0);
-      return out;
+      return stdout;
     };
     expect(await cli(["clients", "list"])).toMatch(/Visual Studio Code +public +cimd \(vscode\.dev:\d+\) +native/);
     expect(await cli(["clients", "show", clientIdOf(vscode)])).toMatch(/application type: +native/);

@@ -11,7 +11,8 @@
 // sweep the registrations that never completed a grant after 24 hours.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { authorize, tokenRequest } from "../support/oauth-flow.ts";
+import { authorize, redeemCode } from "../support/oauth-flow.ts";
+import { initializeAs, mcpPost } from "../support/mcp-probe.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { CLAUDE_AI_CALLBACK, CLAUDE_AI_REGISTRATION } from "./replays.ts";
 
@@ -68,28 +69,11 @@ describe("claude.ai connectors", () => {
     const { callback, verifier, state } = await authorize(t.url, client, { user: "claude-user" });
     expect(callback.origin + callback.pathname).toBe(CALLBACK);
     expect(callback.searchParams.get("state")).toBe(state);
-    const code = callback.searchParams.get("code")!;
-    const token = await tokenRequest(t.url, {
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: CALLBACK,
-      code_verifier: verifier,
-      client_id: clientId,
-      resource: `${t.url}/mcp`,
-    });
+    const token = await redeemCode(t.url, client, { callback, verifier });
     expect(token.status).toBe(200);
     expect(token.body.scope).toBe("mcp");
     expect(token.body.refresh_token).toEqual(expect.any(String));
-    const res = await fetch(`${t.url}/mcp`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token.body.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "claude-ai", version: "1.0" } },
-      }),
-    });
+    const res = await mcpPost(t.url, String(token.body.access_token), initializeAs({ name: "claude-ai", version: "1.0" }));
     expect(res.status).toBe(200);
     expect(mcp.requests.at(-1)?.headers["x-auth-scopes"]).toBe("mcp");
   });

@@ -48,17 +48,19 @@ export const CHATGPT_REGISTRATION = {
 
 // ---- Claude ----------------------------------------------------------------------------------------
 
-/** Claude Code's document as anthropics/claude-code#41011 and #42301 quote it (no application_type, no port). */
+/** Claude Code's document as anthropics/claude-code#41011 and #42301 quote it (no application_type, no port), its client_id aside. */
+export const CLAUDE_CODE_DOCUMENT: Readonly<Record<string, unknown>> = {
+  client_name: "Claude Code",
+  client_uri: "https://claude.ai",
+  redirect_uris: ["http://localhost/callback", "http://127.0.0.1/callback"],
+  grant_types: ["authorization_code", "refresh_token"],
+  response_types: ["code"],
+  token_endpoint_auth_method: "none",
+};
+
+/** Claude Code's document served as `clientId`. */
 export function claudeCodeDocument(clientId: string): Record<string, unknown> {
-  return {
-    client_id: clientId,
-    client_name: "Claude Code",
-    client_uri: "https://claude.ai",
-    redirect_uris: ["http://localhost/callback", "http://127.0.0.1/callback"],
-    grant_types: ["authorization_code", "refresh_token"],
-    response_types: ["code"],
-    token_endpoint_auth_method: "none",
-  };
+  return { client_id: clientId, ...CLAUDE_CODE_DOCUMENT };
 }
 
 export const CLAUDE_AI_CALLBACK = "https://claude.ai/api/mcp/auth_callback";
