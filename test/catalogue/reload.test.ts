@@ -9,12 +9,11 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { loadConfig } from "../../src/config/load.ts";
-import { runCli } from "../../src/cli/program.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { startBrokerProcess, type BrokerProcess } from "../support/broker-process.ts";
 import { obtainTokens } from "../support/oauth-flow.ts";
 import { INITIALIZE_MESSAGE, mcpPostTo } from "../support/mcp-probe.ts";
-import { cleanEnv } from "../support/spawn.ts";
+import { runCliCaptured } from "../support/cli-in-process.ts";
 import { until } from "../support/wait.ts";
 
 let mcp: DemoMcpServer;
@@ -96,9 +95,8 @@ describe("mcp-auth-broker reload, to the running process", () => {
   afterAll(async () => broker?.kill());
 
   const reload = async () => {
-    const out: string[] = [];
-    const code = await runCli(["reload"], { cwd: cwd(), env: cleanEnv(env()), out: (s) => out.push(s), err: (s) => out.push(s) });
-    return { code, text: out.join("") };
+    const { code, stdout, stderr } = await runCliCaptured(["reload"], { cwd: cwd(), env: env() });
+    return { code, text: stdout + stderr };
   };
 
   it("refuses a broken file with its line, keeping the servers; serves the corrected file", async () => {

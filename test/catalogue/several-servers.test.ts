@@ -8,8 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { runCli } from "../../src/cli/program.ts";
-import { cleanEnv } from "../support/spawn.ts";
+import { brokerCliEnv, runCliCaptured } from "../support/cli-in-process.ts";
 import { CallbackServer, connectWithOAuth } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { authorizeUrl } from "../support/oauth-client.ts";
@@ -182,18 +181,8 @@ describe("a catalogue of four servers", () => {
     const beta = await obtainTokens(t.url, { user: "gina", resource: mcpAt("beta") });
     const alpha = await obtainTokens(t.url, { user: "gina", resource: mcpAt("alpha") });
     const cli = async (args: string[]) => {
-      let out = "";
-      const write = (text: string) => {
-        out += text;
-      };
-      const env = {
-        DATABASE_URL: t.broker.config.databaseUrl,
-        SECRET_KEY: t.broker.config.secretKey.toString("base64"),
-        PUBLIC_URL: t.url,
-        BROKER_CONFIG: file,
-      };
-      const code = await runCli(args, { cwd: t.dir, env: cleanEnv(env), out: write, err: write });
-      return { code, out };
+      const { code, stdout, stderr } = await runCliCaptured(args, { cwd: t.dir, env: { ...brokerCliEnv(t), BROKER_CONFIG: file } });
+      return { code, out: stdout + stderr };
     };
     const listed = await cli(["grants", "list", "--server", "beta", "--user", "demo:gina", "--json"]);
     expect(listed.code).toBe(0);
