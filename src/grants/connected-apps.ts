@@ -3,6 +3,7 @@
 // until when), and revocation of one or all of them. Revocation is the lifecycle's, the same
 // cascade as the operator's `grants revoke`, published on the revocation bus.
 import { isTrustedHost } from "./metadata-documents.ts";
+import { serverByResource } from "../config/catalogue.ts";
 import type { GrantsContext } from "./context.ts";
 import type { GrantLifecycle } from "./lifecycle.ts";
 import { liveGrantWhere } from "./live-grants.ts";
@@ -22,6 +23,8 @@ export interface ConnectedApp {
   readonly lastUsedAt: Date;
   /** The earlier of the idle and the absolute deadline. */
   readonly endsAt: Date;
+  /** The MCP server it may use: its title (or the resource URI of a server no longer served). */
+  readonly server: string;
 }
 
 /** `127.0.0.1:7777` for a web or loopback redirect, `cursor:` for a private-use app scheme. */
@@ -77,6 +80,7 @@ export class ConnectedApps {
       createdAt: row.createdAt,
       lastUsedAt: row.lastUsedAt,
       endsAt: row.idleExpiresAt < row.absoluteExpiresAt ? row.idleExpiresAt : row.absoluteExpiresAt,
+      server: serverByResource(this.ctx.config.catalogue, row.resource)?.title ?? row.resource,
     }));
   }
 

@@ -90,6 +90,16 @@ function appSection(app: ConnectedApp, input: ConnectedAppsPageInput): SafeHtml 
 </section>`;
 }
 
+/** The apps, under a heading per MCP server when they use more than one (a catalogue of several). */
+function byServer(apps: readonly ConnectedApp[], input: ConnectedAppsPageInput): SafeHtml[] {
+  const servers = [...new Set(apps.map((a) => a.server))];
+  if (servers.length < 2) return apps.map((app) => appSection(app, input));
+  return servers.map(
+    (server) => html`<section class="server"><h2 class="server-name">${server}</h2>
+${apps.filter((a) => a.server === server).map((app) => appSection(app, input))}</section>`,
+  );
+}
+
 export function renderConnectedAppsPage(input: ConnectedAppsPageInput): string {
   const count = input.apps.length;
   return page(
@@ -101,7 +111,7 @@ ${
   count === 0
     ? html`<p id="no-apps">No application can use <strong>${input.resourceName}</strong> with your account.</p>`
     : html`<p id="app-count">${count === 1 ? "One application" : `${count} applications`} can use <strong>${input.resourceName}</strong> with your account. Revoke one to disconnect it at once; to use it again, you would connect it again.</p>
-${input.apps.map((app) => appSection(app, input))}`
+${byServer(input.apps, input)}`
 }
 <form method="post" action="account">
 <input type="hidden" name="csrf" value="${input.csrfToken}">

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { brokerCliEnv, runCliCaptured } from "../support/cli-in-process.ts";
+import { AccountVisitor } from "../account/account-visitor.ts";
 import { CallbackServer, connectWithOAuth } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { authorizeUrl } from "../support/oauth-client.ts";
@@ -197,6 +198,15 @@ describe("a catalogue of four servers", () => {
     const unknown = await cli(["grants", "list", "--server", "gamma"]);
     expect(unknown.code).toBe(2);
     expect(unknown.out).toContain("no such MCP server; the configuration has alpha, beta, tools, private");
+  });
+
+  it("groups a user's connected apps by server on /account", async () => {
+    await obtainTokens(t.url, { user: "hana", resource: mcpAt("alpha") });
+    await obtainTokens(t.url, { user: "hana", resource: mcpAt("beta") });
+    const { page } = await new AccountVisitor(t.url).signIn("hana");
+    expect(page.apps).toHaveLength(2);
+    const headings = [...page.html.matchAll(/<h2 class="server-name">([^<]*)<\/h2>/g)].map((m) => m[1]);
+    expect(headings.sort()).toEqual(["Alpha docs", "Beta tracker"]);
   });
 
   it("lists every server with its URL on the front page", async () => {
