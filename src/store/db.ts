@@ -84,6 +84,13 @@ export function prepareSqliteFolder(file: string): void {
  * server fails here with a one-line DatabaseNotWritableError that names it and says what to change
  * (a database that is only busy or unreachable right now does not stop the start).
  */
+/**
+ * Prisma waits 2 s for a connection to start an interactive transaction and gives it 5 s: a burst of
+ * sign-ins (each callback is one transaction) on a busy machine exceeds both, and the sign-in failed.
+ * A transaction that still cannot start is answered 503 (store/errors.ts), not 500.
+ */
+const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 15_000 } as const;
+
 export async function openDatabase(url: string, cwd: string = process.cwd()): Promise<Database> {
   const kind = databaseKindOf(url);
   let queries = 0;
@@ -98,7 +105,7 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
       import("./generated/postgres/client.ts"),
       import("./hot-store-postgres.ts"),
     ]);
-    const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url }) });
+    const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url }), transactionOptions: TRANSACTION_OPTIONS });
     // The two generated clients differ only in PostgreSQL-only options ($transaction isolation
     // levels); every query the application makes is valid on both.
     db = client as unknown as Db;
@@ -107,7 +114,7 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     file = sqliteFilePath(url, cwd);
     prepareSqliteFolder(file);
     // busy_timeout, synchronous and foreign_keys are set on every connection by the adapter.
-    db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }) });
+    db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }), transactionOptions: TRANSACTION_OPTIONS });
     rawHot = createSqliteHotStore(file);
   }
   const writeFailures = new WriteFailures();

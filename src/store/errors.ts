@@ -13,8 +13,12 @@ export class StoreWriterUnavailable extends Error {
 
 /** Driver adapter error kinds (Prisma 6 adapters) that say "not reachable now". The libsql adapter reports SQLITE_BUSY as SocketTimeout. */
 const UNAVAILABLE_KINDS = new Set(["DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections", "TlsConnectionError"]);
-/** Prisma's own codes for the same: can't reach, timeout, operations timeout, connection closed, pool timeout. */
-const PRISMA_UNAVAILABLE_CODES = new Set(["P1001", "P1002", "P1008", "P1017", "P2024"]);
+/**
+ * Prisma's own codes for the same: can't reach, timeout, operations timeout, connection closed, pool
+ * timeout, and a transaction that could not start (or ran out of time) while every connection was
+ * busy (P2028): a burst of sign-ins at once is answered "try again", never 500.
+ */
+const PRISMA_UNAVAILABLE_CODES = new Set(["P1001", "P1002", "P1008", "P1017", "P2024", "P2028"]);
 /**
  * PostgreSQL SQLSTATEs: class 08 (connection exception), 53 (insufficient resources), 57P
  * (shutdown, cannot connect now), 55000 ("database is not currently accepting connections"), and

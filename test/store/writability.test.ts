@@ -375,3 +375,35 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
     expect((await fetch(`${t.url}/readyz`)).status).toBe(200);
   }, 60_000);
 });
+
+(postgresAvailable ? describe : describe.skip)("a PostgreSQL transaction out of time", () => {
+  let database: TestPostgresDatabase;
+  beforeAll(async () => {
+    database = await createPostgresDatabase();
+  });
+  afterAll(async () => database.drop());
+
+  it("makes a transaction that ran out of its time (P2028) an unavailable database: 503, not 500", async () => {
+    const { PrismaPg } = await import("@prisma/adapter-pg");
+    const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: database.url }) });
+    // Work elsewhere outlasts the transaction's time, as waiting behind a burst of others does.
+    const elsewhere = new pg.Client({ connectionString: database.url });
+    await elsewhere.connect();
+    const err = await client
+      .$transaction(
+        async (tx) => {
+          await elsewhere.query("SELECT pg_sleep(0.5)");
+          return tx.grant.count();
+        },
+        { timeout: 100 },
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    await elsewhere.end();
+    await client.$disconnect();
+    expect((err as { code?: unknown }).code).toBe("P2028");
+    expect(isDatabaseUnavailable(err)).toBe(true);
+  });
+});
