@@ -3,6 +3,7 @@
 // socket delivers it), SSE events that answer nothing the filter looks at, and the request side
 // (strict parse, callsIn, decideCalls) of one tools/call. A benchmark: it prints, asserts nothing.
 // Alone: `npx tsx bench/tool-list-filter.ts`.
+import { through } from "../test/support/stream-through.ts";
 import { pathToFileURL } from "node:url";
 import type { AccessRules } from "../src/config/catalogue.ts";
 import { type ToolCaller, ToolPolicy } from "../src/grants/tool-policy.ts";
@@ -38,17 +39,6 @@ function tool(i: number) {
     },
     annotations: { readOnlyHint: verb === "get" || verb === "list" || verb === "search" },
   };
-}
-
-/** The filter's whole output for `chunks`, written one by one. */
-async function through(filter: ToolListFilter, chunks: readonly Buffer[]): Promise<Buffer> {
-  const out: Buffer[] = [];
-  filter.on("data", (chunk: Buffer) => out.push(chunk));
-  const ended = new Promise((resolve) => filter.once("end", resolve));
-  for (const chunk of chunks) filter.write(chunk);
-  filter.end();
-  await ended;
-  return Buffer.concat(out);
 }
 
 function chunked(bytes: Buffer): Buffer[] {

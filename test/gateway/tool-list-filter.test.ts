@@ -2,6 +2,7 @@
 // or an SSE stream cut anywhere: only the answers to the request's tools/list ids change (their
 // tools, and a public cacheScope), every other byte passes as it came, and what the filter cannot
 // read is withheld rather than passed on unfiltered.
+import { through } from "../support/stream-through.ts";
 import { describe, expect, it } from "@jest/globals";
 import type { AccessRules } from "../../src/config/catalogue.ts";
 import { type ToolCaller, ToolPolicy } from "../../src/grants/tool-policy.ts";
@@ -34,17 +35,6 @@ const request = (toolLists: (string | number)[], requestIds: (string | number)[]
 
 function filterFor(who: ToolCaller, options: Partial<ToolListFilterOptions> & Pick<ToolListFilterOptions, "answers">): ToolListFilter {
   return new ToolListFilter({ contentType: "text/event-stream", visible: (name) => policy.visible(name, who), ...options });
-}
-
-/** Everything the filter emits for `chunks`, written one by one. */
-async function through(filter: ToolListFilter, chunks: readonly Buffer[]): Promise<Buffer> {
-  const out: Buffer[] = [];
-  filter.on("data", (chunk: Buffer) => out.push(chunk));
-  const ended = new Promise((resolve) => filter.once("end", resolve));
-  for (const chunk of chunks) filter.write(chunk);
-  filter.end();
-  await ended;
-  return Buffer.concat(out);
 }
 
 /** `bytes` cut at every offset into two chunks, and once into single bytes. */
