@@ -225,6 +225,7 @@ function brokerRouters(
       upstreamLogin: grants.upstreamLogin,
       browserIdentities: grants.browserIdentities,
       registrationLimit: grants.registrationLimit,
+      signingKeys: parts.services.signingKeys,
     }),
     frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
     callbackRouter(grants.upstreamLogin, config.publicUrl, accountSignInCallback(account)),

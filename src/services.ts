@@ -12,7 +12,9 @@ import { createGrantListing, type GrantListing } from "./grants/grant-listing.ts
 import { readAuditLog, readAuditLogForward, type AuditFilter, type AuditRecord } from "./grants/audit-log.ts";
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
-import type { Clock } from "./lib/clock.ts";
+import { systemClock, type Clock } from "./lib/clock.ts";
+import { SigningKeys } from "./grants/signing-keys.ts";
+import { IdentityAssertions } from "./grants/identity-assertion.ts";
 import type { JsonFetcher } from "./outbound/guarded-fetch.ts";
 import { activeTracer } from "./telemetry/span.ts";
 import { tracedProvider } from "./upstream/traced.ts";
@@ -27,6 +29,10 @@ export interface Services {
   readonly grantListing: GrantListing;
   /** The audit trail, as the operator reads it: the newest events, or (following it) the next ones. */
   readonly auditLog: { read(filter: AuditFilter): Promise<AuditRecord[]>; readForward(filter: AuditFilter): Promise<AuditRecord[]> };
+  /** The broker's signing keys (published at /.well-known/jwks.json). */
+  readonly signingKeys: SigningKeys;
+  /** The signed word on who the caller is, for MCP servers (X-Auth-Assertion). */
+  readonly assertions: IdentityAssertions;
 }
 
 /** Where demo mode serves its embedded identity provider. */
@@ -64,9 +70,12 @@ export function createServices(
     clock: options.clock,
     documentFetcher: options.documentFetcher,
   });
+  const signingKeys = new SigningKeys(database.db, secrets, options.clock ?? systemClock);
   return {
     secrets,
     provider,
+    signingKeys,
+    assertions: new IdentityAssertions(signingKeys, config.publicUrl, options.clock ?? systemClock),
     grants,
     clients: grants.clients,
     grantListing: createGrantListing(database.db),

@@ -19,6 +19,8 @@ import { consentDecisionHandler, consentPageHandler } from "./consent.ts";
 import { tokenHandler } from "./token.ts";
 import { revokeHandler } from "./revoke.ts";
 import { introspectHandler } from "./introspect.ts";
+import { jwksHandler } from "./jwks.ts";
+import type { SigningKeys } from "../grants/signing-keys.ts";
 
 /** What the endpoints use of the grants services (createGrants builds them all). */
 export interface AuthorizationServerDeps {
@@ -34,6 +36,8 @@ export interface AuthorizationServerDeps {
   readonly browserIdentities: BrowserIdentities;
   /** Counts registrations per client address (grants/rate-limit.ts: REGISTRATION_RATE_LIMIT). */
   readonly registrationLimit: RequestCounter;
+  /** Published at /.well-known/jwks.json. */
+  readonly signingKeys: SigningKeys;
 }
 
 export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
@@ -89,6 +93,9 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   const defaultPaths = [...prPaths(""), ...prPaths("/mcp")];
   router.options(defaultPaths, metadataCors).get(defaultPaths, metadataCors, atDefault);
   router.options(prPaths("/mcp/:name"), metadataCors).get(prPaths("/mcp/:name"), metadataCors, named);
+
+  const jwksPaths = at("/.well-known/jwks.json");
+  router.options(jwksPaths, metadataCors).get(jwksPaths, metadataCors, jwksHandler(deps.signingKeys));
 
   const registerLimit = rateLimit(deps.registrationLimit, "registrations");
   router
