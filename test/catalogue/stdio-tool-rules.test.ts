@@ -12,12 +12,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth, NoRefreshProvider, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { mcpPostTo } from "../support/mcp-probe.ts";
+import { until } from "../support/wait.ts";
 import { answerOf, callText, fixtureCommand, MODERN, modernRequest, signInAs } from "../stdio/stdio-support.ts";
 
 const METRICS = "metrics-token-of-the-stdio-tool-rules-test";
@@ -28,6 +30,8 @@ const without = (...hidden: string[]) => FIXTURE_TOOLS.filter((tool) => !hidden.
 let t: TestBroker;
 let configDir: string;
 let callback: CallbackServer;
+/** The broker's log (at info: the access lines). */
+let logged = "";
 const connected: Record<string, ConnectedClient> = {};
 
 const mcpUrl = () => `${t.url}/mcp/tools`;
@@ -79,7 +83,13 @@ beforeAll(async () => {
       "",
     ].join("\n"),
   );
-  t = await startBroker({ BROKER_CONFIG: file, METRICS_TOKEN: METRICS });
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logged += chunk.toString();
+      done();
+    },
+  });
+  t = await startBroker({ BROKER_CONFIG: file, METRICS_TOKEN: METRICS, LOG_LEVEL: "info" }, { logDestination: sink });
   connected.alice = await connectAs("alice");
   connected.bob = await connectAs("bob");
 }, 30_000);
@@ -177,5 +187,19 @@ describe("tool rules on a stdio server", () => {
     await alice.transport.finishAuth(outcome.code!);
     expect((alice.provider.savedTokens!.scope ?? "").split(" ")).toContain("notify:send");
     expect(await callText(alice.client, "log", { message: "hi" })).toBe("logged");
+  });
+
+  it("names a stdio request's JSON-RPC method and server in its access line, as an HTTP server's", async () => {
+    const res = await modernRequest(mcpUrl(), { ...bearer("bob"), "x-request-id": "stdio-access-line-1" }, 9, "tools/list");
+    await res.text();
+    // Written when the response has closed on the broker's side, which may follow the client's read.
+    const accessLine = () =>
+      logged
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .find((line) => line.msg === "mcp" && line.requestId === "stdio-access-line-1");
+    await until(() => accessLine() !== undefined, "the access line of the stdio request");
+    expect(accessLine()).toMatchObject({ server: "tools", rpc: "tools/list", status: 200 });
   });
 });
