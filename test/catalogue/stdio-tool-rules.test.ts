@@ -14,12 +14,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth, NoRefreshProvider, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { mcpPostTo } from "../support/mcp-probe.ts";
 import { until } from "../support/wait.ts";
+import { expectToolRefused, stepUpFor, toolDeniedEvents, toolDeniedRefusals } from "../support/tool-rules.ts";
 import { answerOf, callText, fixtureCommand, MODERN, modernRequest, signInAs } from "../stdio/stdio-support.ts";
 
 const METRICS = "metrics-token-of-the-stdio-tool-rules-test";
@@ -56,11 +55,6 @@ async function toolsCalledInStatelessChild(user: string): Promise<string[]> {
   const answer = await answerOf(await modernRequest(mcpUrl(), bearer(user), 900, "tools/call", { name: "received", arguments: {} }), 900);
   const text = (answer.result as { content: { text: string }[] }).content[0]!.text;
   return (JSON.parse(text) as { method: string; tool?: string }[]).filter((m) => m.method === "tools/call").map((m) => m.tool!);
-}
-
-async function toolDeniedRefusals(): Promise<number> {
-  const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text();
-  return Number(/^mab_refusals_total\{reason="tool_denied"\} (\d+)$/m.exec(text)?.[1]);
 }
 
 beforeAll(async () => {
@@ -115,32 +109,21 @@ describe("tool rules on a stdio server", () => {
   });
 
   it("answers a refused call with a JSON-RPC error naming the tool; the child never hears of it; audited and counted", async () => {
-    const before = await toolDeniedRefusals();
+    const before = await toolDeniedRefusals(t, METRICS);
     for (const [user, tool] of [
       ["bob", "stderr"],
       ["alice", "whoami"],
     ] as const) {
-      let refused: unknown;
-      try {
-        await connected[user]!.client.callTool({ name: tool, arguments: { lines: 1 } });
-      } catch (err) {
-        refused = err;
-      }
-      expect(refused).toBeInstanceOf(McpError);
-      expect((refused as McpError).code).toBe(-32602);
-      expect((refused as McpError).message).toContain(`"${tool}" is not permitted for you`);
       // Nothing of the rule is told.
-      expect((refused as McpError).message).not.toMatch(/alice|who\*|allow/);
+      await expectToolRefused(connected[user]!, tool, { lines: 1 }, /alice|who\*|allow/);
       expect(await toolsCalledInChild(connected[user]!)).not.toContain(tool);
     }
     // Stateless, the grant's warm child: refused the same way, before it.
     const answer = await answerOf(await modernRequest(mcpUrl(), bearer("bob"), 8, "tools/call", { name: "stderr", arguments: { lines: 1 } }), 8);
     expect(answer.error).toMatchObject({ code: -32602, message: expect.stringContaining('"stderr" is not permitted for you') });
     expect(await toolsCalledInStatelessChild("bob")).not.toContain("stderr");
-    expect(await toolDeniedRefusals()).toBe(before + 3);
-    const events = await t.broker.database.db.auditEvent.findMany({ where: { type: "tool.denied" }, orderBy: { at: "asc" } });
-    const details = events.map((e) => JSON.parse(e.detail) as Record<string, unknown>);
-    expect(details).toEqual(
+    expect(await toolDeniedRefusals(t, METRICS)).toBe(before + 3);
+    expect(await toolDeniedEvents(t)).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ server: "tools", tool: "stderr", reason: "not-allowed" }),
         expect.objectContaining({ server: "tools", tool: "whoami", reason: "denied" }),
@@ -172,20 +155,10 @@ describe("tool rules on a stdio server", () => {
 
   it("answers a call that needs a scope with 403 insufficient_scope; after the SDK's step-up the call passes", async () => {
     const alice = connected.alice!;
-    let stepUp: unknown;
-    try {
-      await alice.client.callTool({ name: "log", arguments: { message: "hi" } });
-    } catch (err) {
-      stepUp = err;
-    }
-    if (!(stepUp instanceof UnauthorizedError)) throw stepUp;
-    const asked = alice.provider.authorizationUrls.at(-1)!;
-    expect(asked.searchParams.get("scope")?.split(" ")).toContain("notify:send");
-    expect(await toolsCalledInChild(alice)).not.toContain("log");
-    const outcome = await callback.next();
-    expect(outcome.code).toBeDefined();
-    await alice.transport.finishAuth(outcome.code!);
-    expect((alice.provider.savedTokens!.scope ?? "").split(" ")).toContain("notify:send");
+    // Nothing reaches the child before the user consents.
+    await stepUpFor(alice, callback, "log", { message: "hi" }, "notify:send", async () => {
+      expect(await toolsCalledInChild(alice)).not.toContain("log");
+    });
     expect(await callText(alice.client, "log", { message: "hi" })).toBe("logged");
   });
 
