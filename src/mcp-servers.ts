@@ -15,6 +15,8 @@ import type { OpenStreams } from "./gateway/open-streams.ts";
 import { misfitWarnings } from "./gateway/mcp-server-misfits.ts";
 import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
 import type { OriginPredicate } from "./gateway/origin-check.ts";
+import type { FrontEndOptions } from "./gateway/front-end.ts";
+import type { BrokerChallenge } from "./gateway/scope-challenge.ts";
 import type { McpSessionBinding } from "./gateway/session-binding.ts";
 import { SessionRegistry } from "./stdio/session-registry.ts";
 import { openChildGuard } from "./stdio/child-guard.ts";
@@ -111,6 +113,24 @@ function toolDeniedAudit(entry: McpServerEntry, deps: FrontingDeps, log: Logger)
   };
 }
 
+/**
+ * What the /mcp front end (gateway/front-end.ts) needs of a server, whichever its backend: its
+ * logger, its tool rules with their audit trail, and how the broker challenges for a scope.
+ */
+function frontEndOptions(entry: McpServerEntry, deps: FrontingDeps, log: Logger): FrontEndOptions & { readonly challenge: BrokerChallenge } {
+  const toolPolicy = entry.tools.length > 0 ? new ToolPolicy(entry.tools, entry.scopes.implies) : undefined;
+  return {
+    logger: log,
+    ...(toolPolicy ? { toolPolicy, toolDenied: toolDeniedAudit(entry, deps, log) } : {}),
+    // The tool rules' missing scope, and the MCP server's 401 and 403 insufficient_scope, become the broker's own challenge.
+    challenge: {
+      resourceMetadataUrl: resourceMetadataUrl(deps.config.publicUrl, entry.path),
+      requiredScope: DEFAULT_SCOPE,
+      knownScopes: knownScopes(entry.scopes.supported),
+    },
+  };
+}
+
 async function backendOf(
   entry: McpServerEntry,
   deps: FrontingDeps,
@@ -118,6 +138,7 @@ async function backendOf(
 ): Promise<{ handler: McpHandler; stdioSessions?: SessionRegistry; proxy?: McpProxy; demo?: DemoMcpServer; unsubscribe?: () => void }> {
   const { config, logger } = deps;
   const log = config.catalogue.servers.length > 1 ? logger.child({ server: entry.name }) : logger;
+  const front = frontEndOptions(entry, deps, log);
   if (entry.backend.kind === "stdio") {
     const registry = new SessionRegistry({
       server: entry.backend.server,
@@ -128,7 +149,7 @@ async function backendOf(
     // A revoked grant's children stop at once, wherever the revocation came from (this process or the feed).
     const unsubscribe = deps.revocations.subscribe((revocation) => void registry.endGrants(revocation.grantIds ?? []));
     return {
-      handler: stdioMcpHandler({ registry, passesToken: entry.backend.server.tokenEnv !== undefined, logger: log }),
+      handler: stdioMcpHandler({ ...front, registry, passesToken: entry.backend.server.tokenEnv !== undefined }),
       stdioSessions: registry,
       unsubscribe,
     };
@@ -136,26 +157,18 @@ async function backendOf(
   if (entry.backend.kind === "demo" && deps.mcpHandler) return { handler: deps.mcpHandler };
   const demo = entry.backend.kind === "demo" ? await startDemoMcpServer() : undefined;
   const targetUrl = entry.backend.kind === "http" ? entry.backend.url : demo!.url;
-  const toolPolicy = entry.tools.length > 0 ? new ToolPolicy(entry.tools, entry.scopes.implies) : undefined;
   const proxy = createMcpProxy({
+    ...front,
     targetUrl,
-    ...(toolPolicy ? { toolPolicy, toolDenied: toolDeniedAudit(entry, deps, log) } : {}),
     timeoutMs: config.proxyTimeoutMs,
     forwardUpstreamToken: entry.forwardUpstreamToken,
     serverName: entry.name,
-    logger: log,
     sessionBinding: deps.sessionBinding,
     mountPaths,
     observer: deps.observer,
     answered: misfitWarnings({ logger: log, targetUrl }),
     streams: deps.streams,
     publicUrl: config.publicUrl,
-    // The MCP server's 401 and 403 insufficient_scope become the broker's own challenge.
-    challenge: {
-      resourceMetadataUrl: resourceMetadataUrl(config.publicUrl, entry.path),
-      requiredScope: DEFAULT_SCOPE,
-      knownScopes: knownScopes(entry.scopes.supported),
-    },
   });
   return { handler: proxy.middleware, proxy, ...(demo ? { demo } : {}) };
 }

@@ -264,12 +264,6 @@ function environmentParts(server: Partial<ServerInput>, at: KeyPath, context: Ca
       },
     );
     if (stdio) backend = { kind: "stdio", server: stdio };
-    // The stdio bridge does not apply tool rules yet: refused rather than silently not enforced.
-    if (server.tools?.length)
-      problems.at(
-        [...at, "tools"],
-        "tool rules apply to Streamable HTTP servers (url) in this version, not yet to stdio servers: remove them, or front the stdio server with access rules instead",
-      );
   }
   const access = accessRules(server.access, [...at, "access"], context.provider, problems);
   const tools = toolRules(server.tools, at, context.provider, problems);

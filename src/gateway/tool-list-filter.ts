@@ -193,11 +193,8 @@ export class ToolListFilter extends Transform {
   }
 
   /**
-   * A response to a wanted id with its hidden tools removed, or a batch of responses with theirs;
-   * undefined when nothing changes. `cacheScope: "public"` becomes "private": the list now depends
-   * on who asked, and MCP 2026-07-28 (server/utilities/caching) says filtered lists that vary per
-   * user are "private" — a public one may be shared across access tokens. Tools without a string
-   * name are dropped: the policy cannot tell whether this caller may see them.
+   * A response to a wanted id with its hidden tools removed (withoutHiddenTools), or a batch of
+   * responses with theirs; undefined when nothing changes.
    */
   private rewrite(message: unknown): unknown {
     if (Array.isArray(message)) {
@@ -211,13 +208,9 @@ export class ToolListFilter extends Transform {
       return changed ? out : undefined;
     }
     if (!isObject(message) || "method" in message || !this.wanted(message.id)) return undefined;
-    const result = message.result;
-    if (!isObject(result) || !Array.isArray(result.tools)) return undefined;
+    if (!isObject(message.result) || !Array.isArray(message.result.tools)) return undefined;
     this.answered.add(idKey(message.id as RequestId));
-    const tools = result.tools.filter((tool: unknown) => isObject(tool) && typeof tool.name === "string" && this.options.visible(tool.name));
-    const privatise = result.cacheScope === "public";
-    if (tools.length === result.tools.length && !privatise) return undefined;
-    return { ...message, result: { ...result, tools, ...(privatise ? { cacheScope: "private" } : {}) } };
+    return withoutHiddenTools(message, this.options.visible);
   }
 
   // --- SSE ---
@@ -388,6 +381,23 @@ export class ToolListFilter extends Transform {
       this.push(`event: message\ndata: ${JSON.stringify(errorResponse(id, LIST_NOT_FILTERED, message))}\n\n`);
     }
   }
+}
+
+/**
+ * A tools/list response (`result.tools`) without the tools `visible` refuses; undefined when
+ * nothing changes or it holds no tool list. `cacheScope: "public"` becomes "private": the list now
+ * depends on who asked, and MCP 2026-07-28 (server/utilities/caching) says filtered lists that
+ * vary per user are "private" — a public one may be shared across access tokens. Tools without a
+ * string name are dropped: the policy cannot tell whether this caller may see them. The one rule
+ * for both backends: the HTTP proxy's byte filter above and the stdio bridge's answers.
+ */
+export function withoutHiddenTools<M extends Record<string, unknown>>(message: M, visible: (tool: string) => boolean): M | undefined {
+  const result = message.result;
+  if (!isObject(result) || !Array.isArray(result.tools)) return undefined;
+  const tools = result.tools.filter((tool: unknown) => isObject(tool) && typeof tool.name === "string" && visible(tool.name));
+  const privatise = result.cacheScope === "public";
+  if (tools.length === result.tools.length && !privatise) return undefined;
+  return { ...message, result: { ...result, tools, ...(privatise ? { cacheScope: "private" } : {}) } };
 }
 
 /** The value of a `data` field line (after "data:" and one optional space); undefined for other lines. */

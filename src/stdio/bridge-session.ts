@@ -23,7 +23,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.ts";
 import type { StdioChild } from "./child-process.ts";
-import { ChildHolder, type ChildHolderOptions, type SessionOwner } from "./child-holder.ts";
+import { ChildHolder, type ChildHolderOptions, type ListAnswerFilter, type SessionOwner } from "./child-holder.ts";
 
 type Json = Record<string, unknown>;
 
@@ -53,6 +53,11 @@ export class BridgeSession extends ChildHolder<PendingRequest> {
   private openGetStreams = 0;
   /** The HTTP responses of this session still open: what backpressure watches. */
   private readonly streams = new Set<ServerResponse>();
+  /**
+   * The tools/list answers' filter of the latest request: a session has one owner, so this is that
+   * caller as the front end saw them last.
+   */
+  private listAnswer: ListAnswerFilter | undefined;
   /** Called when the transport has issued the session id (before the initialize answer). */
   oninitialized: ((sessionId: string) => void) | undefined;
 
@@ -75,8 +80,9 @@ export class BridgeSession extends ChildHolder<PendingRequest> {
   }
 
   /** Serves one HTTP request of this session; resolves when its response has ended. */
-  async handle(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  async handle(req: IncomingMessage, res: ServerResponse, body: unknown, listAnswer?: ListAnswerFilter): Promise<void> {
     this.lastActive = this.now();
+    this.listAnswer = listAnswer;
     const get = req.method === "GET";
     if (get) this.openGetStreams++;
     this.streams.add(res);
@@ -129,7 +135,9 @@ export class BridgeSession extends ChildHolder<PendingRequest> {
       }
       this.settle(m.id as number, pending);
       this.lastActive = this.now();
-      this.deliver(rewritten({ ...m, id: pending.clientId }));
+      const answer = { ...m, id: pending.clientId };
+      // Where the child's answer becomes the HTTP response (JSON or SSE, the transport's choice).
+      this.deliver(rewritten(pending.method === "tools/list" && this.listAnswer ? this.listAnswer(answer) : answer));
       return;
     }
     if (!("id" in m)) {

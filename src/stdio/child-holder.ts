@@ -9,6 +9,12 @@ import type { Logger } from "../logger.ts";
 import type { StdioChild } from "./child-process.ts";
 import { Throttle } from "./throttle.ts";
 
+/**
+ * What the /mcp front end does to the answer of a tools/list request before the client sees it
+ * (the tool rules hide what this caller may not call); the bridges know only which answers those are.
+ */
+export type ListAnswerFilter = (answer: Record<string, unknown>) => Record<string, unknown>;
+
 export interface SessionOwner {
   /** sessionOwnerKey of the caller who opened the session: who may use it. */
   readonly key: string;

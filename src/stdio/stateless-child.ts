@@ -19,7 +19,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.ts";
 import type { StdioChild } from "./child-process.ts";
-import { ChildHolder, type ChildHolderOptions, type SessionOwner } from "./child-holder.ts";
+import { ChildHolder, type ChildHolderOptions, type ListAnswerFilter, type SessionOwner } from "./child-holder.ts";
 import {
   type ChildDescription,
   describeChild,
@@ -85,8 +85,11 @@ export class StatelessChild extends ChildHolder<Pending> {
     new Reply(res, accept).finish({ jsonrpc: "2.0", id, result: discoverResult(this.description!) });
   }
 
-  /** Serves one request; resolves when its reply has ended (answered, or closed by the client). */
-  async serve(message: Json, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /**
+   * Serves one request; resolves when its reply has ended (answered, or closed by the client).
+   * `listAnswer`: the front end's filter of a tools/list answer for this caller.
+   */
+  async serve(message: Json, req: IncomingMessage, res: ServerResponse, listAnswer?: ListAnswerFilter): Promise<void> {
     this.lastActive = this.now();
     // The client left while its child was being started: nothing to ask the child.
     if (res.destroyed) return;
@@ -99,8 +102,9 @@ export class StatelessChild extends ChildHolder<Pending> {
         const out: Json = { jsonrpc: "2.0", id: message.id };
         if (answer.error !== undefined) out.error = modernError(answer.error);
         else out.result = modernResult(method, answer.result, this.description?.serverInfo);
+        const shown = method === "tools/list" && listAnswer ? listAnswer(out) : out;
         // A method the server does not have is 404 in this revision (a legacy endpoint's 404 has no JSON-RPC body).
-        reply.finish(out, (out.error as Json | undefined)?.code === METHOD_NOT_FOUND ? 404 : 200);
+        reply.finish(shown, (out.error as Json | undefined)?.code === METHOD_NOT_FOUND ? 404 : 200);
         this.throttle.check();
       },
       progress: (notification) => {

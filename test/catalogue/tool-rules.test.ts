@@ -10,13 +10,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { CallbackServer, connectWithOAuth, NoRefreshProvider, type ConnectedClient } from "../support/mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { mcpPostTo } from "../support/mcp-probe.ts";
+import { expectToolRefused, stepUpFor, toolDeniedEvents, toolDeniedRefusals } from "../support/tool-rules.ts";
 
 const METRICS = "metrics-token-of-the-tool-rules-test";
 let demo: DemoMcpServer;
@@ -39,11 +38,6 @@ const toolNames = async (client: ConnectedClient) => (await client.client.listTo
 
 /** The demo server's tools/call requests so far (the 2025 SDK client sends no Mcp-Method header: counted by POSTs). */
 const postsToServer = () => demo.requests.filter((r) => r.method === "POST").length;
-
-async function toolDeniedRefusals(): Promise<number> {
-  const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text();
-  return Number(/^mab_refusals_total\{reason="tool_denied"\} (\d+)$/m.exec(text)?.[1]);
-}
 
 beforeAll(async () => {
   demo = await startDemoMcpServer();
@@ -85,31 +79,20 @@ describe("tool rules through the broker", () => {
   });
 
   it("answers a refused call with a JSON-RPC error naming the tool; the server never hears of it; audited and counted", async () => {
-    const before = { posts: postsToServer(), refusals: await toolDeniedRefusals() };
+    const before = { posts: postsToServer(), refusals: await toolDeniedRefusals(t, METRICS) };
     for (const [user, tool] of [
       ["bob", "countdown"],
       ["alice", "whoami"],
     ] as const) {
-      let refused: unknown;
-      try {
-        await connected[user]!.client.callTool({ name: tool, arguments: {} });
-      } catch (err) {
-        refused = err;
-      }
-      expect(refused).toBeInstanceOf(McpError);
-      expect((refused as McpError).code).toBe(-32602);
-      expect((refused as McpError).message).toContain(`"${tool}" is not permitted for you`);
       // Nothing of the rule is told.
-      expect((refused as McpError).message).not.toMatch(/alice|who\*|allow/);
+      await expectToolRefused(connected[user]!, tool, {}, /alice|who\*|allow/);
     }
     expect(postsToServer()).toBe(before.posts);
-    expect(await toolDeniedRefusals()).toBe(before.refusals + 2);
+    expect(await toolDeniedRefusals(t, METRICS)).toBe(before.refusals + 2);
     // The server's name labels its requests (the refused ones answered 200 with their JSON-RPC error).
     const metrics = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text();
     expect(Number(/^mab_mcp_requests_total\{server="demo",status="200"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(2);
-    const events = await t.broker.database.db.auditEvent.findMany({ where: { type: "tool.denied" }, orderBy: { at: "asc" } });
-    const details = events.map((e) => JSON.parse(e.detail) as Record<string, unknown>);
-    expect(details).toEqual(
+    expect(await toolDeniedEvents(t)).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ server: "demo", tool: "countdown", reason: "not-allowed" }),
         expect.objectContaining({ server: "demo", tool: "whoami", reason: "denied" }),
@@ -137,19 +120,7 @@ describe("tool rules through the broker", () => {
 
   it("answers a call that needs a scope with 403 insufficient_scope; after the SDK's step-up the call passes", async () => {
     const alice = connected.alice!;
-    let stepUp: unknown;
-    try {
-      await alice.client.callTool({ name: "notify", arguments: { message: "hi" } });
-    } catch (err) {
-      stepUp = err;
-    }
-    if (!(stepUp instanceof UnauthorizedError)) throw stepUp;
-    const asked = alice.provider.authorizationUrls.at(-1)!;
-    expect(asked.searchParams.get("scope")?.split(" ")).toContain("notify:send");
-    const outcome = await callback.next();
-    expect(outcome.code).toBeDefined();
-    await alice.transport.finishAuth(outcome.code!);
-    expect((alice.provider.savedTokens!.scope ?? "").split(" ")).toContain("notify:send");
+    await stepUpFor(alice, callback, "notify", { message: "hi" }, "notify:send");
     const sent = await alice.client.callTool({ name: "notify", arguments: { message: "hi" } });
     expect(sent.isError).toBeFalsy();
   });

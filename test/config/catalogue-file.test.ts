@@ -170,6 +170,11 @@ describe("the configuration file", () => {
     expect(two.resourceUrl).toBe("https://mcp.example.com/mcp/notes");
   });
 
+  it("takes tool rules on a stdio server as on an HTTP one (the /mcp front end enforces them for both)", () => {
+    const config = load("servers:\n  - name: notes\n    command: [node, s.js]\n    tools:\n      - { match: delete_*, deny: true }\n");
+    expect(config.catalogue.servers[0]).toMatchObject({ backend: { kind: "stdio" }, tools: [{ match: "delete_*", deny: true }] });
+  });
+
   it("splits a command line like MCP_SERVER_COMMAND, and refuses what a shell would do differently", () => {
     const config = load(`servers:\n  - name: gh\n    command: npx -y "@scope/server name" 'a b'\n`);
     expect(config.stdioServer).toMatchObject({ command: "npx", args: ["-y", "@scope/server name", "a b"] });
@@ -398,12 +403,6 @@ describe("mistakes in the configuration file", () => {
       "servers:\n  - name: notes\n    command: [node, s.js]\n    tokenEnv: TOKEN\n    env:\n      TOKEN: fixed\n",
       GITHUB,
       ["broker.yaml:6:7: servers[0].env.TOKEN: TOKEN receives each user's upstream token (tokenEnv): it cannot also be fixed"],
-    ],
-    [
-      "tool rules on a stdio server (the stdio bridge does not enforce them yet: refused, never silently ignored)",
-      "servers:\n  - name: notes\n    command: [node, s.js]\n    tools:\n      - { match: delete_*, deny: true }\n",
-      GITHUB,
-      ["broker.yaml:5:7: servers[0].tools: tool rules apply to Streamable HTTP servers"],
     ],
     [
       "stdio settings on an HTTP server",
