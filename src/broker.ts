@@ -359,6 +359,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     observer: metrics,
     allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
     mcpHandler: options.mcpHandler,
+    assertions: services.assertions,
     audit: (entry) => audit(database.db, entry),
   };
   const served = new ServedCatalogue(await frontServers(fronting));

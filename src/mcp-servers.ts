@@ -22,6 +22,7 @@ import { SessionRegistry } from "./stdio/session-registry.ts";
 import { openChildGuard } from "./stdio/child-guard.ts";
 import { reapLeftovers } from "./stdio/child-ledger.ts";
 import type { Clock } from "./lib/clock.ts";
+import type { IdentityAssertions } from "./grants/identity-assertion.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "./demo/mcp-server.ts";
 import type { AccessValidator } from "./grants/access-validation.ts";
 import type { RevocationBus } from "./grants/context.ts";
@@ -66,6 +67,8 @@ export interface FrontingDeps {
   readonly allowedOrigin: OriginPredicate;
   /** The library use: serves the demo entry in-process instead of the demo MCP server. */
   readonly mcpHandler: McpHandler | undefined;
+  /** Signs X-Auth-Assertion for each request to an HTTP server. */
+  readonly assertions: IdentityAssertions;
   /** Writes an audit event (a tool call the rules refused). */
   readonly audit: (entry: AuditEntry) => Promise<void>;
 }
@@ -169,6 +172,7 @@ async function backendOf(
     answered: misfitWarnings({ logger: log, targetUrl }),
     streams: deps.streams,
     publicUrl: config.publicUrl,
+    assertion: (identity) => deps.assertions.for(identity, entry.resourceUrl),
   });
   return { handler: proxy.middleware, proxy, ...(demo ? { demo } : {}) };
 }

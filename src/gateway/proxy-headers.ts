@@ -102,6 +102,8 @@ export function upstreamRequestHeaders(
   forwardUpstreamToken: boolean,
   /** The catalogue name of the server the request goes to (X-Auth-Server): one MCP server may sit behind several names. */
   serverName?: string,
+  /** X-Auth-Assertion: the broker's signed statement of the same identity (grants/identity-assertion.ts). */
+  assertion?: string,
 ): Record<string, string> {
   const headers: Record<string, string> = {};
   // One pass over what the client sent (Node's header names are lower case): a set lookup and a
@@ -115,6 +117,7 @@ export function upstreamRequestHeaders(
   headers["x-auth-client-id"] = headerValue(identity.clientId);
   headers["x-auth-scopes"] = headerValue(identity.scopes.join(" "));
   if (serverName !== undefined) headers["x-auth-server"] = serverName;
+  if (assertion !== undefined) headers["x-auth-assertion"] = assertion;
   if (forwardUpstreamToken && identity.upstreamAccessToken) {
     headers["x-upstream-access-token"] = headerValue(identity.upstreamAccessToken);
   }

@@ -12,6 +12,7 @@ import type { Readable } from "node:stream";
 import type Koa from "koa";
 import { Pool, errors as undiciErrors } from "undici";
 import type { Logger } from "../logger.ts";
+import type { CallerIdentity } from "../grants/caller-identity.ts";
 import type { McpHandler } from "./router.ts";
 import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
@@ -58,6 +59,8 @@ export interface McpProxyOptions extends FrontEndOptions {
   readonly answered?: (answer: McpServerAnswer) => void;
   /** The event streams being relayed, which a shutdown ends properly (open-streams.ts). */
   readonly streams?: OpenStreams;
+  /** The signed word on who the caller is (X-Auth-Assertion), made for this server. */
+  readonly assertion?: (identity: CallerIdentity) => Promise<string>;
 }
 
 export interface ProxyObserver {
@@ -202,6 +205,8 @@ async function screenedBody(x: Exchange): Promise<{ body: UpstreamBody; listed: 
 async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
   const { options, target, pool } = parts;
   const { ctx, request } = x;
+  // Before the try: a failure to sign is the broker's own (its store), not the MCP server's.
+  const assertion = options.assertion ? await options.assertion(request.identity) : undefined;
   try {
     const screened = await screenedBody(x);
     if (!screened) return undefined;
@@ -213,6 +218,7 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
       forwardedConnection(ctx, options.publicUrl),
       options.forwardUpstreamToken,
       options.serverName,
+      assertion,
     );
     const upstream = await pool.request({
       method: ctx.method as "GET" | "POST" | "DELETE",
