@@ -1,26 +1,31 @@
 // The environment variables of the outside contract (the shared contract file), parsed once at start into a typed, frozen object.
 // Every problem is reported as one line naming the variable and what it expects.
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { userInfo } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
 import { parse as parseDotenv } from "dotenv";
-import { z } from "zod";
-import { databaseKindOf, type DatabaseKind } from "../store/database-kind.ts";
+import type { DatabaseKind } from "../store/database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy.ts";
-import { type AllowedOrigins, type ClientInteropConfig, parseAllowedOrigins, parseClientInterop } from "./client-interop.ts";
-import { ConfigError, commaList, isLoopbackHost, isPlainHttpUrl, type Env, type UpstreamKind } from "./values.ts";
+import type { AllowedOrigins, ClientInteropConfig } from "./client-interop.ts";
+import { ConfigError, isLoopbackHost, type Env, type UpstreamKind } from "./values.ts";
 export type { UpstreamKind };
 import { withSecretFiles } from "./sources.ts";
-import { parseStdioLimits, parseStdioServer, STDIO_LIMIT_VARIABLES, type StdioServerConfig } from "./stdio-server.ts";
-import { ConfigFileError, loadCatalogueFile, replacedVariable, type CatalogueFileContext } from "./file.ts";
+import type { StdioServerConfig } from "./stdio-server.ts";
+import { ConfigFileError } from "./file.ts";
 import { parseObservability, type ObservabilityConfig } from "./observability.ts";
-import { defaultServer, LiveCatalogue, type Catalogue, type McpBackend, type McpServerEntry } from "./catalogue.ts";
+import { LiveCatalogue, type Catalogue } from "./catalogue.ts";
+import { bool, intIn, parseVar } from "./parse-var.ts";
+import { parseListener, refuseDemoOnPublicHost } from "./listener.ts";
+import { parseDatabase } from "./database.ts";
+import { catalogueOf, oneServerFields, parseServerSource } from "./server-source.ts";
+import { parseUpstream, upstreamSettings } from "./upstream.ts";
+import { parseLifetimes } from "./lifetimes.ts";
+import { parseLogging, parseMetrics } from "./operations.ts";
+import { parseRegistration } from "./registration.ts";
+import { parseSecretKeys } from "./secret-key.ts";
+export { DataFolderError, dataFolderProblem, folderWriteFailure } from "./data-folder.ts";
+export { decodeSecretKey } from "./secret-key.ts";
 
 export { ConfigError };
-
-/** Demo mode cannot write its data folder; the message says which and what to do. */
-export class DataFolderError extends Error {}
 
 export interface Config {
   readonly port: number;
@@ -103,45 +108,6 @@ export interface Config {
   readonly insecurePublicUrl: boolean;
   readonly trustProxy: boolean;
   readonly dataDir: string;
-}
-
-/** The catalogue of one the environment describes: the server of MCP_SERVER_URL / MCP_SERVER_COMMAND (or the demo's) at /mcp. */
-function environmentCatalogue(input: {
-  readonly resourceUrl: string;
-  readonly resourceName: string;
-  readonly mcpServerUrl: string | undefined;
-  readonly stdioServer: StdioServerConfig | undefined;
-  readonly forwardUpstreamToken: boolean;
-  readonly scopes: McpServerEntry["scopes"];
-}): Catalogue {
-  const backend: McpBackend = input.mcpServerUrl
-    ? { kind: "http", url: input.mcpServerUrl }
-    : input.stdioServer
-      ? { kind: "stdio", server: input.stdioServer }
-      : { kind: "demo" };
-  const entry: McpServerEntry = {
-    name: "mcp",
-    title: input.resourceName,
-    description: undefined,
-    path: "/mcp",
-    resourceUrl: input.resourceUrl,
-    isDefault: true,
-    backend,
-    forwardUpstreamToken: input.forwardUpstreamToken,
-    scopes: input.scopes,
-    access: undefined,
-    tools: [],
-  };
-  return Object.freeze({ servers: Object.freeze([Object.freeze(entry)]), source: { kind: "environment" } as const });
-}
-
-/** The file's catalogue; MCP_STDIO_* beside a file without a stdio server would be ignored, so they are refused. */
-function fileCatalogue(env: Env, context: CatalogueFileContext): Catalogue {
-  const catalogue = loadCatalogueFile(context);
-  const unused = STDIO_LIMIT_VARIABLES.find((name) => env[name]?.trim());
-  if (unused && !catalogue.servers.some((s) => s.backend.kind === "stdio"))
-    throw new ConfigError(unused, `only applies to stdio MCP servers, and ${context.file} lists none (a server with command): remove it`);
-  return catalogue;
 }
 
 /** Where the upstream IdP sends the browser back, relative to PUBLIC_URL. */
@@ -255,320 +221,52 @@ export function readEnvironment(cwd: string, env: Env = process.env): Env {
   return { ...fromFile, ...env };
 }
 
-function parseVar<T>(env: Env, name: string, schema: z.ZodType<T>, expectation: string): T {
-  const raw = env[name];
-  const value = raw === undefined || raw.trim() === "" ? undefined : raw.trim();
-  const result = schema.safeParse(value);
-  if (!result.success) {
-    const got = value === undefined ? "it is not set" : `got ${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)}`;
-    throw new ConfigError(name, `expected ${expectation}, ${got}`);
-  }
-  return result.data;
-}
-
-const intIn = (min: number, max: number, fallback: number) =>
-  z
-    .string()
-    .regex(/^\d+$/)
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max))
-    .optional()
-    .transform((v) => v ?? fallback);
-
-const bool = (fallback: boolean) =>
-  z
-    .enum(["true", "false", "1", "0", "yes", "no", "TRUE", "FALSE"])
-    .optional()
-    .transform((v) => (v === undefined ? fallback : ["true", "1", "yes", "TRUE"].includes(v)));
-
-const httpUrl = z
-  .string()
-  .refine(isPlainHttpUrl)
-  .transform((v) => v.replace(/\/+$/, ""));
-
-/** Decodes SECRET_KEY given as hex or base64/base64url; null when neither yields 32+ bytes. */
-export function decodeSecretKey(value: string): Buffer | null {
-  if (/^[0-9a-fA-F]+$/.test(value) && value.length % 2 === 0) {
-    const hex = Buffer.from(value, "hex");
-    if (hex.length >= 32) return hex;
-  }
-  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) {
-    const b64 = Buffer.from(value.replace(/-/g, "+").replace(/_/g, "/"), "base64");
-    if (b64.length >= 32) return b64;
-  }
-  return null;
-}
-
-const secretKeyExpectation =
-  "at least 32 bytes of key material as hex (64+ hex digits) or base64 (44+ characters); generate one with: node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"";
-
-/** The user the broker runs as, for messages. */
-function runningAs(): string {
-  try {
-    return `user ${userInfo().username}`;
-  } catch {
-    return `uid ${process.getuid?.() ?? "?"}`;
-  }
-}
-
-/**
- * Why files cannot be created in `dir` by this process: the error code of the folder, or of the
- * nearest one above it that exists (where it would be made); undefined when they can.
- */
-export function folderWriteFailure(dir: string): string | undefined {
-  let existing = dir;
-  while (!existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
-  try {
-    accessSync(existing, constants.W_OK);
-    return undefined;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code ?? "EACCES";
-  }
-}
-
-/**
- * Why demo mode cannot keep its files (generated key, SQLite database) in `dataDir`, said like the
- * read-only database: which folder, and what to do. Undefined when it can (the folder, or the
- * nearest one above it that exists, is writable).
- */
-export function dataFolderProblem(dataDir: string, err?: NodeJS.ErrnoException): string | undefined {
-  const code = err ? (err.code ?? err.message) : folderWriteFailure(dataDir);
-  if (code === undefined) return undefined;
-  return `cannot create or write the data folder ${dataDir} (${code}), where demo mode keeps its generated key and its database: start the broker in a folder ${runningAs()} can write, or create ${dataDir} writable for that user`;
-}
-
-function loadOrCreateDemoSecret(dataDir: string): Buffer {
-  const file = path.join(dataDir, "secret.key");
-  if (existsSync(file)) {
-    const key = decodeSecretKey(readFileSync(file, "utf8").trim());
-    if (!key) throw new ConfigError("SECRET_KEY", `the demo key file ${file} is corrupt; delete it and start again`);
-    return key;
-  }
-  const key = randomBytes(32);
-  try {
-    mkdirSync(dataDir, { recursive: true });
-    writeFileSync(file, `${key.toString("base64")}\n`, { mode: 0o600 });
-  } catch (err) {
-    const problem = dataFolderProblem(dataDir, err as NodeJS.ErrnoException);
-    throw new DataFolderError(problem!);
-  }
-  return key;
+export interface LoadOptions {
+  /** Demo mode without SECRET_KEY: keep the key under ./data (default), or use a throwaway one (a dry run). */
+  readonly createDemoSecret?: boolean;
 }
 
 /**
  * Parses the environment. Throws ConfigError (one line: variable and expectation) on the first
  * problem. In demo mode a missing SECRET_KEY is generated once and kept under the data folder.
  */
-export interface LoadOptions {
-  /** Demo mode without SECRET_KEY: keep the key under ./data (default), or use a throwaway one (a dry run). */
-  readonly createDemoSecret?: boolean;
-}
-
 export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: LoadOptions = {}): Config {
+  // Read in this order, each part throwing at its first problem: inspectConfig lists the problems
+  // in the order found, and operators and tests know that order.
   const env = withSecretFiles(rawEnv, cwd);
-  const port = parseVar(env, "PORT", intIn(0, 65535, 3000), "a port number between 0 and 65535");
-  const host = parseVar(env, "HOST", z.string().min(1).optional(), "a listening address") ?? "127.0.0.1";
-
-  const publicUrlRaw = parseVar(env, "PUBLIC_URL", httpUrl.optional(), "an absolute http(s) URL without query or fragment, e.g. https://mcp.example.com");
-  const publicUrlParsed = new URL(publicUrlRaw ?? `http://localhost:${port}`);
-  const allowInsecurePublicUrl = parseVar(env, "INSECURE_PUBLIC_URL", bool(false), "true or false");
-  const insecurePublicUrl = publicUrlParsed.protocol !== "https:" && !isLoopbackHost(publicUrlParsed.hostname);
-  if (insecurePublicUrl && !allowInsecurePublicUrl) {
-    throw new ConfigError(
-      "PUBLIC_URL",
-      `expected an https:// URL (plain http is allowed only for localhost/127.0.0.1), got ${JSON.stringify(publicUrlRaw)}; put a TLS reverse proxy in front (README: "Behind a reverse proxy"), or set INSECURE_PUBLIC_URL=true to try it on a LAN without TLS`,
-    );
-  }
-  // The URL parser lower-cases scheme and host and drops default ports: the canonical form.
-  const publicUrl = (publicUrlParsed.origin + publicUrlParsed.pathname).replace(/\/+$/, "");
-
-  const databaseUrl =
-    parseVar(
-      env,
-      "DATABASE_URL",
-      z
-        .string()
-        .regex(/^(file:.+|postgres(ql)?:\/\/.+)$/i)
-        .optional(),
-      "a SQLite file URL (file:./data/broker.db) or a PostgreSQL URL (postgresql://user:pass@host:5432/db)",
-    ) ?? "file:./data/broker.db";
-  const databaseKind = databaseKindOf(databaseUrl);
-
-  // The catalogue's file, when there is one, replaces the variables of the environment's one server.
-  const configFile = parseVar(env, "BROKER_CONFIG", z.string().optional(), "the path of the YAML configuration file, e.g. ./broker.yaml");
-  const environmentForwardsToken = parseVar(env, "FORWARD_UPSTREAM_TOKEN", bool(false), "true or false");
-  const replaced = configFile === undefined ? undefined : replacedVariable(env, configFile, environmentForwardsToken);
-  if (replaced) throw replaced;
-  const environmentUrl = parseVar(
-    env,
-    "MCP_SERVER_URL",
-    httpUrl.optional(),
-    "the absolute http(s) URL of the MCP server to protect, e.g. http://127.0.0.1:8080/mcp",
-  );
-  // Without a file, the stdio variables are checked with MCP_SERVER_COMMAND; beside one, MCP_STDIO_*
-  // are the limits of the file's stdio servers.
-  const environmentStdio = configFile === undefined ? parseStdioServer(env, cwd) : undefined;
-  const stdioLimits = configFile === undefined ? undefined : parseStdioLimits(env);
-
-  const clientId = parseVar(env, "UPSTREAM_CLIENT_ID", z.string().optional(), "the client id of the broker's registration at the upstream IdP");
-  const clientSecret = parseVar(env, "UPSTREAM_CLIENT_SECRET", z.string().optional(), "the client secret of the broker's registration at the upstream IdP");
-  const providerRaw = parseVar(env, "UPSTREAM_PROVIDER", z.enum(["github", "google", "oidc", "demo"]).optional(), "one of github, google, oidc, demo");
-  let provider: UpstreamKind;
-  if (providerRaw) provider = providerRaw;
-  else if (clientId || clientSecret) {
-    throw new ConfigError("UPSTREAM_PROVIDER", "expected one of github, google, oidc when UPSTREAM_CLIENT_ID/UPSTREAM_CLIENT_SECRET are set, it is not set");
-  } else provider = "demo";
+  const { port, host, publicUrl, publicHost, insecurePublicUrl } = parseListener(env);
+  const { databaseUrl, databaseKind } = parseDatabase(env);
+  const source = parseServerSource(env, cwd);
+  const registration = parseUpstream(env);
+  const { provider } = registration;
   const demoMode = provider === "demo";
-  if (!demoMode) {
-    if (!clientId)
-      throw new ConfigError(
-        "UPSTREAM_CLIENT_ID",
-        `expected the client id of your ${provider} OAuth app (required when UPSTREAM_PROVIDER=${provider}), it is not set`,
-      );
-    if (!clientSecret)
-      throw new ConfigError(
-        "UPSTREAM_CLIENT_SECRET",
-        `expected the client secret of your ${provider} OAuth app (required when UPSTREAM_PROVIDER=${provider}), it is not set`,
-      );
-  }
-  const issuer = parseVar(env, "UPSTREAM_ISSUER", httpUrl.optional(), "the https URL of the OIDC issuer, e.g. https://accounts.google.com");
-  if (provider === "oidc" && !issuer) {
-    throw new ConfigError("UPSTREAM_ISSUER", "expected the issuer URL of your OIDC provider (required when UPSTREAM_PROVIDER=oidc), it is not set");
-  }
-  const githubUrl =
-    parseVar(env, "GITHUB_URL", httpUrl.optional(), "the base URL of GitHub or GitHub Enterprise Server, e.g. https://github.com") ?? "https://github.com";
-  const githubApiUrl = parseVar(env, "GITHUB_API_URL", httpUrl.optional(), "the GitHub API base URL, e.g. https://api.github.com") ?? "https://api.github.com";
-
-  const upstreamRecheckSeconds = parseVar(env, "UPSTREAM_RECHECK_SECONDS", intIn(0, 86400, 30), "a whole number of seconds between 0 and 86400");
-  const accessTokenTtlSeconds = parseVar(env, "ACCESS_TOKEN_TTL_SECONDS", intIn(1, 86400, 3600), "a whole number of seconds between 1 and 86400");
-  const refreshTokenTtlSeconds = parseVar(env, "REFRESH_TOKEN_TTL_SECONDS", intIn(1, 31536000, 2592000), "a whole number of seconds between 1 and 31536000");
-  const sessionIdleTimeoutSeconds = parseVar(
-    env,
-    "SESSION_IDLE_TIMEOUT_SECONDS",
-    intIn(1, 31536000, 86400),
-    "a whole number of seconds between 1 and 31536000",
-  );
-  const sessionMaxAgeSeconds = parseVar(env, "SESSION_MAX_AGE_SECONDS", intIn(1, 31536000, 2592000), "a whole number of seconds between 1 and 31536000");
-  const upstreamTimeoutSeconds = parseVar(env, "UPSTREAM_TIMEOUT_SECONDS", intIn(1, 120, 5), "a whole number of seconds between 1 and 120");
-  const refreshGraceSeconds = parseVar(env, "REFRESH_GRACE_SECONDS", intIn(0, 3600, 30), "a whole number of seconds between 0 and 3600");
-  const auditRetentionDays = parseVar(env, "AUDIT_RETENTION_DAYS", intIn(1, 36500, 90), "a whole number of days between 1 and 36500");
-  const deadGrantRetentionDays = parseVar(env, "DEAD_GRANT_RETENTION_DAYS", intIn(0, 36500, 7), "a whole number of days between 0 and 36500");
+  const { upstreamTimeoutSeconds, ...lifetimes } = parseLifetimes(env);
   const observability = parseObservability(env, cwd);
   const proxyTimeoutSeconds = parseVar(env, "PROXY_TIMEOUT_SECONDS", intIn(1, 86400, 300), "a whole number of seconds between 1 and 86400");
-  const metricsPort = parseVar(env, "METRICS_PORT", z.coerce.number().int().min(0).max(65535).optional(), "a port number between 0 and 65535");
-  const metricsToken = parseVar(
-    env,
-    "METRICS_TOKEN",
-    z.string().min(16).optional(),
-    "at least 16 characters, e.g. node -e \"console.log(require('crypto').randomBytes(24).toString('base64url'))\"",
-  );
-  const dynamicRegistration = parseVar(env, "DYNAMIC_REGISTRATION", bool(true), "true or false");
-  const unusedRegistrations = {
-    max: parseVar(env, "DYNAMIC_REGISTRATION_MAX_UNUSED", intIn(1, 10_000_000, 10_000), "a whole number between 1 and 10000000"),
-    // At least a sign-in's time (an authorization waits 10 minutes for its user); an hour by default,
-    // far less than a day of a registration flood.
-    lifetimeSeconds: parseVar(env, "DYNAMIC_REGISTRATION_UNUSED_SECONDS", intIn(600, 30 * 86400, 3600), "a whole number of seconds between 600 and 2592000"),
-  };
-  const clients: ClientInteropConfig = parseClientInterop(env, {
-    allowAppSchemeRedirects: parseVar(env, "ALLOW_APP_SCHEME_REDIRECTS", bool(true), "true or false"),
-    cimd: parseVar(env, "CIMD", bool(true), "true or false"),
-    cimdAllowPrivateNetworks: parseVar(env, "CIMD_ALLOW_PRIVATE_NETWORKS", bool(false), "true or false"),
-  });
-  const allowedOrigins = parseAllowedOrigins(env, demoMode);
+  const { metricsPort, metricsToken } = parseMetrics(env);
+  const { dynamicRegistration, unusedRegistrations, clients, allowedOrigins } = parseRegistration(env, demoMode);
   const allowDemoOnPublicHost = parseVar(env, "DEMO_ALLOW_PUBLIC_HOST", bool(false), "true or false");
   const trustProxy = parseVar(env, "TRUST_PROXY", bool(false), "true or false");
-  const logLevel =
-    parseVar(
-      env,
-      "LOG_LEVEL",
-      z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
-      "one of fatal, error, warn, info, debug, trace, silent",
-    ) ?? "info";
-  const logFormat = parseVar(env, "LOG_FORMAT", z.enum(["pretty", "json"]).optional(), "pretty or json");
-
-  const environmentResourceName =
-    parseVar(env, "RESOURCE_NAME", z.string().trim().min(1).max(80).optional(), "a short name of 1 to 80 characters, e.g. Acme Docs") ?? publicUrlParsed.host;
+  const { logLevel, logFormat } = parseLogging(env);
   // Before demo mode keeps a key: a file with mistakes stops the start with nothing written.
-  const catalogue =
-    configFile !== undefined && stdioLimits !== undefined
-      ? fileCatalogue(env, { file: configFile, cwd, env, publicUrl, provider, stdioLimits })
-      : environmentCatalogue({
-          resourceUrl: `${publicUrl}/mcp`,
-          resourceName: environmentResourceName,
-          mcpServerUrl: environmentUrl,
-          stdioServer: environmentStdio,
-          forwardUpstreamToken: environmentForwardsToken,
-          scopes: clients.scopes,
-        });
-  // The fields of one server mean the entry at /mcp (or the first): what the code written for one
-  // server reads until it reads the catalogue.
-  const main = defaultServer(catalogue) ?? catalogue.servers[0]!;
-  const mcpServerUrl = main.backend.kind === "http" ? main.backend.url : undefined;
-  const stdioServer = main.backend.kind === "stdio" ? main.backend.server : undefined;
-  const resourceUrl = main.resourceUrl;
-  const resourceName = main.title;
-  const forwardUpstreamToken = main.forwardUpstreamToken;
-
+  const { catalogue, main } = catalogueOf(env, source, { cwd, publicUrl, publicHost, provider, scopes: clients.scopes });
   const dataDir = path.resolve(cwd, "data");
-  let secretKey: Buffer;
-  const secretRaw = env.SECRET_KEY?.trim();
-  if (secretRaw) {
-    const key = decodeSecretKey(secretRaw);
-    if (!key) throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation}, got a value that decodes to fewer than 32 bytes`);
-    secretKey = key;
-  } else if (demoMode) {
-    secretKey = (options.createDemoSecret ?? true) ? loadOrCreateDemoSecret(dataDir) : randomBytes(32);
-  } else {
-    throw new ConfigError("SECRET_KEY", `expected ${secretKeyExpectation} (required outside demo mode), it is not set`);
-  }
-
-  const previousSecretKeys = commaList(env.SECRET_KEY_PREVIOUS).map((v) => {
-    const key = decodeSecretKey(v);
-    if (!key) throw new ConfigError("SECRET_KEY_PREVIOUS", `expected a comma-separated list of earlier SECRET_KEY values (${secretKeyExpectation})`);
-    return key;
-  });
-
+  const { secretKey, previousSecretKeys } = parseSecretKeys(env, { demoMode, dataDir, createDemoSecret: options.createDemoSecret ?? true });
   const allowAnyUser = parseVar(env, "ALLOW_ANY_USER", bool(false), "true or false");
   const accessPolicy: AccessPolicyConfig = parseAccessPolicy(env, provider, allowAnyUser);
-
-  if (demoMode && !isLoopbackHost(host) && !allowDemoOnPublicHost) {
-    throw new ConfigError(
-      "HOST",
-      `expected a loopback address in demo mode (anyone could log in as anyone), got ${JSON.stringify(host)}; configure a real UPSTREAM_PROVIDER or set DEMO_ALLOW_PUBLIC_HOST=true`,
-    );
-  }
+  refuseDemoOnPublicHost(host, demoMode, allowDemoOnPublicHost);
 
   return Object.freeze({
     port,
     host,
     publicUrl,
-    resourceUrl,
+    ...oneServerFields(main),
     databaseUrl,
     databaseKind,
-    mcpServerUrl,
-    stdioServer,
     demoMode,
-    upstream: Object.freeze({
-      provider,
-      clientId,
-      clientSecret,
-      scopes: parseVar(env, "UPSTREAM_SCOPES", z.string().optional(), "space-separated scopes"),
-      issuer: issuer ?? (provider === "google" ? "https://accounts.google.com" : undefined),
-      displayName: parseVar(env, "UPSTREAM_DISPLAY_NAME", z.string().trim().min(1).max(60).optional(), "a short name of 1 to 60 characters, e.g. Acme SSO"),
-      githubUrl,
-      githubApiUrl,
-      timeoutMs: upstreamTimeoutSeconds * 1000,
-    }),
+    upstream: upstreamSettings(env, registration, upstreamTimeoutSeconds * 1000),
     accessPolicy: Object.freeze(accessPolicy),
-    resourceName,
-    upstreamRecheckSeconds,
-    accessTokenTtlSeconds,
-    refreshTokenTtlSeconds,
-    sessionIdleTimeoutSeconds,
-    sessionMaxAgeSeconds,
-    refreshGraceSeconds,
-    auditRetentionDays,
-    deadGrantRetentionDays,
+    ...lifetimes,
     observability: Object.freeze(observability),
     secretKey,
     previousSecretKeys,
@@ -576,7 +274,6 @@ export function loadConfig(rawEnv: Env, cwd: string = process.cwd(), options: Lo
     unusedRegistrations,
     clients: Object.freeze(clients),
     allowedOrigins: Object.freeze(allowedOrigins),
-    forwardUpstreamToken,
     // Live: a reload (SIGHUP, `mcp-auth-broker reload`) replaces what every reader sees.
     catalogue: new LiveCatalogue(catalogue),
     logLevel,
