@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { withContext } from "./context.ts";
 import { CliError, iso, jsonCommand, printJson, printTable } from "./output.ts";
 import type { CliIo } from "./io.ts";
-import { followAuditLog } from "./audit-follow.ts";
+import { followAuditLog, type FollowOptions } from "./audit-follow.ts";
 import { auditJson, type AuditRecord } from "../grants/audit-log.ts";
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
@@ -64,6 +64,55 @@ function parseLimit(value: string): number {
   return n;
 }
 
+interface AuditOptions {
+  since: string;
+  user?: string;
+  client?: string;
+  type?: string;
+  limit: string;
+  json?: boolean;
+  follow?: boolean;
+  interval: string;
+  server?: string;
+}
+
+/** The events already read, then every new one as it is recorded, until `stop` fires. */
+async function followTrail(
+  io: CliIo,
+  readForward: FollowOptions["readForward"],
+  asked: { readonly filter: FollowOptions["filter"]; readonly start: Date; readonly intervalMs: number; readonly json: boolean },
+  events: readonly AuditRecord[],
+  stop: { signal: AbortSignal; release(): void },
+): Promise<void> {
+  const print = asked.json ? (e: AuditRecord) => io.out(`${JSON.stringify(auditJson(e))}\n`) : (e: AuditRecord) => io.out(followRow(rowCells(e)));
+  if (!asked.json) io.out(followRow(FOLLOW_COLUMNS.map(([name]) => name)));
+  for (const e of events) print(e);
+  try {
+    await followAuditLog({ readForward, filter: asked.filter, printed: events, start: asked.start, intervalMs: asked.intervalMs, stop: stop.signal, print });
+  } finally {
+    stop.release();
+  }
+}
+
+/** The events read, once: a table, or JSON. */
+function printTrail(io: CliIo, events: readonly AuditRecord[], opts: AuditOptions, since: Date): void {
+  if (opts.json) {
+    printJson(
+      io,
+      events.map((e) => ({ ...e, at: e.at.toISOString() })),
+    );
+    return;
+  }
+  printTable(
+    io,
+    events.map((e) => {
+      const [at, type, user, client, ip, detail] = rowCells(e);
+      return { at: at!, type: type!, user: user!, client: client!, ip: ip!, detail: detail! };
+    }),
+    `No audit events since ${iso(since)}${opts.user || opts.client || opts.type ? " matching the filter" : ""}.`,
+  );
+}
+
 export function registerAuditCommand(program: Command, io: CliIo): void {
   serverOption(jsonCommand(program, "audit", "show the audit trail: sign-ins, refusals, consents, revocations, token replays (newest last)"))
     .option("--since <when>", "from this long ago (30m, 1h, 7d, 2w) or this date (ISO 8601)", "24h")
@@ -73,64 +122,23 @@ export function registerAuditCommand(program: Command, io: CliIo): void {
     .option("--limit <n>", "at most the newest n events", "1000")
     .option("--follow", "then keep printing new events as they are recorded, until Ctrl-C (with --json: one JSON object per line)")
     .option("--interval <seconds>", "with --follow: how often to look for new events", "1")
-    .action(
-      async (opts: {
-        since: string;
-        user?: string;
-        client?: string;
-        type?: string;
-        limit: string;
-        json?: boolean;
-        follow?: boolean;
-        interval: string;
-        server?: string;
-      }) => {
-        const now = new Date();
-        // Usage errors before anything is opened.
-        const asked = { since: parseSince(opts.since, now), subject: opts.user, clientId: opts.client, type: opts.type, limit: parseLimit(opts.limit) };
-        const intervalMs = parseInterval(opts.interval);
-        await withContext(io, async ({ services, config }) => {
-          const filter = { ...asked, server: serverNamed(config, opts.server) };
-          const { server } = filter;
-          // Ctrl-C is taken from before the first line: pressed at any moment, it ends the tail, not the process.
-          const stop = opts.follow ? interruption(io) : undefined;
-          const events = await services.auditLog.read(filter).catch((err: unknown) => {
-            stop?.release();
-            throw err;
-          });
-          if (stop) {
-            const print = opts.json ? (e: AuditRecord) => io.out(`${JSON.stringify(auditJson(e))}\n`) : (e: AuditRecord) => io.out(followRow(rowCells(e)));
-            if (!opts.json) io.out(followRow(FOLLOW_COLUMNS.map(([name]) => name)));
-            for (const e of events) print(e);
-            try {
-              await followAuditLog({
-                readForward: (f) => services.auditLog.readForward(f),
-                filter: { subject: filter.subject, clientId: filter.clientId, type: filter.type, server },
-                printed: events,
-                start: now,
-                intervalMs,
-                stop: stop.signal,
-                print,
-              });
-            } finally {
-              stop.release();
-            }
-            return;
-          }
-          if (opts.json)
-            return printJson(
-              io,
-              events.map((e) => ({ ...e, at: e.at.toISOString() })),
-            );
-          printTable(
-            io,
-            events.map((e) => {
-              const [at, type, user, client, ip, detail] = rowCells(e);
-              return { at: at!, type: type!, user: user!, client: client!, ip: ip!, detail: detail! };
-            }),
-            `No audit events since ${iso(filter.since)}${opts.user || opts.client || opts.type ? " matching the filter" : ""}.`,
-          );
+    .action(async (opts: AuditOptions) => {
+      const now = new Date();
+      // Usage errors before anything is opened.
+      const asked = { since: parseSince(opts.since, now), subject: opts.user, clientId: opts.client, type: opts.type, limit: parseLimit(opts.limit) };
+      const intervalMs = parseInterval(opts.interval);
+      await withContext(io, async ({ services, config }) => {
+        const filter = { ...asked, server: serverNamed(config, opts.server) };
+        const { server } = filter;
+        // Ctrl-C is taken from before the first line: pressed at any moment, it ends the tail, not the process.
+        const stop = opts.follow ? interruption(io) : undefined;
+        const events = await services.auditLog.read(filter).catch((err: unknown) => {
+          stop?.release();
+          throw err;
         });
-      },
-    );
+        if (!stop) return printTrail(io, events, opts, filter.since);
+        const followed = { subject: filter.subject, clientId: filter.clientId, type: filter.type, server };
+        await followTrail(io, (f) => services.auditLog.readForward(f), { filter: followed, start: now, intervalMs, json: opts.json === true }, events, stop);
+      });
+    });
 }

@@ -91,9 +91,54 @@ function keyOptions(io: CliIo, opts: { jwksUri?: string; jwksFile?: string }): {
   }
 }
 
-export function registerClientCommands(program: Command, io: CliIo): void {
-  const clients = program.command("clients").description("list, add, show and remove registered MCP clients");
+/** The options of `clients add`, as commander hands them over. */
+interface AddOptions {
+  name: string;
+  redirectUri: string[];
+  public?: boolean;
+  authMethod?: string;
+  grantType: string[];
+  clientUri?: string;
+  logoUri?: string;
+  jwksUri?: string;
+  jwksFile?: string;
+  json?: boolean;
+}
 
+/** The registration metadata `clients add` asks for, checked by the same rules as a self-registration. */
+function manualMetadata(io: CliIo, opts: AddOptions): ClientMetadata {
+  const grantTypes = opts.grantType.length ? opts.grantType : ["authorization_code", "refresh_token"];
+  const keys = keyOptions(io, opts);
+  if (keys && opts.public)
+    throw new CliError("invalid client: --public and --jwks-uri/--jwks-file exclude each other (a client with keys is confidential).", 2);
+  // Said in the options' words, before the registration rules speak of redirect_uris.
+  if (grantTypes.includes("authorization_code") && opts.redirectUri.length === 0)
+    throw new CliError(
+      "clients add needs --redirect-uri <uri>: where the client receives its authorization code (repeat for several); for a machine client without a user, use --grant-type client_credentials instead",
+      2,
+    );
+  try {
+    return parseClientMetadata(
+      {
+        client_name: opts.name,
+        redirect_uris: opts.redirectUri,
+        token_endpoint_auth_method: opts.public ? "none" : (opts.authMethod ?? (keys ? "private_key_jwt" : "client_secret_basic")),
+        ...keys,
+        grant_types: grantTypes,
+        response_types: grantTypes.includes("authorization_code") ? ["code"] : [],
+        ...(opts.clientUri ? { client_uri: opts.clientUri } : {}),
+        ...(opts.logoUri ? { logo_uri: opts.logoUri } : {}),
+      },
+      "manual",
+      registrationPolicyOf(cliConfig(io).clients),
+    );
+  } catch (err) {
+    if (err instanceof DomainError) throw new CliError(`invalid client: ${err.description}`, 2);
+    throw err;
+  }
+}
+
+function listCommand(clients: Command, io: CliIo): void {
   jsonCommand(clients, "list", "list registered clients").action(async (opts: { json?: boolean }) => {
     await withContext(io, async ({ services }) => {
       const list = await services.clients.list();
@@ -112,7 +157,9 @@ export function registerClientCommands(program: Command, io: CliIo): void {
       );
     });
   });
+}
 
+function addCommand(clients: Command, io: CliIo): void {
   jsonCommand(clients, "add", "register a client by hand; prints its secret once")
     .requiredOption("--name <name>", "the name shown on the consent page")
     .option("--redirect-uri <uri>", "an allowed redirect URI (repeat for several)", collect, [])
@@ -128,58 +175,18 @@ export function registerClientCommands(program: Command, io: CliIo): void {
     )
     .option("--client-uri <url>", "the application's website (https)")
     .option("--logo-uri <url>", "the application's logo (https)")
-    .action(
-      async (opts: {
-        name: string;
-        redirectUri: string[];
-        public?: boolean;
-        authMethod?: string;
-        grantType: string[];
-        clientUri?: string;
-        logoUri?: string;
-        jwksUri?: string;
-        jwksFile?: string;
-        json?: boolean;
-      }) => {
-        const grantTypes = opts.grantType.length ? opts.grantType : ["authorization_code", "refresh_token"];
-        const keys = keyOptions(io, opts);
-        if (keys && opts.public)
-          throw new CliError("invalid client: --public and --jwks-uri/--jwks-file exclude each other (a client with keys is confidential).", 2);
-        // Said in the options' words, before the registration rules speak of redirect_uris.
-        if (grantTypes.includes("authorization_code") && opts.redirectUri.length === 0)
-          throw new CliError(
-            "clients add needs --redirect-uri <uri>: where the client receives its authorization code (repeat for several); for a machine client without a user, use --grant-type client_credentials instead",
-            2,
-          );
-        let metadata: ClientMetadata;
-        try {
-          metadata = parseClientMetadata(
-            {
-              client_name: opts.name,
-              redirect_uris: opts.redirectUri,
-              token_endpoint_auth_method: opts.public ? "none" : (opts.authMethod ?? (keys ? "private_key_jwt" : "client_secret_basic")),
-              ...keys,
-              grant_types: grantTypes,
-              response_types: grantTypes.includes("authorization_code") ? ["code"] : [],
-              ...(opts.clientUri ? { client_uri: opts.clientUri } : {}),
-              ...(opts.logoUri ? { logo_uri: opts.logoUri } : {}),
-            },
-            "manual",
-            registrationPolicyOf(cliConfig(io).clients),
-          );
-        } catch (err) {
-          if (err instanceof DomainError) throw new CliError(`invalid client: ${err.description}`, 2);
-          throw err;
-        }
-        await withContext(io, async ({ services }) => {
-          const { client, clientSecret } = await services.clients.register(metadata, "manual");
-          if (opts.json) return printJson(io, { ...clientJson(client), clientSecret: clientSecret ?? null });
-          printFields(io, { ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
-          if (clientSecret) io.out("\nStore the secret now: it is shown only this once.\n");
-        });
-      },
-    );
+    .action(async (opts: AddOptions) => {
+      const metadata = manualMetadata(io, opts);
+      await withContext(io, async ({ services }) => {
+        const { client, clientSecret } = await services.clients.register(metadata, "manual");
+        if (opts.json) return printJson(io, { ...clientJson(client), clientSecret: clientSecret ?? null });
+        printFields(io, { ...describe(client), ...(clientSecret ? { secret: clientSecret } : {}) });
+        if (clientSecret) io.out("\nStore the secret now: it is shown only this once.\n");
+      });
+    });
+}
 
+function showCommand(clients: Command, io: CliIo): void {
   jsonCommand(clients, "show", "show one client")
     .argument("<id>", "client id")
     .action(async (id: string, opts: { json?: boolean }) => {
@@ -191,7 +198,9 @@ export function registerClientCommands(program: Command, io: CliIo): void {
         printFields(io, { ...describe(client), "live grants": String(live) });
       });
     });
+}
 
+function removeCommand(clients: Command, io: CliIo): void {
   jsonCommand(clients, "remove", "remove a client; its grants and tokens stop working at once")
     .argument("<id>", "client id")
     .action(async (id: string, opts: { json?: boolean }) => {
@@ -209,4 +218,12 @@ export function registerClientCommands(program: Command, io: CliIo): void {
         io.out(`Removed client ${id} (${revoked.length} grant(s) revoked).\n`);
       });
     });
+}
+
+export function registerClientCommands(program: Command, io: CliIo): void {
+  const clients = program.command("clients").description("list, add, show and remove registered MCP clients");
+  listCommand(clients, io);
+  addCommand(clients, io);
+  showCommand(clients, io);
+  removeCommand(clients, io);
 }

@@ -6,10 +6,7 @@ import { withContext } from "./context.ts";
 import { CliError, jsonCommand, iso, printJson, printTable } from "./output.ts";
 import type { CliIo } from "./io.ts";
 
-export function registerGrantCommands(program: Command, io: CliIo): void {
-  // "sessions" is the name the outside contract uses for the same thing: what a user signed in to.
-  const grants = program.command("grants").alias("sessions").description("list and revoke grants (what a client may do for a user; alias: sessions)");
-
+function listCommand(grants: Command, io: CliIo): void {
   serverOption(jsonCommand(grants, "list", "list grants, live ones by default"))
     .option("--user <subject>", "only grants of this upstream user, e.g. github:583231")
     .option("--client <id>", "only grants of this client")
@@ -46,7 +43,9 @@ export function registerGrantCommands(program: Command, io: CliIo): void {
         );
       });
     });
+}
 
+function revokeCommand(grants: Command, io: CliIo): void {
   jsonCommand(grants, "revoke", "revoke one grant by id, or every grant of a user with --user")
     .argument("[id]", "grant id (from `grants list`)")
     .option("--user <subject>", "revoke every live grant of this upstream user, e.g. github:583231")
@@ -66,4 +65,11 @@ export function registerGrantCommands(program: Command, io: CliIo): void {
         io.out(revoked.length === 0 ? "Nothing to revoke: no live grant matched.\n" : `Revoked ${revoked.length} grant(s): ${revoked.join(", ")}\n`);
       });
     });
+}
+
+export function registerGrantCommands(program: Command, io: CliIo): void {
+  // "sessions" is the name the outside contract uses for the same thing: what a user signed in to.
+  const grants = program.command("grants").alias("sessions").description("list and revoke grants (what a client may do for a user; alias: sessions)");
+  listCommand(grants, io);
+  revokeCommand(grants, io);
 }
