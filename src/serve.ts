@@ -74,25 +74,22 @@ async function reloadFile(broker: Broker, io: ServeIo): Promise<void> {
   }
 }
 
-async function start(io: ServeIo): Promise<number> {
-  let config: Config;
-  const env = readEnvironment(io.cwd, io.env);
+function startConfig(env: Env, io: ServeIo): Config {
   try {
-    config = loadConfig(env, io.cwd);
+    return loadConfig(env, io.cwd);
   } catch (err) {
     if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
     throw err;
   }
-  // Said before the migrations run: they can take seconds, and the start fails on the port anyway.
-  const portProblem = await listenFailure(config.host, config.port);
-  if (portProblem !== undefined)
-    fail(describeListenFailure(portProblem, config.host, config.port) ?? `cannot listen on ${config.host}:${config.port} (${portProblem})`);
-  let broker: Broker;
+}
+
+/** The broker assembled (migrations included); a database that cannot be used is said in one line. */
+async function openBroker(config: Config, io: ServeIo): Promise<Broker> {
   try {
     // Loaded only once the configuration holds: a mistake in it is reported in a fraction of the
     // time the whole broker (Prisma, the SDK, every router) takes to load.
     const { createBroker } = await import("./broker.ts");
-    broker = await createBroker(config, { cwd: io.cwd });
+    return await createBroker(config, { cwd: io.cwd });
   } catch (err) {
     if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
     if (err instanceof MigrationError || config.databaseKind === "postgres") {
@@ -101,9 +98,11 @@ async function start(io: ServeIo): Promise<number> {
     }
     throw err;
   }
-  let running: RunningServer;
+}
+
+async function listenOrStop(broker: Broker, config: Config): Promise<RunningServer> {
   try {
-    running = await broker.listen();
+    return await broker.listen();
   } catch (err) {
     // What the broker opened (database, writer thread, demo servers) must not outlive a start that
     // failed: `mcp-auth-broker serve` in a caller's process returns instead of exiting.
@@ -112,8 +111,11 @@ async function start(io: ServeIo): Promise<number> {
     if (why) fail(why);
     throw err;
   }
-  // Stoppable before the banner says it is running: whoever waits for the banner may signal at once.
-  const stopped = new Promise<number>((resolve) => {
+}
+
+/** SIGTERM or SIGINT drains what is in flight; a second one stops at once. Resolves to the exit code. */
+function stopOnSignals(broker: Broker): Promise<number> {
+  return new Promise<number>((resolve) => {
     let stopping = false;
     const shutdown = (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -136,17 +138,24 @@ async function start(io: ServeIo): Promise<number> {
     process.on("SIGTERM", () => shutdown("SIGTERM"));
     process.on("SIGINT", () => shutdown("SIGINT"));
   });
-  // logrotate moves the audit file away, then signals: later events go to a new file. Only then is
-  // SIGHUP handled; otherwise it ends the process, as it ends any program whose terminal closed.
-  // With a configuration file, SIGHUP (or `mcp-auth-broker reload`) also reads it again.
+}
+
+/**
+ * logrotate moves the audit file away, then signals: later events go to a new file. Only then is
+ * SIGHUP handled; otherwise it ends the process, as it ends any program whose terminal closed.
+ * With a configuration file, SIGHUP (or `mcp-auth-broker reload`) also reads it again.
+ */
+function onHangup(broker: Broker, config: Config, io: ServeIo): void {
   const reloadsFile = config.catalogue.source.kind === "file";
   if (config.observability.auditSink?.kind === "file" || reloadsFile)
     process.on("SIGHUP", () => {
       if (config.observability.auditSink?.kind === "file") broker.reopenAuditSink();
       if (reloadsFile) void reloadFile(broker, io);
     });
-  const pidFile = reloadsFile ? writePidFile(config.dataDir, broker.logger) : undefined;
-  installProcessGuard(broker.logger);
+}
+
+/** What the operator should know at every start: plain http on a network, misspelt variables. */
+function startWarnings(broker: Broker, config: Config, env: Env): void {
   if (config.insecurePublicUrl)
     broker.logger.warn(
       { publicUrl: config.publicUrl },
@@ -155,19 +164,40 @@ async function start(io: ServeIo): Promise<number> {
   // A misspelt setting is ignored, which would silently change behaviour: say so at every start.
   for (const unknown of unknownVariables(env))
     broker.logger.warn({ variable: unknown.name, nearest: unknown.nearest }, `${describeUnknownVariable(unknown)}; it is ignored`);
+}
+
+function announce(broker: Broker, config: Config, port: number, io: ServeIo): void {
   const json = logFormatFor(config.logFormat) === "json";
   // For a log collector, the banner is one log line with its facts as fields.
   broker.logger.info(
     {
       url: config.publicUrl,
-      port: running.port,
+      port,
       database: config.databaseKind,
       upstream: config.upstream.provider,
       ...(json ? { mcpEndpoint: config.resourceUrl, health: `${config.publicUrl}/healthz`, demoMode: config.demoMode } : {}),
     },
-    json ? `mcp-auth-broker is running (listening on ${config.host}:${running.port})${config.demoMode ? " in DEMO MODE" : ""}` : "mcp-auth-broker listening",
+    json ? `mcp-auth-broker is running (listening on ${config.host}:${port})${config.demoMode ? " in DEMO MODE" : ""}` : "mcp-auth-broker listening",
   );
-  if (!json) io.out(startBanner(config, running.port));
+  if (!json) io.out(startBanner(config, port));
+}
+
+async function start(io: ServeIo): Promise<number> {
+  const env = readEnvironment(io.cwd, io.env);
+  const config = startConfig(env, io);
+  // Said before the migrations run: they can take seconds, and the start fails on the port anyway.
+  const portProblem = await listenFailure(config.host, config.port);
+  if (portProblem !== undefined)
+    fail(describeListenFailure(portProblem, config.host, config.port) ?? `cannot listen on ${config.host}:${config.port} (${portProblem})`);
+  const broker = await openBroker(config, io);
+  const running = await listenOrStop(broker, config);
+  // Stoppable before the banner says it is running: whoever waits for the banner may signal at once.
+  const stopped = stopOnSignals(broker);
+  onHangup(broker, config, io);
+  const pidFile = config.catalogue.source.kind === "file" ? writePidFile(config.dataDir, broker.logger) : undefined;
+  installProcessGuard(broker.logger);
+  startWarnings(broker, config, env);
+  announce(broker, config, running.port, io);
   return stopped.finally(() => pidFile?.remove());
 }
 
