@@ -326,6 +326,94 @@ async function stopBroker(p: {
   await p.tracing?.shutdown();
 }
 
+/** What the fronted MCP servers share: the checks of every request, the session bindings, the counters. */
+function frontingDepsOf(
+  config: Config,
+  options: BrokerOptions,
+  parts: { logger: Logger; database: Database; services: Services; streams: OpenStreams; metrics: BrokerMetrics },
+): FrontingDeps {
+  const { grants } = parts.services;
+  return {
+    config,
+    logger: parts.logger,
+    clock: options.clock ?? systemClock,
+    validator: grants.validator,
+    revocations: grants.bus,
+    sessionBinding: cachedSessionBinding(createMcpSessionStore(parts.database)),
+    streams: parts.streams,
+    observer: parts.metrics,
+    allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
+    mcpHandler: options.mcpHandler,
+    assertions: parts.services.assertions,
+    audit: (entry) => audit(parts.database.db, entry),
+  };
+}
+
+/** The parts a running broker holds, assembled by createBroker. */
+interface BrokerParts {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly database: Database;
+  readonly tracing: Tracing | undefined;
+  readonly services: Services;
+  readonly app: Koa;
+  readonly served: ServedCatalogue;
+  readonly fronting: FrontingDeps;
+  readonly streams: OpenStreams;
+  readonly metrics: BrokerMetrics;
+  readonly background: ReturnType<typeof startBackgroundWork>;
+  readonly documentFetcher: { close(): Promise<void> };
+  readonly demoIdp: MountedDemoIdentityProvider | undefined;
+  readonly startProbes: Promise<Finding[]> | undefined;
+}
+
+/** The handle over the assembled parts: listening, reloading (one at a time) and stopping. */
+function brokerHandle(p: BrokerParts): Broker {
+  const { config, logger, database, services, app, served, streams, background } = p;
+  let running: RunningServer | undefined;
+  let metricsServer: RunningServer | undefined;
+  let reloading: Promise<unknown> = Promise.resolve();
+  return {
+    config,
+    logger,
+    database,
+    services,
+    app,
+    demoMcpUrl: served.servers.find((s) => s.demoMcpUrl)?.demoMcpUrl,
+    stdioSessions: served.servers.find((s) => s.stdioSessions)?.stdioSessions,
+    startProbes: p.startProbes,
+    async listen() {
+      running = await listen(app.callback(), config.port, config.host);
+      if (config.metricsPort !== undefined) metricsServer = await listen(metricsApp(p.metrics, config.metricsToken), config.metricsPort, "127.0.0.1");
+      return running;
+    },
+    metricsPort: () => metricsServer?.port,
+    activity: () => ({ requests: running?.inFlight() ?? 0, ...streams.count() }),
+    reopenAuditSink: () => background.auditSink?.reopen(),
+    reload(next) {
+      // One at a time: a second signal waits for the first reload to finish.
+      const done = reloading.then(() => reloadCatalogue(next, { config, served, fronting: p.fronting, services, logger }));
+      reloading = done.catch(() => undefined);
+      return done;
+    },
+    stop: (deadlineMs = 10_000) =>
+      stopBroker({
+        deadlineMs,
+        running,
+        metricsServer,
+        background,
+        streams,
+        servers: served.servers,
+        services,
+        documentFetcher: p.documentFetcher,
+        demoIdp: p.demoIdp,
+        database,
+        tracing: p.tracing,
+        logger,
+      }),
+  };
+}
+
 export async function createBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
   const missing = missingMcpServer(config, options.mcpHandler !== undefined);
   if (missing) throw missing;
@@ -348,22 +436,8 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     mountPaths,
   );
   grants.sessions.observer = metrics;
-  const fronting: FrontingDeps = {
-    config,
-    logger,
-    clock: options.clock ?? systemClock,
-    validator: grants.validator,
-    revocations: grants.bus,
-    sessionBinding: cachedSessionBinding(createMcpSessionStore(database)),
-    streams,
-    observer: metrics,
-    allowedOrigin: allowedOrigin(config.publicUrl, config.allowedOrigins),
-    mcpHandler: options.mcpHandler,
-    assertions: services.assertions,
-    audit: (entry) => audit(database.db, entry),
-  };
+  const fronting = frontingDepsOf(config, options, { logger, database, services, streams, metrics });
   const served = new ServedCatalogue(await frontServers(fronting));
-  let reloading: Promise<unknown> = Promise.resolve();
   const app = createApp({
     config,
     logger,
@@ -371,46 +445,20 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     routers: brokerRouters(config, { database, logger, services, metrics, demoIdp, served }),
   });
   const background = startBackgroundWork(config, options, services, database, logger);
-
-  let running: RunningServer | undefined;
-  let metricsServer: RunningServer | undefined;
-  return {
+  return brokerHandle({
     config,
     logger,
     database,
+    tracing,
     services,
     app,
-    demoMcpUrl: served.servers.find((s) => s.demoMcpUrl)?.demoMcpUrl,
-    stdioSessions: served.servers.find((s) => s.stdioSessions)?.stdioSessions,
+    served,
+    fronting,
+    streams,
+    metrics,
+    background,
+    documentFetcher,
+    demoIdp,
     startProbes,
-    async listen() {
-      running = await listen(app.callback(), config.port, config.host);
-      if (config.metricsPort !== undefined) metricsServer = await listen(metricsApp(metrics, config.metricsToken), config.metricsPort, "127.0.0.1");
-      return running;
-    },
-    metricsPort: () => metricsServer?.port,
-    activity: () => ({ requests: running?.inFlight() ?? 0, ...streams.count() }),
-    reopenAuditSink: () => background.auditSink?.reopen(),
-    reload(next) {
-      // One at a time: a second signal waits for the first reload to finish.
-      const done = reloading.then(() => reloadCatalogue(next, { config, served, fronting, services, logger }));
-      reloading = done.catch(() => undefined);
-      return done;
-    },
-    stop: (deadlineMs = 10_000) =>
-      stopBroker({
-        deadlineMs,
-        running,
-        metricsServer,
-        background,
-        streams,
-        servers: served.servers,
-        services,
-        documentFetcher,
-        demoIdp,
-        database,
-        tracing,
-        logger,
-      }),
-  };
+  });
 }
