@@ -174,28 +174,39 @@ function listen(url: string, listener: (revocation: AnnouncedRevocation) => void
   };
 }
 
-export function createPostgresHotStore(url: string): HotStore {
-  // allowExitOnIdle: idle connections never keep a process (a CLI command, a test) alive by themselves.
-  const pool = new pg.Pool({ connectionString: url, types: utcTypes, max: 10, allowExitOnIdle: true });
-  // A connection the server cut while idle (restart, failover) is dropped by the pool and
-  // reported here; the next query opens a new one. Without a listener it would end the process.
-  pool.on("error", () => undefined);
+/** The three ways a statement is run: all rows (as arrays), the first row, or for its effect only. */
+interface Statements {
+  rows(name: StatementName, values: unknown[]): Promise<unknown[][]>;
+  first(name: StatementName, values: unknown[]): Promise<unknown[] | undefined>;
+  run(name: StatementName, values: unknown[]): Promise<void>;
+}
 
-  const rows = async (name: StatementName, values: unknown[]): Promise<unknown[][]> =>
-    (await pool.query<unknown[]>({ name, text: SQL[name], values, rowMode: "array" })).rows;
-  const first = async (name: StatementName, values: unknown[]) => (await rows(name, values))[0];
-  const run = async (name: StatementName, values: unknown[]) => void (await pool.query({ name, text: SQL[name], values }));
-  const nullableIso = (date: Date | null) => (date ? iso(date) : null);
+const nullableIso = (date: Date | null) => (date ? iso(date) : null);
 
+/** What a token's validation reads besides the token: its client and its upstream session. */
+function clientAndSessionMethods({ first, run }: Statements) {
   return {
-    kind: "postgres",
-
     async clientById(id) {
       const values = await first("clientById", [id]);
       return values ? decodeRow(client, values, 0, asDate) : null;
     },
     touchClient: (id, at) => run("touchClient", [iso(at), id]),
 
+    async upstreamSessionById(id) {
+      const values = await first("upstreamSessionById", [id]);
+      return values ? decodeRow(upstreamSession, values, 0, asDate) : null;
+    },
+    async recordUpstreamCheck(id, check: UpstreamCheck) {
+      const common = [iso(check.lastCheckedAt), nullableIso(check.accessExpiresAt), iso(new Date())];
+      if (check.facts) await run("recordCheckWithFacts", [...common, check.facts.login, check.facts.email, check.facts.profile, check.facts.facts, id]);
+      else await run("recordCheck", [...common, id]);
+    },
+  } satisfies Partial<HotStore>;
+}
+
+/** Codes and tokens: read by hash, and each exchange or rotation as one statement. */
+function tokenMethods({ first, run }: Statements) {
+  return {
     async refreshTokenByHash(tokenHash) {
       const values = await first("refreshTokenByHash", [tokenHash]);
       return values ? decodeRefreshTokenWithGrant(values, asDate) : null;
@@ -245,17 +256,12 @@ export function createPostgresHotStore(url: string): HotStore {
       return values ? decodeAccessTokenWithGrant(values, asDate) : null;
     },
     recordGrantUse: (use) => run("useLiveGrant", [iso(use.lastUsedAt), iso(use.idleExpiresAt), use.grantId]),
+  } satisfies Partial<HotStore>;
+}
 
-    async upstreamSessionById(id) {
-      const values = await first("upstreamSessionById", [id]);
-      return values ? decodeRow(upstreamSession, values, 0, asDate) : null;
-    },
-    async recordUpstreamCheck(id, check: UpstreamCheck) {
-      const common = [iso(check.lastCheckedAt), nullableIso(check.accessExpiresAt), iso(new Date())];
-      if (check.facts) await run("recordCheckWithFacts", [...common, check.facts.login, check.facts.email, check.facts.profile, check.facts.facts, id]);
-      else await run("recordCheck", [...common, id]);
-    },
-
+/** Revocations other instances must hear of: polled, and announced with NOTIFY. */
+function revocationMethods({ rows, run }: Statements, url: string) {
+  return {
     async revokedSince(since) {
       const [grants, tokens] = await Promise.all([rows("revokedGrants", [iso(since)]), rows("revokedTokens", [iso(since)])]);
       return {
@@ -272,7 +278,12 @@ export function createPostgresHotStore(url: string): HotStore {
       for (const message of messages) await run("announce", [JSON.stringify(message)]);
     },
     listenForRevocations: (listener, onError) => listen(url, listener, onError),
+  } satisfies Partial<HotStore>;
+}
 
+/** Claims every instance sharing the database agrees on: a client assertion's one use, an MCP session's owner. */
+function claimMethods({ rows, first, run }: Statements) {
+  return {
     async claimAssertion(key, expiresAt, now) {
       return (await rows("claimAssertion", [key, iso(expiresAt), iso(now)])).length === 1;
     },
@@ -288,7 +299,30 @@ export function createPostgresHotStore(url: string): HotStore {
       return owner;
     },
     releaseMcpSession: (sessionHash) => run("releaseMcpSession", [sessionHash]),
+  } satisfies Partial<HotStore>;
+}
 
+export function createPostgresHotStore(url: string): HotStore {
+  // allowExitOnIdle: idle connections never keep a process (a CLI command, a test) alive by themselves.
+  const pool = new pg.Pool({ connectionString: url, types: utcTypes, max: 10, allowExitOnIdle: true });
+  // A connection the server cut while idle (restart, failover) is dropped by the pool and
+  // reported here; the next query opens a new one. Without a listener it would end the process.
+  pool.on("error", () => undefined);
+
+  const rows = async (name: StatementName, values: unknown[]): Promise<unknown[][]> =>
+    (await pool.query<unknown[]>({ name, text: SQL[name], values, rowMode: "array" })).rows;
+  const statements: Statements = {
+    rows,
+    first: async (name, values) => (await rows(name, values))[0],
+    run: async (name, values) => void (await pool.query({ name, text: SQL[name], values })),
+  };
+
+  return {
+    kind: "postgres",
+    ...clientAndSessionMethods(statements),
+    ...tokenMethods(statements),
+    ...revocationMethods(statements, url),
+    ...claimMethods(statements),
     async close() {
       await pool.end();
     },

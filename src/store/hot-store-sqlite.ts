@@ -21,27 +21,18 @@ export type SqliteHotStore = HotStore & {
   crashWriterForTest(): Promise<void>;
 };
 
-export function createSqliteHotStore(file: string): SqliteHotStore {
-  const reader = new HotConnection(file);
-  const writer = new SqliteWriter(file, sqliteWriteGate(file));
-  const read = <T>(work: () => T): Promise<T> => {
-    try {
-      return Promise.resolve(work());
-    } catch (err) {
-      reader.dropIfReadOnly(err);
-      return Promise.reject(err);
-    }
-  };
-  const row = (name: StatementName, ...params: unknown[]) => reader.row(name, ...params);
+/** Reads on this thread's connection, and the writer thread that runs every write. */
+interface Connections {
+  readonly reader: HotConnection;
+  readonly writer: SqliteWriter;
+  /** Runs a read; a connection that turned read-only is dropped so the next read reopens it. */
+  read<T>(work: () => T): Promise<T>;
+  row(name: StatementName, ...params: unknown[]): unknown[] | undefined;
+}
 
+/** What a token's validation reads besides the token: its client and its upstream session. */
+function clientAndSessionMethods({ read, row, writer }: Connections) {
   return {
-    kind: "sqlite",
-    stats: writer.stats,
-    async connectionSettings() {
-      return { reader: readSettings(reader.db()), writer: await writer.connectionSettings() };
-    },
-    crashWriterForTest: () => writer.crashForTest(),
-
     clientById: (id) =>
       read(() => {
         const values = row("clientById", id);
@@ -49,6 +40,18 @@ export function createSqliteHotStore(file: string): SqliteHotStore {
       }),
     touchClient: (id, at) => writer.write("touchClient", id, at),
 
+    upstreamSessionById: (id) =>
+      read(() => {
+        const values = row("upstreamSessionById", id);
+        return values ? decodeRow(upstreamSession, values, 0, readDate) : null;
+      }),
+    recordUpstreamCheck: (id, check) => writer.write("recordUpstreamCheck", id, check, new Date()),
+  } satisfies Partial<HotStore>;
+}
+
+/** Codes and tokens: read by hash here, exchanged and rotated on the writer thread. */
+function tokenMethods({ read, row, writer }: Connections) {
+  return {
     refreshTokenByHash: (tokenHash) =>
       read(() => {
         const values = row("refreshTokenByHash", tokenHash);
@@ -75,14 +78,12 @@ export function createSqliteHotStore(file: string): SqliteHotStore {
         return values ? decodeAccessTokenWithGrant(values, readDate) : null;
       }),
     recordGrantUse: (use) => writer.write("recordGrantUse", use),
+  } satisfies Partial<HotStore>;
+}
 
-    upstreamSessionById: (id) =>
-      read(() => {
-        const values = row("upstreamSessionById", id);
-        return values ? decodeRow(upstreamSession, values, 0, readDate) : null;
-      }),
-    recordUpstreamCheck: (id, check) => writer.write("recordUpstreamCheck", id, check, new Date()),
-
+/** Revocations are polled: the instances of one file need no announcement. Then the claims every instance agrees on. */
+function revocationAndClaimMethods({ read, row, reader, writer }: Connections) {
+  return {
     revokedSince: (since) =>
       read(() => {
         const at = sqliteDate(since);
@@ -101,7 +102,36 @@ export function createSqliteHotStore(file: string): SqliteHotStore {
     mcpSessionOwner: (sessionHash) => read(() => (row("mcpSessionOwner", sessionHash)?.[0] as string | undefined) ?? null),
     claimMcpSession: (session) => writer.write("claimMcpSession", session),
     releaseMcpSession: (sessionHash) => writer.write("releaseMcpSession", sessionHash),
+  } satisfies Partial<HotStore>;
+}
 
+export function createSqliteHotStore(file: string): SqliteHotStore {
+  const reader = new HotConnection(file);
+  const writer = new SqliteWriter(file, sqliteWriteGate(file));
+  const connections: Connections = {
+    reader,
+    writer,
+    read: <T>(work: () => T): Promise<T> => {
+      try {
+        return Promise.resolve(work());
+      } catch (err) {
+        reader.dropIfReadOnly(err);
+        return Promise.reject(err);
+      }
+    },
+    row: (name, ...params) => reader.row(name, ...params),
+  };
+
+  return {
+    kind: "sqlite",
+    stats: writer.stats,
+    async connectionSettings() {
+      return { reader: readSettings(reader.db()), writer: await writer.connectionSettings() };
+    },
+    crashWriterForTest: () => writer.crashForTest(),
+    ...clientAndSessionMethods(connections),
+    ...tokenMethods(connections),
+    ...revocationAndClaimMethods(connections),
     async close() {
       await writer.close();
       reader.close();
