@@ -80,23 +80,14 @@ export function prepareSqliteFolder(file: string): void {
 }
 
 /**
- * Opens the database and checks that this process can write to it: a read-only file, folder or
- * server fails here with a one-line DatabaseNotWritableError that names it and says what to change
- * (a database that is only busy or unreachable right now does not stop the start).
- */
-/**
  * Prisma waits 2 s for a connection to start an interactive transaction and gives it 5 s: a burst of
  * sign-ins (each callback is one transaction) on a busy machine exceeds both, and the sign-in failed.
  * A transaction that still cannot start is answered 503 (store/errors.ts), not 500.
  */
 const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 15_000 } as const;
 
-export async function openDatabase(url: string, cwd: string = process.cwd()): Promise<Database> {
-  const kind = databaseKindOf(url);
-  let queries = 0;
-  let db: Db;
-  let rawHot: HotStore;
-  let file: string | undefined;
+/** The Prisma client and the hot store of the database, not yet counted nor checked. */
+async function openClients(kind: DatabaseKind, url: string, cwd: string): Promise<{ db: Db; hot: HotStore; file: string | undefined }> {
   if (kind === "postgres") {
     // Loaded only for PostgreSQL: a SQLite broker (and every CLI command on one) starts without pg
     // and the second Prisma client.
@@ -108,16 +99,18 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url }), transactionOptions: TRANSACTION_OPTIONS });
     // The two generated clients differ only in PostgreSQL-only options ($transaction isolation
     // levels); every query the application makes is valid on both.
-    db = client as unknown as Db;
-    rawHot = createPostgresHotStore(url);
-  } else {
-    file = sqliteFilePath(url, cwd);
-    prepareSqliteFolder(file);
-    // busy_timeout, synchronous and foreign_keys are set on every connection by the adapter.
-    db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }), transactionOptions: TRANSACTION_OPTIONS });
-    rawHot = createSqliteHotStore(file);
+    return { db: client as unknown as Db, hot: createPostgresHotStore(url), file: undefined };
   }
-  const writeFailures = new WriteFailures();
+  const file = sqliteFilePath(url, cwd);
+  prepareSqliteFolder(file);
+  // busy_timeout, synchronous and foreign_keys are set on every connection by the adapter.
+  const db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }), transactionOptions: TRANSACTION_OPTIONS });
+  return { db, hot: createSqliteHotStore(file), file };
+}
+
+/** Both layers with every query counted and every failure shown to `writeFailures`. */
+function countedClients(db: Db, rawHot: HotStore, writeFailures: WriteFailures): { counted: Db; hot: HotStore; queryCount: () => number } {
+  let queries = 0;
   const counted = db.$extends({
     query: {
       async $allOperations({ args, query }) {
@@ -136,12 +129,15 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     () => queries++,
     (err) => writeFailures.observe(err),
   );
-  hotStores.set(counted, hot);
-  const target: WritableTarget = { kind, db: counted, file, url };
+  return { counted, hot, queryCount: () => queries };
+}
+
+/** A database that cannot be written stops here, with both layers closed. */
+async function checkOpened(target: WritableTarget, db: Db, hot: HotStore): Promise<void> {
   try {
     // First, before WAL is set: on a read-only file that would fail less clearly.
     await assertWritable(target);
-    if (kind === "sqlite") {
+    if (target.kind === "sqlite") {
       // WAL lets the CLI and the server share the file (readers never block the writer). It is
       // recorded in the file, so once is enough for every connection.
       await db.$queryRawUnsafe("PRAGMA journal_mode = WAL");
@@ -151,11 +147,26 @@ export async function openDatabase(url: string, cwd: string = process.cwd()): Pr
     await hot.close().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * Opens the database and checks that this process can write to it: a read-only file, folder or
+ * server fails here with a one-line DatabaseNotWritableError that names it and says what to change
+ * (a database that is only busy or unreachable right now does not stop the start).
+ */
+export async function openDatabase(url: string, cwd: string = process.cwd()): Promise<Database> {
+  const kind = databaseKindOf(url);
+  const { db, hot: rawHot, file } = await openClients(kind, url, cwd);
+  const writeFailures = new WriteFailures();
+  const { counted, hot, queryCount } = countedClients(db, rawHot, writeFailures);
+  hotStores.set(counted, hot);
+  const target: WritableTarget = { kind, db: counted, file, url };
+  await checkOpened(target, db, hot);
   return {
     db: counted,
     hot,
     kind,
-    queryCount: () => queries,
+    queryCount,
     async checkWritable() {
       const check = await checkWritable(target);
       if (!check.ok) return check;
