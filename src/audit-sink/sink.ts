@@ -49,96 +49,128 @@ function targetFor(config: AuditSinkConfig, options: AuditSinkOptions): AuditTar
   }
 }
 
-export function createAuditSink(config: AuditSinkConfig, outbox: AuditOutbox, options: AuditSinkOptions): AuditSink {
-  const target = targetFor(config, options);
-  const pollMs = options.pollMs ?? 1000;
-  const retryMs = options.retryMs ?? 1000;
-  const maxRetryMs = options.maxRetryMs ?? 5 * 60_000;
-  const batchSize = options.batchSize ?? 100;
-  const local = config.kind !== "webhook";
-  const log = options.logger;
+/** The loop's settings, the options' defaults applied. */
+interface SinkSettings {
+  readonly target: AuditTarget;
+  readonly outbox: AuditOutbox;
+  readonly pollMs: number;
+  readonly retryMs: number;
+  readonly maxRetryMs: number;
+  readonly batchSize: number;
+  /** stdout or a file: nothing to wait for, so what is pending goes out before it closes. */
+  readonly local: boolean;
+  readonly log: Logger;
+}
 
-  let stopping = false;
-  let inFlight = new AbortController();
-  let wake: (() => void) | undefined;
-  let loop: Promise<void> | undefined;
+/** Sends one batch; how many events it held (0: nothing was pending). */
+async function sendBatch(s: SinkSettings, signal: AbortSignal): Promise<number> {
+  const events = await s.outbox.pending(s.batchSize);
+  if (events.length === 0) return 0;
+  const lines = events.map((e) => `${JSON.stringify(auditJson(e))}\n`).join("");
+  await s.target.deliver(lines, signal);
+  await s.outbox.delivered(
+    events.map((e) => e.id),
+    new Date(),
+  );
+  return events.length;
+}
+
+/** The wait after the `failures`-th failure in a row. */
+function retryWait(s: SinkSettings, failures: number): number {
+  // Doubling from retryMs, with a tenth of jitter so that instances do not retry in step.
+  return Math.min(s.maxRetryMs, s.retryMs * 2 ** Math.min(failures - 1, 30)) * (0.9 + Math.random() * 0.1);
+}
+
+/** The sending loop and what stops it: the batch in flight is aborted, a pause ends at once. */
+class SinkLoop implements AuditSink {
+  private stopping = false;
+  private inFlight = new AbortController();
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly s: SinkSettings) {}
+
+  start(): void {
+    if (this.loop) return;
+    this.s.log.info({ sink: this.s.target.description }, "audit sink: sending audit events");
+    this.loop = this.run();
+  }
+
+  reopen(): void {
+    this.s.target.reopen();
+    this.s.log.info({ sink: this.s.target.description }, "audit sink: reopening the file");
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.inFlight.abort(new Error("the broker is stopping"));
+    this.inFlight = new AbortController();
+    this.wake?.();
+    await this.loop;
+  }
 
   /** Resolves after `ms`, or at once when the sink stops. */
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (stopping) return resolve();
-      const timer = setTimeout(done, ms);
-      function done() {
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.stopping) return resolve();
+      const done = () => {
         clearTimeout(timer);
-        wake = undefined;
+        this.wake = undefined;
         resolve();
-      }
-      wake = done;
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
     });
-
-  /** Sends one batch; how many events it held (0: nothing was pending). */
-  async function sendBatch(): Promise<number> {
-    const events = await outbox.pending(batchSize);
-    if (events.length === 0) return 0;
-    const lines = events.map((e) => `${JSON.stringify(auditJson(e))}\n`).join("");
-    await target.deliver(lines, inFlight.signal);
-    await outbox.delivered(
-      events.map((e) => e.id),
-      new Date(),
-    );
-    return events.length;
   }
 
-  async function run(): Promise<void> {
+  private async run(): Promise<void> {
+    const { s } = this;
     let failures = 0;
-    while (!stopping) {
+    while (!this.stopping) {
       let sent: number;
       try {
-        sent = await sendBatch();
+        sent = await sendBatch(s, this.inFlight.signal);
       } catch (err) {
-        if (stopping) break;
+        if (this.stopping) break;
         failures++;
-        // Doubling from retryMs, with a tenth of jitter so that instances do not retry in step.
-        const wait = Math.min(maxRetryMs, retryMs * 2 ** Math.min(failures - 1, 30)) * (0.9 + Math.random() * 0.1);
-        log.warn(
-          { sink: target.description, failures, retryInMs: Math.round(wait), err: (err as Error).message },
+        const wait = retryWait(s, failures);
+        s.log.warn(
+          { sink: s.target.description, failures, retryInMs: Math.round(wait), err: (err as Error).message },
           "audit sink: delivery failed; the events stay pending and are sent again",
         );
-        await pause(wait);
+        await this.pause(wait);
         continue;
       }
-      if (failures > 0) log.info({ sink: target.description, failures }, "audit sink: delivering again");
+      if (failures > 0) s.log.info({ sink: s.target.description, failures }, "audit sink: delivering again");
       failures = 0;
       // A full batch means more may be waiting: no pause before the next.
-      if (sent < batchSize) await pause(pollMs);
+      if (sent < s.batchSize) await this.pause(s.pollMs);
     }
-    // What is pending goes out before a local target closes: nothing there to wait for.
-    if (local) {
-      try {
-        while ((await sendBatch()) === batchSize);
-      } catch (err) {
-        log.warn({ sink: target.description, err: (err as Error).message }, "audit sink: events left pending at shutdown");
-      }
-    }
-    await target.close();
+    await this.drainLocal();
+    await s.target.close();
   }
 
-  return {
-    start() {
-      if (loop) return;
-      log.info({ sink: target.description }, "audit sink: sending audit events");
-      loop = run();
-    },
-    reopen() {
-      target.reopen();
-      log.info({ sink: target.description }, "audit sink: reopening the file");
-    },
-    async stop() {
-      stopping = true;
-      inFlight.abort(new Error("the broker is stopping"));
-      inFlight = new AbortController();
-      wake?.();
-      await loop;
-    },
-  };
+  /** What is pending goes out before a local target closes: nothing there to wait for. */
+  private async drainLocal(): Promise<void> {
+    const { s } = this;
+    if (!s.local) return;
+    try {
+      while ((await sendBatch(s, this.inFlight.signal)) === s.batchSize);
+    } catch (err) {
+      s.log.warn({ sink: s.target.description, err: (err as Error).message }, "audit sink: events left pending at shutdown");
+    }
+  }
+}
+
+export function createAuditSink(config: AuditSinkConfig, outbox: AuditOutbox, options: AuditSinkOptions): AuditSink {
+  return new SinkLoop({
+    target: targetFor(config, options),
+    outbox,
+    pollMs: options.pollMs ?? 1000,
+    retryMs: options.retryMs ?? 1000,
+    maxRetryMs: options.maxRetryMs ?? 5 * 60_000,
+    batchSize: options.batchSize ?? 100,
+    local: config.kind !== "webhook",
+    log: options.logger,
+  });
 }
