@@ -9,7 +9,8 @@ import { InvalidGrant, InvalidScope, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { covers, parseScope, scopeList } from "../scope.ts";
 import { deriveSecret, hashPresentedToken, type MintedSecret } from "../token-format.ts";
-import type { TokenResponse } from "../types.ts";
+import type { RegisteredClient, TokenResponse } from "../types.ts";
+import type { RefreshTokenWithGrant } from "../../store/hot-store.ts";
 import { upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
 import { expiresIn, grantUse, issuedTokens } from "./issue.ts";
 import { optionalResource, parseParameters, required } from "./parameters.ts";
@@ -22,6 +23,58 @@ interface SuccessorPair {
   readonly successor: MintedSecret;
 }
 
+/**
+ * A rotated refresh token presented again. Within the grace window, and while its successor has
+ * not been used, it is a retry of a lost response: the same successor pair is returned (derived,
+ * so nothing was stored in plaintext). Otherwise it is reuse, a sign of theft: the grant dies.
+ */
+async function presentedAgain(t: TokenContext, token: RefreshTokenWithGrant, pair: SuccessorPair, now: Date): Promise<TokenResponse> {
+  const { clientId, grantId } = token;
+  const row = await t.hot.refreshTokenById(token.id);
+  if (!row) throw new InvalidGrant(INVALID_REFRESH);
+  const next = row.successorId ? await t.hot.refreshTokenById(row.successorId) : null;
+  const inGrace = row.graceUntil !== null && now < row.graceUntil;
+  if (inGrace && next && !next.firstUsedAt && !next.revokedAt && next.tokenHash === pair.successor.hash) {
+    const access = await t.hot.accessTokenByHash(pair.access.hash);
+    if (access && !access.revokedAt) {
+      return {
+        access_token: pair.access.value,
+        token_type: "Bearer",
+        expires_in: expiresIn(access.expiresAt, now),
+        refresh_token: pair.successor.value,
+        scope: next.scope,
+      };
+    }
+  }
+  await audit(t.db, { type: "refresh.reused", clientId, grantId });
+  t.logger.warn(
+    { clientId, grantId },
+    "security: a rotated refresh token was presented again after its grace; its grant is revoked (a stolen token, or a client that lost the answer)",
+  );
+  await t.lifecycle.revokeGrant(grantId, "refresh_reuse");
+  throw new InvalidGrant(INVALID_REFRESH);
+}
+
+/** The presented token's row, when this client may refresh with it now for this resource. */
+function checkedToken(row: RefreshTokenWithGrant | null, client: RegisteredClient, resource: string | undefined, now: Date): RefreshTokenWithGrant {
+  if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_REFRESH);
+  // The grant's death says more (idle, maximum age) than the token's own expiry.
+  const death = grantDeathReason(row.grant, now);
+  if (death) throw new InvalidGrant(death);
+  if (row.revokedAt || row.expiresAt <= now) throw new InvalidGrant(INVALID_REFRESH);
+  if (resource !== undefined && resource !== row.resource) throw new InvalidTarget("resource does not match the resource this refresh token was issued for.");
+  return row;
+}
+
+/** The scope of the new pair: the granted one, or a narrower one asked for. */
+function narrowedScope(t: TokenContext, granted: string, requested: string[] | undefined): string {
+  if (requested === undefined) return granted;
+  // Narrower by the operator's hierarchy counts too (SCOPE_IMPLIES: docs:read from docs:write).
+  if (requested.length === 0 || !covers(scopeList(granted), requested, t.config.clients.scopes.implies))
+    throw new InvalidScope(`scope can only narrow on refresh; granted: "${granted}".`);
+  return requested.join(" ");
+}
+
 export function refreshTokenGrant(t: TokenContext): GrantHandler {
   const Parameters = z.object({
     resource: optionalResource(protectedResources(t.config)),
@@ -29,58 +82,15 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     scope: z.string().optional(),
   });
 
-  /**
-   * A rotated refresh token presented again. Within the grace window, and while its successor has
-   * not been used, it is a retry of a lost response: the same successor pair is returned (derived,
-   * so nothing was stored in plaintext). Otherwise it is reuse, a sign of theft: the grant dies.
-   */
-  async function presentedAgain(rowId: string, grantId: string, clientId: string, pair: SuccessorPair, now: Date): Promise<TokenResponse> {
-    const row = await t.hot.refreshTokenById(rowId);
-    if (!row) throw new InvalidGrant(INVALID_REFRESH);
-    const next = row.successorId ? await t.hot.refreshTokenById(row.successorId) : null;
-    const inGrace = row.graceUntil !== null && now < row.graceUntil;
-    if (inGrace && next && !next.firstUsedAt && !next.revokedAt && next.tokenHash === pair.successor.hash) {
-      const access = await t.hot.accessTokenByHash(pair.access.hash);
-      if (access && !access.revokedAt) {
-        return {
-          access_token: pair.access.value,
-          token_type: "Bearer",
-          expires_in: expiresIn(access.expiresAt, now),
-          refresh_token: pair.successor.value,
-          scope: next.scope,
-        };
-      }
-    }
-    await audit(t.db, { type: "refresh.reused", clientId, grantId });
-    t.logger.warn(
-      { clientId, grantId },
-      "security: a rotated refresh token was presented again after its grace; its grant is revoked (a stolen token, or a client that lost the answer)",
-    );
-    await t.lifecycle.revokeGrant(grantId, "refresh_reuse");
-    throw new InvalidGrant(INVALID_REFRESH);
-  }
-
   return async (client, params, preread) => {
     const p = parseParameters(Parameters, params);
     // Only narrowing (below): a scope the user consented to at step-up counts, registered or not.
     const requested = parseScope(p.scope, undefined, t.config.clients.scopes.supported);
     const tokenHash = hashPresentedToken(p.refresh_token);
-    const row = preread?.tokenHash === tokenHash ? preread.row : await t.hot.refreshTokenByHash(tokenHash);
-    if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_REFRESH);
+    const presented = preread?.tokenHash === tokenHash ? preread.row : await t.hot.refreshTokenByHash(tokenHash);
     const now = dateOf(t.clock);
-    // The grant's death says more (idle, maximum age) than the token's own expiry.
-    const death = grantDeathReason(row.grant, now);
-    if (death) throw new InvalidGrant(death);
-    if (row.revokedAt || row.expiresAt <= now) throw new InvalidGrant(INVALID_REFRESH);
-    if (p.resource !== undefined && p.resource !== row.resource)
-      throw new InvalidTarget("resource does not match the resource this refresh token was issued for.");
-    let scope = row.scope;
-    if (requested !== undefined) {
-      // Narrower by the operator's hierarchy counts too (SCOPE_IMPLIES: docs:read from docs:write).
-      if (requested.length === 0 || !covers(scopeList(row.scope), requested, t.config.clients.scopes.implies))
-        throw new InvalidScope(`scope can only narrow on refresh; granted: "${row.scope}".`);
-      scope = requested.join(" ");
-    }
+    const row = checkedToken(presented, client, p.resource, now);
+    const scope = narrowedScope(t, row.scope, requested);
     const rejected = await upstreamRejection(t, row.grant);
     if (rejected) throw new InvalidGrant(rejected.reason);
 
@@ -88,7 +98,7 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
       access: deriveSecret("accessToken", t.rotationKey, p.refresh_token),
       successor: deriveSecret("refreshToken", t.rotationKey, p.refresh_token),
     };
-    if (row.consumedAt) return presentedAgain(row.id, row.grantId, row.clientId, pair, now);
+    if (row.consumedAt) return presentedAgain(t, row, pair, now);
     const { rows, response } = issuedTokens(t, row.grant, scope, row.resource, now, { access: pair.access, refresh: pair.successor, parentRefreshId: row.id });
     // One atomic step: the claim (only an unconsumed, unrevoked token), the token's first use (it is
     // its parent's successor: that ends the parent's grace window), its successor link, the new
@@ -101,7 +111,7 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
       use: grantUse(t, row.grantId, now),
       audit: auditRow({ type: "token.refreshed", clientId: row.clientId, grantId: row.grantId, subject: row.grant.subject }),
     });
-    if (!rotated) return presentedAgain(row.id, row.grantId, row.clientId, pair, dateOf(t.clock));
+    if (!rotated) return presentedAgain(t, row, pair, dateOf(t.clock));
     return response;
   };
 }
