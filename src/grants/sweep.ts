@@ -1,6 +1,6 @@
 // The periodic sweep: removes what can never be used again, so tables do not grow without bound.
 // Dead grants are kept a while (audit, "why was I logged out?") before they go.
-import type { Db } from "../store/db.ts";
+import type { Db, Tx } from "../store/db.ts";
 import { audit } from "./audit.ts";
 import type { GrantLifecycle } from "./lifecycle.ts";
 import { NEVER_USED_CLIENT, removeNeverUsedClients } from "./clients.ts";
@@ -46,12 +46,11 @@ export interface SweepOptions {
   readonly now?: Date;
 }
 
-export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOptions): Promise<SweepResult> {
-  const now = options.now ?? new Date();
-  // Timed-out grants are revoked first, so the upstream tokens only they needed are released.
+/** Timed-out grants revoked (max age, then idle): how many. */
+async function revokeTimedOut(db: Db, lifecycle: GrantLifecycle, now: Date): Promise<number> {
   const pastMaxAge = await db.grant.findMany({ where: { revokedAt: null, absoluteExpiresAt: { lte: now } }, select: { id: true } });
   const idle = await db.grant.findMany({ where: { revokedAt: null, idleExpiresAt: { lte: now } }, select: { id: true } });
-  const timedOut =
+  return (
     (
       await lifecycle.revokeGrants(
         pastMaxAge.map((g) => g.id),
@@ -63,57 +62,83 @@ export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOpt
         idle.map((g) => g.id),
         "idle_timeout",
       )
-    ).length;
-  const deadBefore = new Date(now.getTime() - options.retainDeadSeconds * 1000);
-  const auditBefore = new Date(now.getTime() - options.retainAuditSeconds * 1000);
-  const mcpSessionsBefore = new Date(now.getTime() - options.mcpSessionMaxAgeSeconds * 1000);
-  const unusedClientsBefore = new Date(now.getTime() - options.unusedClientSeconds * 1000);
-  const result = await db.$transaction(async (tx) => {
-    const transactions = (await tx.authTransaction.deleteMany({ where: { expiresAt: { lt: now } } })).count;
-    const codes = (await tx.authorizationCode.deleteMany({ where: { expiresAt: { lt: now } } })).count;
-    const accessTokens = (await tx.accessToken.deleteMany({ where: { OR: [{ expiresAt: { lt: now } }, { revokedAt: { lt: deadBefore } }] } })).count;
-    const refreshTokens = (await tx.refreshToken.deleteMany({ where: { OR: [{ expiresAt: { lt: now } }, { revokedAt: { lt: deadBefore } }] } })).count;
-    // Tokens of these grants go with them (onDelete: Cascade).
-    const grants = (
-      await tx.grant.deleteMany({
-        where: { OR: [{ revokedAt: { lt: deadBefore } }, { absoluteExpiresAt: { lt: deadBefore } }, { idleExpiresAt: { lt: deadBefore } }] },
-      })
-    ).count;
-    const upstreamSessions = (await tx.upstreamSession.deleteMany({ where: { status: { not: "active" }, grants: { none: {} } } })).count;
-    const consents = (await tx.consent.deleteMany({ where: { expiresAt: { lt: now } } })).count;
-    const accountLogins = (await tx.accountLogin.deleteMany({ where: { expiresAt: { lt: now } } })).count;
-    const browserIdentities = (await tx.browserIdentity.deleteMany({ where: { expiresAt: { lt: now } } })).count;
-    const mcpSessions = (await tx.mcpSession.deleteMany({ where: { createdAt: { lt: mcpSessionsBefore } } })).count;
-    const auditEvents = (await tx.auditEvent.deleteMany({ where: { at: { lt: auditBefore } } })).count;
-    // Registrations nobody finished (clients.ts NEVER_USED_CLIENT), unless a sign-in with one is
-    // under way right now.
-    const stale = await tx.client.findMany({
-      where: { ...NEVER_USED_CLIENT, createdAt: { lt: unusedClientsBefore }, transactions: { none: { expiresAt: { gt: now } } } },
-      select: { id: true },
-    });
-    const unusedClients = await removeNeverUsedClients(
-      tx,
-      stale.map((c) => c.id),
-    );
-    const rateLimitBuckets = (await tx.rateLimitBucket.deleteMany({ where: { fullAt: { lte: now.getTime() } } })).count;
-    const usedAssertions = (await tx.usedAssertion.deleteMany({ where: { expiresAt: { lte: now } } })).count;
-    return {
-      transactions,
-      codes,
-      accessTokens,
-      refreshTokens,
-      grants,
-      upstreamSessions,
-      consents,
-      accountLogins,
-      browserIdentities,
-      mcpSessions,
-      auditEvents,
-      unusedClients,
-      rateLimitBuckets,
-      usedAssertions,
-    };
+    ).length
+  );
+}
+
+/** Before these, a row of its kind can go. */
+interface Cutoffs {
+  readonly now: Date;
+  readonly deadBefore: Date;
+  readonly auditBefore: Date;
+  readonly mcpSessionsBefore: Date;
+  readonly unusedClientsBefore: Date;
+}
+
+type Removed = Omit<SweepResult, "timedOut" | "evictedClients">;
+
+/** Every row that can never be used again, removed in one transaction; how many of each kind. */
+async function removeDead(tx: Tx, { now, deadBefore, auditBefore, mcpSessionsBefore, unusedClientsBefore }: Cutoffs): Promise<Removed> {
+  const transactions = (await tx.authTransaction.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+  const codes = (await tx.authorizationCode.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+  const accessTokens = (await tx.accessToken.deleteMany({ where: { OR: [{ expiresAt: { lt: now } }, { revokedAt: { lt: deadBefore } }] } })).count;
+  const refreshTokens = (await tx.refreshToken.deleteMany({ where: { OR: [{ expiresAt: { lt: now } }, { revokedAt: { lt: deadBefore } }] } })).count;
+  // Tokens of these grants go with them (onDelete: Cascade).
+  const grants = (
+    await tx.grant.deleteMany({
+      where: { OR: [{ revokedAt: { lt: deadBefore } }, { absoluteExpiresAt: { lt: deadBefore } }, { idleExpiresAt: { lt: deadBefore } }] },
+    })
+  ).count;
+  const upstreamSessions = (await tx.upstreamSession.deleteMany({ where: { status: { not: "active" }, grants: { none: {} } } })).count;
+  const consents = (await tx.consent.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+  const accountLogins = (await tx.accountLogin.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+  const browserIdentities = (await tx.browserIdentity.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+  const mcpSessions = (await tx.mcpSession.deleteMany({ where: { createdAt: { lt: mcpSessionsBefore } } })).count;
+  const auditEvents = (await tx.auditEvent.deleteMany({ where: { at: { lt: auditBefore } } })).count;
+  // Registrations nobody finished (clients.ts NEVER_USED_CLIENT), unless a sign-in with one is
+  // under way right now.
+  const stale = await tx.client.findMany({
+    where: { ...NEVER_USED_CLIENT, createdAt: { lt: unusedClientsBefore }, transactions: { none: { expiresAt: { gt: now } } } },
+    select: { id: true },
   });
+  const unusedClients = await removeNeverUsedClients(
+    tx,
+    stale.map((c) => c.id),
+  );
+  const rateLimitBuckets = (await tx.rateLimitBucket.deleteMany({ where: { fullAt: { lte: now.getTime() } } })).count;
+  const usedAssertions = (await tx.usedAssertion.deleteMany({ where: { expiresAt: { lte: now } } })).count;
+  return {
+    transactions,
+    codes,
+    accessTokens,
+    refreshTokens,
+    grants,
+    upstreamSessions,
+    consents,
+    accountLogins,
+    browserIdentities,
+    mcpSessions,
+    auditEvents,
+    unusedClients,
+    rateLimitBuckets,
+    usedAssertions,
+  };
+}
+
+export async function sweep(db: Db, lifecycle: GrantLifecycle, options: SweepOptions): Promise<SweepResult> {
+  const now = options.now ?? new Date();
+  // Timed-out grants are revoked first, so the upstream tokens only they needed are released.
+  const timedOut = await revokeTimedOut(db, lifecycle, now);
+  const before = (seconds: number) => new Date(now.getTime() - seconds * 1000);
+  const result = await db.$transaction((tx) =>
+    removeDead(tx, {
+      now,
+      deadBefore: before(options.retainDeadSeconds),
+      auditBefore: before(options.retainAuditSeconds),
+      mcpSessionsBefore: before(options.mcpSessionMaxAgeSeconds),
+      unusedClientsBefore: before(options.unusedClientSeconds),
+    }),
+  );
   const evictedClients = options.evictedClients ?? 0;
   await audit(db, { type: "sweep.completed", detail: { ...result, timedOut, evictedClients } });
   return { ...result, timedOut, evictedClients };
