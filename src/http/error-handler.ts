@@ -81,66 +81,78 @@ export interface ErrorHandlerOptions {
   readonly frontPage?: string;
 }
 
+/** A 404 or 405 no route answered with a body: said in the format its asker reads. */
+function answerNoRoute(ctx: Koa.Context, options: ErrorHandlerOptions): void {
+  if (ctx.status === 404 && ctx.body === undefined) {
+    const format = noRouteFormat(ctx);
+    if (format === "page")
+      send(
+        ctx,
+        format,
+        404,
+        "not_found",
+        `There is no page at ${ctx.path}.`,
+        options.frontPage ? `Check the address, or start from ${options.frontPage}` : "Check the address.",
+      );
+    else send(ctx, format, 404, "not_found", `No endpoint at ${ctx.method} ${ctx.path}.`);
+  } else if (ctx.status === 405 && ctx.body === undefined && noRouteFormat(ctx) === "page") {
+    // @koa/router's allowedMethods() set the status and Allow, and left the body to Koa's plain text.
+    send(ctx, "page", 405, "invalid_request", `${ctx.path} does not take ${ctx.method} requests (only ${ctx.response.get("Allow") || "other methods"}).`);
+  }
+}
+
+/** An error the broker expected (problemOf), or a 4xx Koa or the body parser raised: true when answered. */
+function answerExpected(ctx: Koa.Context, format: ErrorFormat, err: unknown): boolean {
+  const problem = problemOf(err);
+  if (problem) {
+    for (const [k, v] of Object.entries(problem.headers)) ctx.set(k, v);
+    if (problem.page) {
+      send(ctx, format === "oauth" ? "page" : format, problem.status, problem.code, problem.description, problem.page.hint, problem.page.title);
+    } else {
+      if (problem.status >= 500) ctx.state.log.warn({ err: firstLine(err) }, "oauth error");
+      send(ctx, format, problem.status, problem.code, problem.description);
+    }
+    return true;
+  }
+  const e = err as HttpLikeError;
+  const status = e.status ?? e.statusCode;
+  if (status && status >= 400 && status < 500 && e.expose !== false) {
+    // Client errors raised by Koa or body parsing (413, 415, 400): safe to describe.
+    send(ctx, format, status, "invalid_request", e.message ?? "Bad request.");
+    return true;
+  }
+  return false;
+}
+
+/** Not a bug: the database is down or unreachable. Clients retry; the operator sees why. */
+function answerDatabaseUnavailable(ctx: Koa.Context, format: ErrorFormat, err: unknown): void {
+  ctx.state.log.warn({ err: firstLine(err) }, "database unreachable");
+  ctx.set("Retry-After", String(DATABASE_RETRY_AFTER_SECONDS));
+  send(
+    ctx,
+    format,
+    503,
+    "temporarily_unavailable",
+    "The service cannot use its database right now (unreachable, busy or not writable). Please try again in a few seconds.",
+    undefined,
+    "Temporarily unavailable",
+  );
+}
+
 export function errorHandler(options: ErrorHandlerOptions = {}): Koa.Middleware {
   return async (ctx, next) => {
     const { state } = ctx;
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        const format = noRouteFormat(ctx);
-        if (format === "page")
-          send(
-            ctx,
-            format,
-            404,
-            "not_found",
-            `There is no page at ${ctx.path}.`,
-            options.frontPage ? `Check the address, or start from ${options.frontPage}` : "Check the address.",
-          );
-        else send(ctx, format, 404, "not_found", `No endpoint at ${ctx.method} ${ctx.path}.`);
-      } else if (ctx.status === 405 && ctx.body === undefined && noRouteFormat(ctx) === "page") {
-        // @koa/router's allowedMethods() set the status and Allow, and left the body to Koa's plain text.
-        send(ctx, "page", 405, "invalid_request", `${ctx.path} does not take ${ctx.method} requests (only ${ctx.response.get("Allow") || "other methods"}).`);
-      }
+      answerNoRoute(ctx, options);
     } catch (err) {
       const format = state.errorFormat ?? "oauth";
       // Only a body reader of http/body.ts says the client's stream failed. Any other error with
       // ECONNRESET (a database or upstream socket) goes on below: once the body was read, Node
       // marks the request destroyed, so "the request was cut short" cannot tell them apart.
       if (err instanceof RequestBodyUnreadable) state.log.info({ code: err.streamCode }, "client request body failed");
-      const problem = problemOf(err);
-      if (problem) {
-        for (const [k, v] of Object.entries(problem.headers)) ctx.set(k, v);
-        if (problem.page) {
-          send(ctx, format === "oauth" ? "page" : format, problem.status, problem.code, problem.description, problem.page.hint, problem.page.title);
-        } else {
-          if (problem.status >= 500) state.log.warn({ err: firstLine(err) }, "oauth error");
-          send(ctx, format, problem.status, problem.code, problem.description);
-        }
-        return;
-      }
-      const e = err as HttpLikeError;
-      const status = e.status ?? e.statusCode;
-      if (status && status >= 400 && status < 500 && e.expose !== false) {
-        // Client errors raised by Koa or body parsing (413, 415, 400): safe to describe.
-        send(ctx, format, status, "invalid_request", e.message ?? "Bad request.");
-        return;
-      }
-      if (isDatabaseUnavailable(err)) {
-        // Not a bug: the database is down or unreachable. Clients retry; the operator sees why.
-        state.log.warn({ err: firstLine(err) }, "database unreachable");
-        ctx.set("Retry-After", String(DATABASE_RETRY_AFTER_SECONDS));
-        send(
-          ctx,
-          format,
-          503,
-          "temporarily_unavailable",
-          "The service cannot use its database right now (unreachable, busy or not writable). Please try again in a few seconds.",
-          undefined,
-          "Temporarily unavailable",
-        );
-        return;
-      }
+      if (answerExpected(ctx, format, err)) return;
+      if (isDatabaseUnavailable(err)) return answerDatabaseUnavailable(ctx, format, err);
       state.log.error({ err }, "unexpected error");
       send(
         ctx,
