@@ -9,7 +9,7 @@
 // The client's logo_uri is never loaded: the person's browser would contact a host the client
 // chose (a tracking pixel at the moment of consent). A neutral initial stands in for it.
 import { createHash } from "node:crypto";
-import { html } from "./html.ts";
+import { html, type SafeHtml } from "./html.ts";
 import { page } from "./layout.ts";
 import type { RegisteredClient } from "../grants/types.ts";
 import { isLoopbackHost } from "../config/load.ts";
@@ -111,12 +111,10 @@ export function askingParty(client: RegisteredClient, redirectUri: string): Aski
   return { verified, lead: redirect.host, short: redirect.host, host: redirect.host };
 }
 
-export function renderConsentPage(input: ConsentPageInput): string {
+/** Where the code goes, under the heading: an app scheme's app, or the redirect's host (on this computer?). */
+function returnLine(input: ConsentPageInput, asking: AskingParty): SafeHtml {
   const { client } = input;
-  const name = client.clientName ?? "An unnamed application";
-  const asking = askingParty(client, input.redirectUri);
   const redirect = new URL(input.redirectUri);
-  const redirectHost = redirect.host;
   // Native MCP clients come back to a loopback address: say what that means to a non-developer.
   const onThisComputer = isLoopbackHost(redirect.hostname) || client.applicationType === "native";
   // An app scheme (cursor://…): the operating system hands the code to whichever app claims it.
@@ -124,34 +122,61 @@ export function renderConsentPage(input: ConsentPageInput): string {
     redirect.protocol !== "https:" && redirect.protocol !== "http:"
       ? `${redirect.protocol}${input.redirectUri.slice(redirect.protocol.length).startsWith("//") ? "//" : ""}`
       : null;
-  const heading = asking.verified
-    ? html`<h1><span id="client-name">${name}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>`
-    : html`<h1><span id="vouching-party">${asking.lead}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>`;
   // One line under the heading: the name an unverified client gives itself, and where the code goes.
   const it = asking.verified
     ? "It"
     : html`<span id="name-claim">${client.clientName ? html`It calls itself “<span id="client-name">${client.clientName}</span>”` : "It gives no name"}</span> and`;
   const saysOnThisComputer = onThisComputer && asking.lead !== ON_THIS_COMPUTER;
+  return appScheme
+    ? html`<p class="return-to" id="app-scheme">${it} returns to the app that opens <strong id="redirect-host">${appScheme}</strong> links on this computer.</p>`
+    : html`<p class="return-to">${it} will return to <strong id="redirect-host">${redirect.host}</strong>${saysOnThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p>`;
+}
+
+/** Who vouches for the client: a trusted or untrusted metadata document's host, or nobody (it registered itself). */
+function vouchingNotice(client: RegisteredClient): SafeHtml | "" {
+  if (client.metadataDocument)
+    return client.metadataDocument.verified
+      ? html`<p class="notice" id="vouched-by"><span class="verified" id="verified">Verified</span> This application is described by <strong id="document-host">${client.metadataDocument.host}</strong>, which this server trusts.</p>`
+      : html`<p class="warning" id="vouched-by"><span class="badge" id="unverified">Unverified</span> <strong id="document-host">${client.metadataDocument.host}</strong> vouches for this application: it publishes the application's details. Allow it only if you trust ${client.metadataDocument.host} and started this connection yourself.</p>`;
+  return client.registrationType === "dynamic"
+    ? html`<p class="warning"><span class="badge" id="unverified">Unverified</span> It registered itself; nobody checked who made it. Allow it only if you started this yourself.</p>`
+    : "";
+}
+
+/** Who is signed in in this browser, and the way to allow with another account. */
+function signedInLine(input: ConsentPageInput): SafeHtml | "" {
+  return input.signedInAs
+    ? html`<p class="signed-in" id="signed-in">You are signed in as <strong id="signed-in-as">${input.signedInAs}</strong> (${input.providerName}).
+<button type="submit" name="decision" value="allow_other_account" class="link" id="not-you">Not you? Allow with another account</button></p>`
+    : "";
+}
+
+/** The technical details, after the form: ids and addresses. */
+function details(input: ConsentPageInput): SafeHtml {
+  const { client } = input;
+  return html`<dl>
+<dt>Application ID</dt><dd><code>${client.id}</code></dd>
+${client.clientUri ? html`<dt>Website</dt><dd>${client.clientUri}</dd>` : ""}
+<dt>Redirect address</dt><dd>${input.redirectUri}</dd>
+<dt>Resource</dt><dd>${input.resource}</dd>
+</dl>`;
+}
+
+export function renderConsentPage(input: ConsentPageInput): string {
+  const { client } = input;
+  const name = client.clientName ?? "An unnamed application";
+  const asking = askingParty(client, input.redirectUri);
+  const heading = asking.verified
+    ? html`<h1><span id="client-name">${name}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>`
+    : html`<h1><span id="vouching-party">${asking.lead}</span> wants to connect to <span id="resource-name">${input.resourceName}</span></h1>`;
   return page(
     `${asking.lead} wants to connect to ${input.resourceName}`,
     html`<div class="client">
 <div class="avatar ${colourOf(client.id)}" id="client-initial" aria-hidden="true">${initialOf(asking.verified ? client.clientName : asking.host)}</div>
 <div>${heading}
-${
-  appScheme
-    ? html`<p class="return-to" id="app-scheme">${it} returns to the app that opens <strong id="redirect-host">${appScheme}</strong> links on this computer.</p></div>`
-    : html`<p class="return-to">${it} will return to <strong id="redirect-host">${redirectHost}</strong>${saysOnThisComputer ? html` <span class="muted">(an app on this computer)</span>` : ""}</p></div>`
-}
+${returnLine(input, asking)}</div>
 </div>
-${
-  client.metadataDocument
-    ? client.metadataDocument.verified
-      ? html`<p class="notice" id="vouched-by"><span class="verified" id="verified">Verified</span> This application is described by <strong id="document-host">${client.metadataDocument.host}</strong>, which this server trusts.</p>`
-      : html`<p class="warning" id="vouched-by"><span class="badge" id="unverified">Unverified</span> <strong id="document-host">${client.metadataDocument.host}</strong> vouches for this application: it publishes the application's details. Allow it only if you trust ${client.metadataDocument.host} and started this connection yourself.</p>`
-    : client.registrationType === "dynamic"
-      ? html`<p class="warning"><span class="badge" id="unverified">Unverified</span> It registered itself; nobody checked who made it. Allow it only if you started this yourself.</p>`
-      : ""
-}
+${vouchingNotice(client)}
 <p>After you allow it, you will sign in with <strong id="provider-name">${input.providerName}</strong>.</p>
 <p>It will be able to:</p>
 <ul class="scopes">${input.scope.split(" ").map((s) => html`<li>${input.scopeDescriptions?.[s] ?? SCOPE_TEXT[s] ?? s}</li>`)}</ul>
@@ -159,23 +184,13 @@ ${
 <form method="post" action="consent">
 <input type="hidden" name="transaction" value="${input.transactionId}">
 <input type="hidden" name="csrf" value="${input.csrfToken}">
-${
-  input.signedInAs
-    ? html`<p class="signed-in" id="signed-in">You are signed in as <strong id="signed-in-as">${input.signedInAs}</strong> (${input.providerName}).
-<button type="submit" name="decision" value="allow_other_account" class="link" id="not-you">Not you? Allow with another account</button></p>`
-    : ""
-}
+${signedInLine(input)}
 <p class="question">Allow <strong>${asking.short}</strong> to connect?</p>
 <div class="actions">
 <button type="submit" name="decision" value="deny">Deny</button>
 <button type="submit" name="decision" value="allow" class="primary">Allow</button>
 </div>
 </form>
-<dl>
-<dt>Application ID</dt><dd><code>${client.id}</code></dd>
-${client.clientUri ? html`<dt>Website</dt><dd>${client.clientUri}</dd>` : ""}
-<dt>Redirect address</dt><dd>${input.redirectUri}</dd>
-<dt>Resource</dt><dd>${input.resource}</dd>
-</dl>`,
+${details(input)}`,
   );
 }
