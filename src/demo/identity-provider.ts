@@ -143,11 +143,12 @@ function demoSigningKey(): Promise<JWK> {
   return signingKey;
 }
 
-export async function createDemoIdentityProvider(options: DemoIdentityProviderOptions): Promise<DemoIdentityProvider> {
-  const mountPath = new URL(options.issuer).pathname.replace(/\/+$/, "");
-  const jwk = { ...(await demoSigningKey()) };
-  const store = new Map<string, Map<string, { payload: AdapterPayload; expiresAt: number | null }>>();
-  const configuration: Configuration = {
+/** The demo provider's records, per model (AccessToken, Grant…), in memory. */
+type DemoStore = Map<string, Map<string, { payload: AdapterPayload; expiresAt: number | null }>>;
+
+/** oidc-provider's configuration: in-memory records, consent granted by the broker's page, opaque tokens. */
+function providerConfiguration(options: DemoIdentityProviderOptions, mountPath: string, jwk: JWK, store: DemoStore): Configuration {
+  return {
     adapter: (name: string) => new MemoryAdapter(name, store),
     clients: options.clients.map(clientMetadata),
     jwks: { keys: [jwk] },
@@ -193,58 +194,83 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
       ctx.body = page("Demo identity provider error", html`<h1>Sign-in error</h1><p>${String(out.error)}: ${String(out.error_description ?? "")}</p>`);
     },
   };
-  const provider = new Provider(options.issuer, configuration);
+}
+
+async function grantEverything(provider: Provider, details: Awaited<ReturnType<Provider["interactionDetails"]>>): Promise<string> {
+  const grant = details.grantId
+    ? ((await provider.Grant.find(details.grantId)) ??
+      new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) }))
+    : new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) });
+  const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
+  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+  if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(" "));
+  return grant.save();
+}
+
+/** An interaction: consent granted at once, the login form shown, or its user name taken. */
+async function handleInteraction(provider: Provider, mountPath: string, login: boolean, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  try {
+    const details = await provider.interactionDetails(req, res);
+    if (details.prompt.name === "consent") {
+      // The broker shows its own consent page; the demo IdP grants what is asked.
+      await provider.interactionFinished(req, res, { consent: { grantId: await grantEverything(provider, details) } }, { mergeWithLastSubmission: true });
+      return;
+    }
+    if (login && req.method === "POST") {
+      const username = await readUsername(req);
+      if (!/^[a-z0-9._@-]{1,64}$/.test(username)) {
+        res
+          .writeHead(400, { "content-type": "text/html; charset=utf-8" })
+          .end(loginPage(details.uid, mountPath, "Use letters, digits, dots, dashes, underscores or @."));
+        return;
+      }
+      await provider.interactionFinished(req, res, { login: { accountId: username } }, { mergeWithLastSubmission: false });
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }).end(loginPage(details.uid, mountPath));
+  } catch {
+    res
+      .writeHead(400, { "content-type": "text/html; charset=utf-8" })
+      .end(page("Sign-in expired", html`<h1>Sign-in expired</h1><p>Start the sign-in again from your application.</p>`));
+  }
+}
+
+/** Every token, code and grant of the account removed: how many. */
+function revokeFromStore(store: DemoStore, accountId: string): number {
+  let removed = 0;
+  for (const model of ["AccessToken", "RefreshToken", "AuthorizationCode", "Grant"]) {
+    const m = store.get(model);
+    if (!m) continue;
+    for (const [id, e] of m) {
+      if (e.payload.accountId === accountId) {
+        m.delete(id);
+        removed++;
+      }
+    }
+  }
+  return removed;
+}
+
+const INTERACTION = /^\/interaction\/([A-Za-z0-9_-]+)(\/login)?$/;
+
+export async function createDemoIdentityProvider(options: DemoIdentityProviderOptions): Promise<DemoIdentityProvider> {
+  const mountPath = new URL(options.issuer).pathname.replace(/\/+$/, "");
+  const jwk = { ...(await demoSigningKey()) };
+  const store: DemoStore = new Map();
+  const provider = new Provider(options.issuer, providerConfiguration(options, mountPath, jwk, store));
   provider.proxy = true;
   let outage = false;
   const callback = provider.callback();
 
-  async function grantEverything(details: Awaited<ReturnType<Provider["interactionDetails"]>>): Promise<string> {
-    const grant = details.grantId
-      ? ((await provider.Grant.find(details.grantId)) ??
-        new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) }))
-      : new provider.Grant({ accountId: details.session?.accountId ?? "", clientId: String(details.params.client_id) });
-    const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
-    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
-    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(" "));
-    return grant.save();
-  }
-
-  const interaction = /^\/interaction\/([A-Za-z0-9_-]+)(\/login)?$/;
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (outage) {
       res.writeHead(503, { "content-type": "application/json", "retry-after": "5" }).end('{"error":"temporarily_unavailable"}');
       return;
     }
-    const match = interaction.exec(path);
-    if (match) {
-      try {
-        const details = await provider.interactionDetails(req, res);
-        if (details.prompt.name === "consent") {
-          // The broker shows its own consent page; the demo IdP grants what is asked.
-          await provider.interactionFinished(req, res, { consent: { grantId: await grantEverything(details) } }, { mergeWithLastSubmission: true });
-          return;
-        }
-        if (match[2] && req.method === "POST") {
-          const username = await readUsername(req);
-          if (!/^[a-z0-9._@-]{1,64}$/.test(username)) {
-            res
-              .writeHead(400, { "content-type": "text/html; charset=utf-8" })
-              .end(loginPage(details.uid, mountPath, "Use letters, digits, dots, dashes, underscores or @."));
-            return;
-          }
-          await provider.interactionFinished(req, res, { login: { accountId: username } }, { mergeWithLastSubmission: false });
-          return;
-        }
-        res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }).end(loginPage(details.uid, mountPath));
-      } catch {
-        res
-          .writeHead(400, { "content-type": "text/html; charset=utf-8" })
-          .end(page("Sign-in expired", html`<h1>Sign-in expired</h1><p>Start the sign-in again from your application.</p>`));
-      }
-      return;
-    }
+    const match = INTERACTION.exec(path);
+    if (match) return handleInteraction(provider, mountPath, match[2] !== undefined, req, res);
     await callback(req, res);
   }
 
@@ -254,18 +280,7 @@ export async function createDemoIdentityProvider(options: DemoIdentityProviderOp
     mountPath,
     handle,
     async revokeSubject(accountId: string) {
-      let removed = 0;
-      for (const model of ["AccessToken", "RefreshToken", "AuthorizationCode", "Grant"]) {
-        const m = store.get(model);
-        if (!m) continue;
-        for (const [id, e] of m) {
-          if (e.payload.accountId === accountId) {
-            m.delete(id);
-            removed++;
-          }
-        }
-      }
-      return removed;
+      return revokeFromStore(store, accountId);
     },
     async addClient(client: DemoClient) {
       await new MemoryAdapter("Client", store).upsert(client.client_id, clientMetadata(client) as unknown as AdapterPayload);
