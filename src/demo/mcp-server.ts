@@ -52,9 +52,8 @@ function text(value: string) {
   return { content: [{ type: "text" as const, text: value }] };
 }
 
-function createDemoServer(options: DemoMcpServerOptions): McpServer {
-  const server = new McpServer({ name: "mcp-auth-broker-demo", version: "1.0.0" }, { capabilities: { logging: {} } });
-
+/** whoami: what the broker forwarded, and raw values tests check the broker never lets through. */
+function registerWhoami(server: McpServer): void {
   server.registerTool(
     "whoami",
     { description: "Shows the identity the broker forwarded (X-Auth-* headers) and which credentials reached this server." },
@@ -78,9 +77,10 @@ function createDemoServer(options: DemoMcpServerOptions): McpServer {
       );
     },
   );
+}
 
-  server.registerTool("echo", { description: "Returns its message.", inputSchema: { message: z.string() } }, async ({ message }) => text(message));
-
+/** countdown: a long call with one progress notification per step. */
+function registerCountdown(server: McpServer, options: DemoMcpServerOptions): void {
   server.registerTool(
     "countdown",
     {
@@ -106,7 +106,13 @@ function createDemoServer(options: DemoMcpServerOptions): McpServer {
       return text("liftoff");
     },
   );
+}
 
+function createDemoServer(options: DemoMcpServerOptions): McpServer {
+  const server = new McpServer({ name: "mcp-auth-broker-demo", version: "1.0.0" }, { capabilities: { logging: {} } });
+  registerWhoami(server);
+  server.registerTool("echo", { description: "Returns its message.", inputSchema: { message: z.string() } }, async ({ message }) => text(message));
+  registerCountdown(server, options);
   server.registerTool(
     "notify",
     {
@@ -118,7 +124,6 @@ function createDemoServer(options: DemoMcpServerOptions): McpServer {
       return text("sent");
     },
   );
-
   return server;
 }
 
@@ -127,55 +132,63 @@ function sendJsonRpcError(res: http.ServerResponse, status: number, code: number
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
 }
 
+type Sessions = Map<string, StreamableHTTPServerTransport>;
+
+/** An initialize request: a new server and transport, kept under the session id the SDK makes. */
+async function openSession(sessions: Sessions, options: DemoMcpServerOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    eventStore: new InMemoryEventStore(),
+    maxRequestBodySize: MAX_BODY_BYTES,
+    onsessioninitialized: (id) => {
+      sessions.set(id, transport);
+    },
+  });
+  transport.onclose = () => {
+    if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+  };
+  const server = createDemoServer(options);
+  await server.connect(transport);
+  await transport.handleRequest(req, res);
+  // Not an initialize request (the SDK answered 400): there is no session to keep.
+  if (transport.sessionId === undefined) await server.close();
+}
+
+/** A request recorded (for tests to look at), then answered by its session, a new one, or an error. */
+async function handle(
+  state: { readonly sessions: Sessions; readonly requests: RecordedRequest[]; readonly options: DemoMcpServerOptions },
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
+  const { sessions, requests } = state;
+  const record: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: { ...req.headers }, closedEarly: false };
+  requests.push(record);
+  if (requests.length > MAX_RECORDED) requests.shift();
+  res.on("close", () => {
+    if (!res.writableFinished) record.closedEarly = true;
+  });
+
+  if (new URL(record.url, "http://localhost").pathname !== MCP_PATH) {
+    return sendJsonRpcError(res, 404, -32601, `No MCP endpoint at ${record.url}; use ${MCP_PATH}.`);
+  }
+  if (!["GET", "POST", "DELETE"].includes(record.method)) {
+    return sendJsonRpcError(res, 405, -32000, "Method not allowed.", { Allow: "GET, POST, DELETE" });
+  }
+  const sessionId = req.headers["mcp-session-id"];
+  if (typeof sessionId === "string") {
+    const transport = sessions.get(sessionId);
+    if (!transport) return sendJsonRpcError(res, 404, -32001, "Session not found");
+    return transport.handleRequest(req, res);
+  }
+  if (record.method !== "POST") return sendJsonRpcError(res, 400, -32000, "Bad Request: Mcp-Session-Id header is required");
+  return openSession(sessions, state.options, req, res);
+}
+
 export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Promise<DemoMcpServer> {
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const requests: RecordedRequest[] = [];
-
-  async function openSession(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      eventStore: new InMemoryEventStore(),
-      maxRequestBodySize: MAX_BODY_BYTES,
-      onsessioninitialized: (id) => {
-        sessions.set(id, transport);
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-    };
-    const server = createDemoServer(options);
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
-    // Not an initialize request (the SDK answered 400): there is no session to keep.
-    if (transport.sessionId === undefined) await server.close();
-  }
-
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const record: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: { ...req.headers }, closedEarly: false };
-    requests.push(record);
-    if (requests.length > MAX_RECORDED) requests.shift();
-    res.on("close", () => {
-      if (!res.writableFinished) record.closedEarly = true;
-    });
-
-    if (new URL(record.url, "http://localhost").pathname !== MCP_PATH) {
-      return sendJsonRpcError(res, 404, -32601, `No MCP endpoint at ${record.url}; use ${MCP_PATH}.`);
-    }
-    if (!["GET", "POST", "DELETE"].includes(record.method)) {
-      return sendJsonRpcError(res, 405, -32000, "Method not allowed.", { Allow: "GET, POST, DELETE" });
-    }
-    const sessionId = req.headers["mcp-session-id"];
-    if (typeof sessionId === "string") {
-      const transport = sessions.get(sessionId);
-      if (!transport) return sendJsonRpcError(res, 404, -32001, "Session not found");
-      return transport.handleRequest(req, res);
-    }
-    if (record.method !== "POST") return sendJsonRpcError(res, 400, -32000, "Bad Request: Mcp-Session-Id header is required");
-    return openSession(req, res);
-  }
-
+  const state = { sessions: new Map() as Sessions, requests: [] as RecordedRequest[], options };
+  const { sessions } = state;
   const httpServer = http.createServer((req, res) => {
-    handle(req, res).catch(() => {
+    handle(state, req, res).catch(() => {
       if (!res.headersSent) sendJsonRpcError(res, 500, -32603, "Internal error");
       else res.destroy();
     });
@@ -192,7 +205,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
 
   return {
     url: `http://${host}:${address.port}${MCP_PATH}`,
-    requests,
+    requests: state.requests,
     async close() {
       await Promise.allSettled([...sessions.values()].map((t) => t.close()));
       sessions.clear();
