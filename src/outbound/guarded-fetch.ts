@@ -65,6 +65,71 @@ function causeChain(err: unknown): unknown[] {
   return chain;
 }
 
+type Response = Awaited<ReturnType<typeof request>>;
+
+/** The GET sent through the guarded agent; a refusal, a timeout or a failed connection said as such. */
+async function send(target: URL, agent: Agent, timeoutMs: number, signal: AbortSignal): Promise<Response> {
+  try {
+    return await request(target, {
+      method: "GET",
+      dispatcher: agent,
+      signal,
+      headers: { accept: "application/json", "user-agent": "mcp-auth-broker (client metadata)" },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+  } catch (err) {
+    const refused = causeChain(err).find((e) => e instanceof OutboundFetchError);
+    if (refused) throw refused;
+    if (signal.aborted || causeChain(err).some((e) => (e as { code?: string }).code === "UND_ERR_CONNECT_TIMEOUT"))
+      throw new OutboundFetchError("timeout", `no answer within ${timeoutMs / 1000} s`);
+    throw new OutboundFetchError("network", `could not connect: ${firstLine(err)}`);
+  }
+}
+
+/** Refuses an answer that is not a 200 with a JSON body within the cap; 404 and 410 resolve with no body. */
+async function refuseUnreadable(res: Response, headers: Record<string, string | undefined>, maxBytes: number): Promise<FetchedJson | undefined> {
+  const status = res.statusCode;
+  if (status !== 200) {
+    await res.body.dump().catch(() => undefined);
+    if (status === 404 || status === 410) return { status, headers, body: undefined };
+    if (status >= 300 && status < 400)
+      throw new OutboundFetchError("redirect", `it answered with a redirect (${status}), and redirects are not followed`, status);
+    throw new OutboundFetchError("status", `it answered with HTTP status ${status}`, status);
+  }
+  if (!JSON_TYPE.test(headers["content-type"] ?? "")) {
+    discard(res.body);
+    throw new OutboundFetchError("not-json", `it is not JSON (content-type ${JSON.stringify(headers["content-type"] ?? "")})`);
+  }
+  const declared = Number(headers["content-length"]);
+  if (declared > maxBytes) {
+    discard(res.body);
+    throw new OutboundFetchError("too-large", `it is larger than ${maxBytes} bytes`);
+  }
+  return undefined;
+}
+
+/** The body, cut off as soon as it passes the cap (a missing or false content-length does not help). */
+async function readCapped(res: Response, maxBytes: number, timeoutMs: number, signal: AbortSignal): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) {
+        discard(res.body);
+        throw new OutboundFetchError("too-large", `it is larger than ${maxBytes} bytes`);
+      }
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    if (err instanceof OutboundFetchError) throw err;
+    if (signal.aborted) throw new OutboundFetchError("timeout", `no answer within ${timeoutMs / 1000} s`);
+    throw new OutboundFetchError("network", `the answer broke off: ${firstLine(err)}`);
+  }
+  return Buffer.concat(chunks);
+}
+
 export function createGuardedFetcher(options: GuardedFetchOptions): JsonFetcher {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
@@ -80,65 +145,19 @@ export function createGuardedFetcher(options: GuardedFetchOptions): JsonFetcher 
     if (target.protocol !== "https:") throw new OutboundFetchError("not-https", "only https URLs are fetched");
     refuseAddressLiteral(target, options.allowPrivateNetworks);
     const signal = AbortSignal.timeout(timeoutMs);
-    let res: Awaited<ReturnType<typeof request>>;
-    try {
-      res = await request(target, {
-        method: "GET",
-        dispatcher: agent,
-        signal,
-        headers: { accept: "application/json", "user-agent": "mcp-auth-broker (client metadata)" },
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-    } catch (err) {
-      const refused = causeChain(err).find((e) => e instanceof OutboundFetchError);
-      if (refused) throw refused;
-      if (signal.aborted || causeChain(err).some((e) => (e as { code?: string }).code === "UND_ERR_CONNECT_TIMEOUT"))
-        throw new OutboundFetchError("timeout", `no answer within ${timeoutMs / 1000} s`);
-      throw new OutboundFetchError("network", `could not connect: ${firstLine(err)}`);
-    }
+    const res = await send(target, agent, timeoutMs, signal);
     const headers: Record<string, string | undefined> = {};
     for (const [name, value] of Object.entries(res.headers)) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
-    const status = res.statusCode;
-    if (status !== 200) {
-      await res.body.dump().catch(() => undefined);
-      if (status === 404 || status === 410) return { status, headers, body: undefined };
-      if (status >= 300 && status < 400)
-        throw new OutboundFetchError("redirect", `it answered with a redirect (${status}), and redirects are not followed`, status);
-      throw new OutboundFetchError("status", `it answered with HTTP status ${status}`, status);
-    }
-    if (!JSON_TYPE.test(headers["content-type"] ?? "")) {
-      discard(res.body);
-      throw new OutboundFetchError("not-json", `it is not JSON (content-type ${JSON.stringify(headers["content-type"] ?? "")})`);
-    }
-    const declared = Number(headers["content-length"]);
-    if (declared > maxBytes) {
-      discard(res.body);
-      throw new OutboundFetchError("too-large", `it is larger than ${maxBytes} bytes`);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    try {
-      for await (const chunk of res.body) {
-        size += (chunk as Buffer).length;
-        if (size > maxBytes) {
-          discard(res.body);
-          throw new OutboundFetchError("too-large", `it is larger than ${maxBytes} bytes`);
-        }
-        chunks.push(chunk as Buffer);
-      }
-    } catch (err) {
-      if (err instanceof OutboundFetchError) throw err;
-      if (signal.aborted) throw new OutboundFetchError("timeout", `no answer within ${timeoutMs / 1000} s`);
-      throw new OutboundFetchError("network", `the answer broke off: ${firstLine(err)}`);
-    }
+    const gone = await refuseUnreadable(res, headers, maxBytes);
+    if (gone) return gone;
+    const bytes = await readCapped(res, maxBytes, timeoutMs, signal);
     let body: unknown;
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      body = JSON.parse(bytes.toString("utf8"));
     } catch {
       throw new OutboundFetchError("not-json", "its body is not valid JSON");
     }
-    return { status, headers, body };
+    return { status: res.statusCode, headers, body };
   }
 
   return { getJson, close: () => agent.close() };

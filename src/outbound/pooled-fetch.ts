@@ -138,8 +138,54 @@ function clientSpanAttributes(url: string | URL, method: string): Record<string,
   };
 }
 
+/**
+ * The deadline of a request without the caller's signal: an EventEmitter undici listens to (its
+ * documented alternative to an AbortSignal; an AbortSignal.timeout costs ~10 µs to make and
+ * more when its timer fires long after the answer), and a timer cleared with the answer.
+ */
+function deadline(timeoutMs: number): { signal: EventEmitter & { reason?: unknown }; timer: NodeJS.Timeout } {
+  const signal: EventEmitter & { reason?: unknown } = new EventEmitter();
+  const timer = setTimeout(() => {
+    // The reason AbortSignal.timeout gives: callers classify it as a timeout.
+    signal.reason = new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError");
+    signal.emit("abort");
+  }, timeoutMs);
+  timer.unref();
+  return { signal, timer };
+}
+
+/** One request through the pool, its body read within the cap; failures reported as fetch reports them. */
+async function send(agent: Agent, options: PooledFetchOptions, url: string | URL, init: PooledFetchInit): Promise<PooledAnswer> {
+  const target = typeof url === "string" ? new URL(url) : url;
+  const headers = withTraceContext(headerRecord(init.headers));
+  const body = requestBody(init.body, headers);
+  const own = init.signal ? undefined : deadline(options.timeoutMs);
+  try {
+    let answered: Dispatcher.ResponseData;
+    try {
+      refuseAddressLiteral(target, options.allowPrivateNetworks);
+      answered = await agent.request({
+        origin: target.origin,
+        path: target.pathname + target.search,
+        method: (init.method ?? "GET") as Dispatcher.HttpMethod,
+        headers,
+        body,
+        signal: init.signal ?? own?.signal ?? null,
+      });
+    } catch (err) {
+      // As fetch reports it: an abort as itself, anything else as "fetch failed" with the cause.
+      // By name: the caller's signal may come from another realm, whose DOMException is no Error here.
+      const name = (err as { name?: unknown } | null)?.name;
+      if (name === "AbortError" || name === "TimeoutError") throw err;
+      throw new TypeError("fetch failed", { cause: err });
+    }
+    return new PooledAnswer(answered.statusCode, answered.headers, await readBody(answered.body, options.maxBytes ?? DEFAULT_MAX_BYTES));
+  } finally {
+    if (own) clearTimeout(own.timer);
+  }
+}
+
 export function createPooledFetch(options: PooledFetchOptions): PooledFetch {
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   const agent = new Agent({
     connect: { lookup: guardedLookup(options.lookup ?? systemLookup, options.allowPrivateNetworks), timeout: options.timeoutMs },
     connections: options.connectionsPerOrigin ?? 8,
@@ -148,64 +194,18 @@ export function createPooledFetch(options: PooledFetchOptions): PooledFetch {
     keepAliveTimeout: 10_000,
   });
 
-  /**
-   * The deadline of a request without the caller's signal: an EventEmitter undici listens to (its
-   * documented alternative to an AbortSignal; an AbortSignal.timeout costs ~10 µs to make and
-   * more when its timer fires long after the answer), and a timer cleared with the answer.
-   */
-  function deadline(): { signal: EventEmitter & { reason?: unknown }; timer: NodeJS.Timeout } {
-    const signal: EventEmitter & { reason?: unknown } = new EventEmitter();
-    const timer = setTimeout(() => {
-      // The reason AbortSignal.timeout gives: callers classify it as a timeout.
-      signal.reason = new DOMException(`no answer within ${options.timeoutMs} ms`, "TimeoutError");
-      signal.emit("abort");
-    }, options.timeoutMs);
-    timer.unref();
-    return { signal, timer };
-  }
-
   /** One client span per request (the IdP is told its trace context); with tracing off, the request alone. */
   const answer = (url: string | URL, init: PooledFetchInit = {}): Promise<PooledAnswer> =>
     inSpan(
       init.method ?? "GET",
       () => clientSpanAttributes(url, init.method ?? "GET"),
       async (span) => {
-        const answered = await send(url, init);
+        const answered = await send(agent, options, url, init);
         span?.setAttribute("http.response.status_code", answered.status);
         return answered;
       },
       { kind: SpanKind.CLIENT, childOnly: true },
     );
-
-  async function send(url: string | URL, init: PooledFetchInit): Promise<PooledAnswer> {
-    const target = typeof url === "string" ? new URL(url) : url;
-    const headers = withTraceContext(headerRecord(init.headers));
-    const body = requestBody(init.body, headers);
-    const own = init.signal ? undefined : deadline();
-    try {
-      let answered: Dispatcher.ResponseData;
-      try {
-        refuseAddressLiteral(target, options.allowPrivateNetworks);
-        answered = await agent.request({
-          origin: target.origin,
-          path: target.pathname + target.search,
-          method: (init.method ?? "GET") as Dispatcher.HttpMethod,
-          headers,
-          body,
-          signal: init.signal ?? own?.signal ?? null,
-        });
-      } catch (err) {
-        // As fetch reports it: an abort as itself, anything else as "fetch failed" with the cause.
-        // By name: the caller's signal may come from another realm, whose DOMException is no Error here.
-        const name = (err as { name?: unknown } | null)?.name;
-        if (name === "AbortError" || name === "TimeoutError") throw err;
-        throw new TypeError("fetch failed", { cause: err });
-      }
-      return new PooledAnswer(answered.statusCode, answered.headers, await readBody(answered.body, maxBytes));
-    } finally {
-      if (own) clearTimeout(own.timer);
-    }
-  }
 
   const pooledFetch = async (url: string | URL, init: PooledFetchInit = {}): Promise<Response> => {
     const answered = await answer(url, init);
