@@ -48,72 +48,84 @@ const CHECK = "MCP server";
 const fail = (detail: string): Finding => ({ check: CHECK, ok: false, detail });
 const header = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
+interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: string;
+}
+
+/** The initialize sent; a Finding when it got no answer at all. */
+async function sendInitialize(agent: Agent, url: string, version: string, signal: AbortSignal): Promise<Answer | Finding> {
+  try {
+    const res = await agent.request({
+      origin: new URL(url).origin,
+      path: `${new URL(url).pathname}${new URL(url).search}`,
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "mcp-auth-broker check", version } },
+      }),
+      signal,
+    });
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
+  } catch (err) {
+    const why = describeNetworkFailure(err, "the MCP server", "MCP_SERVER_URL") ?? `${firstLine(err)}; start the MCP server or correct MCP_SERVER_URL`;
+    return fail(`cannot reach ${url}: ${why}`);
+  }
+}
+
+/** What the answer to an initialize says about the server. */
+function findingOf(target: McpServerTarget, { status, headers, body }: Answer): Finding {
+  const { url } = target;
+  const contentType = header(headers["content-type"]) ?? "";
+  const misfit = misfitOf({
+    status,
+    method: "POST",
+    contentType,
+    wwwAuthenticate: headers["www-authenticate"],
+    sessionSent: false,
+    tokenSent: target.forwardsUpstreamToken,
+  });
+  if (misfit) return fail(`${url} answered ${misfit.meaning}`);
+  if (status === 401 && target.forwardsUpstreamToken)
+    return {
+      check: CHECK,
+      ok: true,
+      detail: `${url} answers HTTP 401 without a user's upstream token; with FORWARD_UPSTREAM_TOKEN=true it receives the signed-in user's`,
+    };
+  if (status < 200 || status >= 300) return fail(`${url} answered HTTP ${status} to an MCP initialize: look at the MCP server's log`);
+  const answer = initializeAnswer(contentType, body);
+  if (answer?.error) return fail(`${url} refused the MCP initialize: ${answer.error.message ?? "an error"}`);
+  const info = answer?.result?.serverInfo;
+  if (!info)
+    return fail(
+      `${url} answered HTTP ${status}, but not with an MCP initialize result: it is not an MCP endpoint; is the path in MCP_SERVER_URL right (often …/mcp)?`,
+    );
+  return {
+    check: CHECK,
+    ok: true,
+    detail: `${url} is an MCP server: ${[info.name ?? "unnamed", info.version].filter(Boolean).join(" ")}, protocol ${answer.result?.protocolVersion ?? "?"}`,
+  };
+}
+
 export async function probeMcpServer(target: McpServerTarget, version: string): Promise<Finding> {
   const { url } = target;
   const agent = new Agent({ connect: { timeout: target.timeoutMs } });
   const signal = AbortSignal.timeout(target.timeoutMs);
   try {
-    let status: number;
-    let headers: Record<string, string | string[] | undefined>;
-    let body: string;
-    try {
-      const res = await agent.request({
-        origin: new URL(url).origin,
-        path: `${new URL(url).pathname}${new URL(url).search}`,
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "mcp-auth-broker check", version } },
-        }),
-        signal,
-      });
-      status = res.statusCode;
-      headers = res.headers;
-      body = await res.body.text();
-    } catch (err) {
-      const why = describeNetworkFailure(err, "the MCP server", "MCP_SERVER_URL") ?? `${firstLine(err)}; start the MCP server or correct MCP_SERVER_URL`;
-      return fail(`cannot reach ${url}: ${why}`);
-    }
+    const answer = await sendInitialize(agent, url, version, signal);
+    if ("check" in answer) return answer;
     // Leave no session behind on the MCP server.
-    const session = header(headers["mcp-session-id"]);
+    const session = header(answer.headers["mcp-session-id"]);
     if (session)
       await agent.request({ origin: new URL(url).origin, path: new URL(url).pathname, method: "DELETE", headers: { "mcp-session-id": session }, signal }).then(
         (r) => r.body.dump(),
         () => undefined,
       );
-
-    const contentType = header(headers["content-type"]) ?? "";
-    const misfit = misfitOf({
-      status,
-      method: "POST",
-      contentType,
-      wwwAuthenticate: headers["www-authenticate"],
-      sessionSent: false,
-      tokenSent: target.forwardsUpstreamToken,
-    });
-    if (misfit) return fail(`${url} answered ${misfit.meaning}`);
-    if (status === 401 && target.forwardsUpstreamToken)
-      return {
-        check: CHECK,
-        ok: true,
-        detail: `${url} answers HTTP 401 without a user's upstream token; with FORWARD_UPSTREAM_TOKEN=true it receives the signed-in user's`,
-      };
-    if (status < 200 || status >= 300) return fail(`${url} answered HTTP ${status} to an MCP initialize: look at the MCP server's log`);
-    const answer = initializeAnswer(contentType, body);
-    if (answer?.error) return fail(`${url} refused the MCP initialize: ${answer.error.message ?? "an error"}`);
-    const info = answer?.result?.serverInfo;
-    if (!info)
-      return fail(
-        `${url} answered HTTP ${status}, but not with an MCP initialize result: it is not an MCP endpoint; is the path in MCP_SERVER_URL right (often …/mcp)?`,
-      );
-    return {
-      check: CHECK,
-      ok: true,
-      detail: `${url} is an MCP server: ${[info.name ?? "unnamed", info.version].filter(Boolean).join(" ")}, protocol ${answer.result?.protocolVersion ?? "?"}`,
-    };
+    return findingOf(target, answer);
   } finally {
     await agent.close().catch(() => undefined);
   }
