@@ -99,11 +99,6 @@ function fail(field: string, message: string, As: typeof InvalidClientMetadata |
   throw new As(`${field} ${message}`);
 }
 
-/**
- * Who registers: the client itself at /register ("dynamic"), or the operator with the CLI
- * ("manual"). Only the operator can make a machine client (client_credentials): its tokens carry no
- * user, so a self-registered one would reach the MCP server with no login at all.
- */
 /** A client's metadata as the Client table keeps it (lists as JSON text): registration and metadata documents write it alike. */
 export function clientMetadataColumns(metadata: ClientMetadata) {
   return {
@@ -130,18 +125,17 @@ function applicationTypeOf(value: unknown): ApplicationType | null {
   return value === "native" || value === "web" ? value : null;
 }
 
+/**
+ * Who registers: the client itself at /register ("dynamic"), or the operator with the CLI
+ * ("manual"). Only the operator can make a machine client (client_credentials): its tokens carry no
+ * user, so a self-registered one would reach the MCP server with no login at all.
+ */
 export type RegistrationOrigin = "dynamic" | "manual";
 
-export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, policy: RegistrationPolicy = {}): ClientMetadata {
-  const parsed = Schema.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.path.join(".") || "metadata";
-    fail(field, `is invalid: ${issue.message}.`, field.startsWith("redirect_uris") ? InvalidRedirectUri : InvalidClientMetadata);
-  }
-  const m = parsed.data;
-  // RFC 7591 §2 defaults; MCP clients send "none" explicitly.
-  const tokenEndpointAuthMethod = m.token_endpoint_auth_method ?? "client_secret_basic";
+type Parsed = z.output<typeof Schema>;
+
+/** The grant and response types, consistent with each other and with who registers. */
+function grantsOf(m: Parsed, tokenEndpointAuthMethod: string, origin: RegistrationOrigin, policy: RegistrationPolicy) {
   const known = (m.grant_types ?? []).filter(isGrantType);
   const unknown = (m.grant_types ?? []).filter((g) => !isGrantType(g));
   if (unknown.length && !policy.ignoreUnknownGrantTypes)
@@ -165,7 +159,11 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, 
       "grant_types",
       '"client_credentials" needs a confidential client (token_endpoint_auth_method client_secret_basic, client_secret_post or private_key_jwt).',
     );
-  const keys = clientKeysOf(m, tokenEndpointAuthMethod);
+  return { grantTypes, responseTypes, usesCode };
+}
+
+/** The redirect URIs, each checked, every refused one named. */
+function redirectUrisOf(m: Parsed, usesCode: boolean, tokenEndpointAuthMethod: string, policy: RegistrationPolicy): string[] {
   const redirectUris = [...new Set(m.redirect_uris ?? [])];
   if (usesCode && redirectUris.length === 0) fail("redirect_uris", "is required for the authorization_code grant.", InvalidRedirectUri);
   const rules = { appSchemes: tokenEndpointAuthMethod === "none" && (policy.allowAppSchemeRedirects ?? false) };
@@ -176,20 +174,39 @@ export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, 
     return problem ? [`${JSON.stringify(uri)}, which ${problem}`] : [];
   });
   if (refused.length) fail("redirect_uris", `contains ${refused.join("; and ")}.`, InvalidRedirectUri);
-  let scope: string | null = null;
-  if (m.scope !== undefined) {
-    // Unknown scopes are dropped, not fatal (RFC 7591 §3.2.1: the server may replace requested
-    // values; claude.ai registers "scope":"claudeai"). The response says what was kept.
-    const supported = policy.scopesSupported ?? SUPPORTED_SCOPES;
-    const scopes = [...new Set(m.scope.split(" ").filter(Boolean))].filter((s) => supported.includes(s));
-    scope = scopes.sort().join(" ") || null;
+  return redirectUris;
+}
+
+/**
+ * The scopes kept: unknown ones are dropped, not fatal (RFC 7591 §3.2.1: the server may replace
+ * requested values; claude.ai registers "scope":"claudeai"). The response says what was kept.
+ */
+function scopeOf(m: Parsed, policy: RegistrationPolicy): string | null {
+  if (m.scope === undefined) return null;
+  const supported = policy.scopesSupported ?? SUPPORTED_SCOPES;
+  const scopes = [...new Set(m.scope.split(" ").filter(Boolean))].filter((s) => supported.includes(s));
+  return scopes.sort().join(" ") || null;
+}
+
+export function parseClientMetadata(input: unknown, origin: RegistrationOrigin, policy: RegistrationPolicy = {}): ClientMetadata {
+  const parsed = Schema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join(".") || "metadata";
+    fail(field, `is invalid: ${issue.message}.`, field.startsWith("redirect_uris") ? InvalidRedirectUri : InvalidClientMetadata);
   }
+  const m = parsed.data;
+  // RFC 7591 §2 defaults; MCP clients send "none" explicitly.
+  const tokenEndpointAuthMethod = m.token_endpoint_auth_method ?? "client_secret_basic";
+  const { grantTypes, responseTypes, usesCode } = grantsOf(m, tokenEndpointAuthMethod, origin, policy);
+  const keys = clientKeysOf(m, tokenEndpointAuthMethod);
+  const redirectUris = redirectUrisOf(m, usesCode, tokenEndpointAuthMethod, policy);
   return {
     redirectUris,
     tokenEndpointAuthMethod,
     grantTypes,
     responseTypes,
-    scope,
+    scope: scopeOf(m, policy),
     clientName: m.client_name ?? null,
     clientUri: m.client_uri ?? null,
     logoUri: m.logo_uri ?? null,
