@@ -53,6 +53,66 @@ function closeUnlessBodyEnds(req: http.IncomingMessage, socket: Socket, graceMs:
   socket.once("close", done);
 }
 
+/**
+ * Requests in flight, in all and per socket. Tracked here rather than relying on
+ * closeIdleConnections(), which (Node 20) leaves some finished keep-alive sockets open, holding
+ * close() for the whole keep-alive timeout.
+ */
+class RequestTracker {
+  active = 0;
+  closing = false;
+  /** Called each time a request finishes once closing. */
+  drained: () => void = () => {};
+  readonly sockets = new Map<Socket, number>();
+
+  constructor(private readonly unreadBodyGraceMs: number) {}
+
+  connected(socket: Socket): void {
+    this.sockets.set(socket, 0);
+    socket.once("close", () => this.sockets.delete(socket));
+  }
+
+  request(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const { sockets } = this;
+    this.active++;
+    const socket = req.socket;
+    sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
+    if (this.closing) res.setHeader("Connection", "close");
+    res.on("close", () => {
+      this.active--;
+      if (sockets.has(socket)) sockets.set(socket, (sockets.get(socket) ?? 1) - 1);
+      if (!req.complete && !socket.destroyed) closeUnlessBodyEnds(req, socket, this.unreadBodyGraceMs);
+      if (this.closing) this.drained();
+    });
+  }
+
+  closeIdleSockets(): void {
+    for (const [socket, inFlight] of this.sockets) if (inFlight === 0) socket.destroy();
+  }
+}
+
+/** Stops accepting, cuts sockets as they fall idle, and at the deadline cuts the rest. */
+function closeGracefully(server: http.Server, tracker: RequestTracker, deadlineMs: number): Promise<{ forced: boolean }> {
+  tracker.closing = true;
+  return new Promise((resolve) => {
+    let forced = false;
+    const timer = setTimeout(() => {
+      forced = true;
+      for (const socket of tracker.sockets.keys()) socket.destroy();
+    }, deadlineMs);
+    timer.unref();
+    // Each time a request finishes, cut the sockets with nothing in flight (on the next tick,
+    // once the response is flushed). The deadline stays armed until close() completes.
+    const finish = () => setImmediate(() => tracker.closeIdleSockets());
+    tracker.drained = finish;
+    server.close(() => {
+      clearTimeout(timer);
+      resolve({ forced });
+    });
+    finish();
+  });
+}
+
 export async function listen(handler: http.RequestListener, port: number, host: string, timeouts: Partial<ServerTimeouts> = {}): Promise<RunningServer> {
   const limits = { ...DEFAULT_SERVER_TIMEOUTS, ...timeouts };
   const server = http.createServer(
@@ -60,32 +120,9 @@ export async function listen(handler: http.RequestListener, port: number, host: 
     handler,
   );
   server.keepAliveTimeout = 65_000;
-  let _active = 0;
-  let closing = false;
-  // Requests in flight per socket. Tracked here rather than relying on closeIdleConnections(),
-  // which (Node 20) leaves some finished keep-alive sockets open, holding close() for the
-  // whole keep-alive timeout.
-  const sockets = new Map<Socket, number>();
-  server.on("connection", (socket: Socket) => {
-    sockets.set(socket, 0);
-    socket.once("close", () => sockets.delete(socket));
-  });
-  const closeIdleSockets = () => {
-    for (const [socket, inFlight] of sockets) if (inFlight === 0) socket.destroy();
-  };
-  server.on("request", (req, res) => {
-    _active++;
-    const socket = req.socket;
-    sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
-    if (closing) res.setHeader("Connection", "close");
-    res.on("close", () => {
-      _active--;
-      if (sockets.has(socket)) sockets.set(socket, (sockets.get(socket) ?? 1) - 1);
-      if (!req.complete && !socket.destroyed) closeUnlessBodyEnds(req, socket, limits.unreadBodyGraceMs);
-      if (closing) drained();
-    });
-  });
-  let drained: () => void = () => {};
+  const tracker = new RequestTracker(limits.unreadBodyGraceMs);
+  server.on("connection", (socket: Socket) => tracker.connected(socket));
+  server.on("request", (req, res) => tracker.request(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -93,31 +130,10 @@ export async function listen(handler: http.RequestListener, port: number, host: 
       resolve();
     });
   });
-  const actualPort = (server.address() as AddressInfo).port;
-
   return {
     server,
-    port: actualPort,
-    inFlight: () => _active,
-    close(deadlineMs = 10_000) {
-      closing = true;
-      return new Promise((resolve) => {
-        let forced = false;
-        const timer = setTimeout(() => {
-          forced = true;
-          for (const socket of sockets.keys()) socket.destroy();
-        }, deadlineMs);
-        timer.unref();
-        // Each time a request finishes, cut the sockets with nothing in flight (on the next tick,
-        // once the response is flushed). The deadline stays armed until close() completes.
-        const finish = () => setImmediate(closeIdleSockets);
-        drained = finish;
-        server.close(() => {
-          clearTimeout(timer);
-          resolve({ forced });
-        });
-        finish();
-      });
-    },
+    port: (server.address() as AddressInfo).port,
+    inFlight: () => tracker.active,
+    close: (deadlineMs = 10_000) => closeGracefully(server, tracker, deadlineMs),
   };
 }
