@@ -131,6 +131,68 @@ export interface StdioServerValues {
  */
 export type StdioReport = (field: StdioField, message: string, key?: string | number) => void;
 
+type FieldNames = { readonly [F in StdioField]: string };
+
+/** What the checks of one stdio server share: every mistake reported, and whether there was one. */
+class StdioChecks {
+  failed = false;
+
+  constructor(
+    readonly names: FieldNames,
+    private readonly report: StdioReport,
+  ) {}
+
+  fail(field: StdioField, message: string, key?: string | number): void {
+    this.failed = true;
+    this.report(field, message, key);
+  }
+
+  words(line: string, field: StdioField): string[] {
+    try {
+      return shellWords(line, this.names[field]);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      this.fail(field, err.detail);
+      return [];
+    }
+  }
+
+  variableName(name: string, field: StdioField, key?: string): boolean {
+    if (ENV_NAME.test(name)) return true;
+    this.fail(field, `expected an environment variable name (letters, digits, _), got ${JSON.stringify(name.slice(0, 60))}`, key);
+    return false;
+  }
+}
+
+/** The variable that receives each user's upstream token: one of the server's own, not one it inherits. */
+function tokenEnvOf(values: StdioServerValues, c: StdioChecks): string | undefined {
+  const tokenEnvRaw = values.tokenEnv?.trim();
+  if (!tokenEnvRaw || !c.variableName(tokenEnvRaw, "tokenEnv")) return undefined;
+  if (isInheritedVariable(tokenEnvRaw)) {
+    c.fail("tokenEnv", `expected a variable of the server's own (e.g. GITHUB_PERSONAL_ACCESS_TOKEN), not ${tokenEnvRaw}`);
+    return undefined;
+  }
+  return tokenEnvRaw;
+}
+
+/** The variables fixed for the server: `NAME=value` words or a mapping; never the token's. */
+function fixedEnvOf(values: StdioServerValues, tokenEnv: string | undefined, c: StdioChecks): Record<string, string> {
+  const fixed: Record<string, string> = {};
+  const fix = (name: string, value: string, key?: string) => {
+    if (!c.variableName(name, "env", key)) return;
+    if (name === tokenEnv) c.fail("env", `${name} receives each user's upstream token (${c.names.tokenEnv}): it cannot also be fixed`, key);
+    else fixed[name] = value;
+  };
+  if (typeof values.env === "string") {
+    for (const word of c.words(values.env, "env")) {
+      const eq = word.indexOf("=");
+      if (eq <= 0) c.fail("env", `expected NAME=value words separated by spaces, got ${JSON.stringify(word.slice(0, 60))}`);
+      else fix(word.slice(0, eq), word.slice(eq + 1));
+    }
+  } else for (const [name, value] of Object.entries(values.env ?? {})) fix(name, value, name);
+  return fixed;
+}
+
 /**
  * The checks a stdio server passes wherever it is written. `names` say how messages name the
  * fields (the variables, or the file's keys); every mistake is reported, and undefined returned
@@ -140,60 +202,23 @@ export function stdioServerFrom(
   values: StdioServerValues,
   limits: StdioLimits,
   cwd: string,
-  names: { readonly [F in StdioField]: string },
+  names: FieldNames,
   report: StdioReport,
 ): StdioServerConfig | undefined {
-  let failed = false;
-  const fail: StdioReport = (field, message, key) => {
-    failed = true;
-    report(field, message, key);
-  };
-  const words = (line: string, field: StdioField): string[] => {
-    try {
-      return shellWords(line, names[field]);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      fail(field, err.detail);
-      return [];
-    }
-  };
-  const variableName = (name: string, field: StdioField, key?: string): boolean => {
-    if (ENV_NAME.test(name)) return true;
-    fail(field, `expected an environment variable name (letters, digits, _), got ${JSON.stringify(name.slice(0, 60))}`, key);
-    return false;
-  };
-
-  const [command, ...args] = typeof values.command === "string" ? words(values.command, "command") : values.command;
+  const c = new StdioChecks(names, report);
+  const [command, ...args] = typeof values.command === "string" ? c.words(values.command, "command") : values.command;
   // (A line that could not be split is reported already.)
-  if (!command && !failed) fail("command", "expected a command, e.g. npx -y @modelcontextprotocol/server-github");
+  if (!command && !c.failed) c.fail("command", "expected a command, e.g. npx -y @modelcontextprotocol/server-github");
 
   const cwdRaw = values.cwd?.trim();
   const serverCwd = cwdRaw ? path.resolve(cwd, cwdRaw) : undefined;
   if (serverCwd !== undefined && !(existsSync(serverCwd) && statSync(serverCwd).isDirectory()))
-    fail("cwd", `expected an existing folder, ${serverCwd} is not one`);
+    c.fail("cwd", `expected an existing folder, ${serverCwd} is not one`);
 
-  const tokenEnvRaw = values.tokenEnv?.trim();
-  let tokenEnv: string | undefined;
-  if (tokenEnvRaw && variableName(tokenEnvRaw, "tokenEnv")) {
-    if (isInheritedVariable(tokenEnvRaw)) fail("tokenEnv", `expected a variable of the server's own (e.g. GITHUB_PERSONAL_ACCESS_TOKEN), not ${tokenEnvRaw}`);
-    else tokenEnv = tokenEnvRaw;
-  }
+  const tokenEnv = tokenEnvOf(values, c);
+  const fixed = fixedEnvOf(values, tokenEnv, c);
 
-  const fixed: Record<string, string> = {};
-  const fix = (name: string, value: string, key?: string) => {
-    if (!variableName(name, "env", key)) return;
-    if (name === tokenEnv) fail("env", `${name} receives each user's upstream token (${names.tokenEnv}): it cannot also be fixed`, key);
-    else fixed[name] = value;
-  };
-  if (typeof values.env === "string") {
-    for (const word of words(values.env, "env")) {
-      const eq = word.indexOf("=");
-      if (eq <= 0) fail("env", `expected NAME=value words separated by spaces, got ${JSON.stringify(word.slice(0, 60))}`);
-      else fix(word.slice(0, eq), word.slice(eq + 1));
-    }
-  } else for (const [name, value] of Object.entries(values.env ?? {})) fix(name, value, name);
-
-  if (failed || !command) return undefined;
+  if (c.failed || !command) return undefined;
   return Object.freeze({
     command,
     args: Object.freeze([...args]),
