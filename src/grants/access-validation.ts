@@ -15,6 +15,7 @@ import { SingleFlight } from "../lib/single-flight.ts";
 import { dateOf } from "../lib/clock.ts";
 import { machineSubject } from "./types.ts";
 import type { IdentityFacts } from "./policy.ts";
+import type { AccessTokenWithGrant } from "../store/hot-store.ts";
 import { grantAccess, type ServerAccessDecision } from "./server-access.ts";
 
 export interface ValidatedAccess {
@@ -60,6 +61,50 @@ function refusal(decision: Extract<ServerAccessDecision, { admitted: false }>, m
   if (decision.refusedBy === "unknown_server") return NOT_FOR_THIS_RESOURCE;
   if (decision.refusedBy === "policy" && machine) return "the access policy of this service does not admit this machine client";
   return decision.reason;
+}
+
+/**
+ * Refuses a token that is unknown, revoked, expired, of a dead grant, or of a machine grant the
+ * operator no longer allows; whether it is a machine's (a grant without a user).
+ */
+function liveToken(row: AccessTokenWithGrant | null, now: Date): { readonly live: AccessTokenWithGrant; readonly machine: boolean } {
+  if (!row) throw new CredentialRejected("the access token is not valid");
+  // A grant without a user is only ever a machine client the operator registered and still
+  // allows client_credentials; tokens of self-registered ones (issued before /register refused
+  // the grant) or of clients the operator has since changed are dead.
+  const machine = row.grant.upstreamSessionId === null;
+  if (
+    machine &&
+    !(
+      row.grant.kind === "client_credentials" &&
+      row.grant.client.registrationType === "manual" &&
+      (JSON.parse(row.grant.client.grantTypes) as string[]).includes("client_credentials")
+    )
+  ) {
+    throw new CredentialRejected("this token carries no signed-in user and was not issued to an operator-registered machine client");
+  }
+  if (row.revokedAt) throw new CredentialRejected("the access token was revoked");
+  if (row.expiresAt <= now) throw new CredentialRejected("the access token expired");
+  const death = grantDeathReason(row.grant, now);
+  if (death) throw new CredentialRejected(death);
+  return { live: row, machine };
+}
+
+function validatedAccess(hash: string, row: AccessTokenWithGrant, facts: IdentityFacts, upstreamAccessToken: string | undefined): ValidatedAccess {
+  return {
+    tokenHash: hash,
+    grantId: row.grantId,
+    clientId: row.clientId,
+    subject: row.grant.subject ?? machineSubject(row.clientId),
+    user: row.grant.upstreamSession?.login ?? null,
+    scopes: row.scope.split(" ").filter(Boolean),
+    resource: row.resource,
+    upstreamSessionId: row.grant.upstreamSessionId,
+    issuedAt: row.createdAt,
+    expiresAt: row.expiresAt,
+    facts,
+    upstreamAccessToken,
+  };
 }
 
 export class AccessValidator {
@@ -126,38 +171,9 @@ export class AccessValidator {
   }
 
   private async loadFromStore(hash: string): Promise<CacheEntry> {
-    const row = await this.ctx.hot.accessTokenByHash(hash);
-    if (!row) throw new CredentialRejected("the access token is not valid");
-    // A grant without a user is only ever a machine client the operator registered and still
-    // allows client_credentials; tokens of self-registered ones (issued before /register refused
-    // the grant) or of clients the operator has since changed are dead.
-    const machine = row.grant.upstreamSessionId === null;
-    if (
-      machine &&
-      !(
-        row.grant.kind === "client_credentials" &&
-        row.grant.client.registrationType === "manual" &&
-        (JSON.parse(row.grant.client.grantTypes) as string[]).includes("client_credentials")
-      )
-    ) {
-      throw new CredentialRejected("this token carries no signed-in user and was not issued to an operator-registered machine client");
-    }
-    const now = dateOf(this.ctx.clock);
-    if (row.revokedAt) throw new CredentialRejected("the access token was revoked");
-    if (row.expiresAt <= now) throw new CredentialRejected("the access token expired");
-    const death = grantDeathReason(row.grant, now);
-    if (death) throw new CredentialRejected(death);
+    const { live: row, machine } = liveToken(await this.ctx.hot.accessTokenByHash(hash), dateOf(this.ctx.clock));
     this.usage.seen(row.grantId, row.grant.lastUsedAt);
-
-    const { config } = this.ctx;
-    let validUntil = Math.min(row.expiresAt.getTime(), row.grant.absoluteExpiresAt.getTime(), row.grant.idleExpiresAt.getTime());
-    let facts: IdentityFacts = { subject: machineSubject(row.clientId) };
-    if (row.grant.upstreamSessionId) {
-      const checked = await this.sessions.ensureChecked(row.grant.upstreamSessionId, row.grant.upstreamSession ?? undefined);
-      facts = checked.facts;
-      // With UPSTREAM_RECHECK_SECONDS=0 every use checks upstream: nothing is cached.
-      validUntil = config.upstreamRecheckSeconds === 0 ? 0 : Math.min(validUntil, checked.lastCheckedAt.getTime() + config.upstreamRecheckSeconds * 1000);
-    }
+    const { facts, validUntil } = await this.currentFacts(row);
     // The global policy and the rules of the token's server, as configured now, on the facts as of
     // the last check: a restart with narrower rules ends access at once (a machine client's too),
     // and a grant the re-check just ended is not honoured by a request that read it before.
@@ -166,24 +182,10 @@ export class AccessValidator {
     // Read after the check: a refresh during the check has rotated the upstream token.
     // Needed only by a server that is given it (forwardUpstreamToken, or a stdio server's tokenEnv).
     let upstreamAccessToken: string | undefined;
-    const server = serverByResource(config.catalogue, row.resource);
+    const server = serverByResource(this.ctx.config.catalogue, row.resource);
     if (row.grant.upstreamSessionId && server && passesUpstreamToken(server))
       upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
-    const access: ValidatedAccess = {
-      tokenHash: hash,
-      grantId: row.grantId,
-      clientId: row.clientId,
-      subject: row.grant.subject ?? machineSubject(row.clientId),
-      user: row.grant.upstreamSession?.login ?? null,
-      scopes: row.scope.split(" ").filter(Boolean),
-      resource: row.resource,
-      upstreamSessionId: row.grant.upstreamSessionId,
-      issuedAt: row.createdAt,
-      expiresAt: row.expiresAt,
-      facts,
-      upstreamAccessToken,
-    };
-    const entry: CacheEntry = { access, validUntil };
+    const entry: CacheEntry = { access: validatedAccess(hash, row, facts, upstreamAccessToken), validUntil };
     if (validUntil > this.ctx.clock.now()) {
       this.cache.set(hash, entry);
       const keys = this.byGrant.get(row.grantId) ?? new Set<string>();
@@ -191,5 +193,18 @@ export class AccessValidator {
       keys.add(hash);
     }
     return entry;
+  }
+
+  /** Who the token speaks for, as of the last upstream check (made now when due), and until when that holds. */
+  private async currentFacts(row: AccessTokenWithGrant): Promise<{ facts: IdentityFacts; validUntil: number }> {
+    const { config } = this.ctx;
+    const validUntil = Math.min(row.expiresAt.getTime(), row.grant.absoluteExpiresAt.getTime(), row.grant.idleExpiresAt.getTime());
+    if (!row.grant.upstreamSessionId) return { facts: { subject: machineSubject(row.clientId) }, validUntil };
+    const checked = await this.sessions.ensureChecked(row.grant.upstreamSessionId, row.grant.upstreamSession ?? undefined);
+    // With UPSTREAM_RECHECK_SECONDS=0 every use checks upstream: nothing is cached.
+    return {
+      facts: checked.facts,
+      validUntil: config.upstreamRecheckSeconds === 0 ? 0 : Math.min(validUntil, checked.lastCheckedAt.getTime() + config.upstreamRecheckSeconds * 1000),
+    };
   }
 }
