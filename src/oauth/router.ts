@@ -40,32 +40,12 @@ export interface AuthorizationServerDeps {
   readonly signingKeys: SigningKeys;
 }
 
-export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
-  const { config, clients, transactions, consents } = deps;
+/** The metadata documents: RFC 8414's for the issuer, RFC 9728's for each protected server, the key set. */
+function metadataRoutes(router: Router, config: Config, signingKeys: SigningKeys): void {
   const issuer = config.publicUrl;
-  const flow = {
-    issuer,
-    clients,
-    transactions,
-    consents,
-    upstreamLogin: deps.upstreamLogin,
-    catalogue: config.catalogue,
-  };
-  const consent = {
-    ...flow,
-    browserIdentities: deps.browserIdentities,
-    providerKind: config.upstream.provider,
-    idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
-    maxAgeSeconds: config.sessionMaxAgeSeconds,
-  };
-
-  const router = new Router();
   const asMetadata = serveJson(() => authorizationServerMetadata(config, config.dynamicRegistration));
   const metadataCors = cors({ methods: "GET, OPTIONS" });
-  const postCors = cors({ methods: "POST, OPTIONS" });
   const issuerPath = publicPathPrefix(issuer);
-  // With a path in PUBLIC_URL (https://host/broker) the advertised endpoints live under it; the
-  // 2025-03-26 default paths (/authorize, /token, /register) are relative to the origin. Serve both.
   const at = (path: string): string[] => publicPaths(issuer, path);
 
   const asPaths = [
@@ -95,8 +75,34 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   router.options(prPaths("/mcp/:name"), metadataCors).get(prPaths("/mcp/:name"), metadataCors, named);
 
   const jwksPaths = at("/.well-known/jwks.json");
-  router.options(jwksPaths, metadataCors).get(jwksPaths, metadataCors, jwksHandler(deps.signingKeys));
+  router.options(jwksPaths, metadataCors).get(jwksPaths, metadataCors, jwksHandler(signingKeys));
+}
 
+export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
+  const { config, clients, transactions, consents } = deps;
+  const issuer = config.publicUrl;
+  const flow = {
+    issuer,
+    clients,
+    transactions,
+    consents,
+    upstreamLogin: deps.upstreamLogin,
+    catalogue: config.catalogue,
+  };
+  const consent = {
+    ...flow,
+    browserIdentities: deps.browserIdentities,
+    providerKind: config.upstream.provider,
+    idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
+    maxAgeSeconds: config.sessionMaxAgeSeconds,
+  };
+
+  const router = new Router();
+  metadataRoutes(router, config, deps.signingKeys);
+  const postCors = cors({ methods: "POST, OPTIONS" });
+  // With a path in PUBLIC_URL (https://host/broker) the advertised endpoints live under it; the
+  // 2025-03-26 default paths (/authorize, /token, /register) are relative to the origin. Serve both.
+  const at = (path: string): string[] => publicPaths(issuer, path);
   const registerLimit = rateLimit(deps.registrationLimit, "registrations");
   router
     .options(at("/register"), postCors)
