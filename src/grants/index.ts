@@ -74,6 +74,39 @@ export interface GrantsInput {
   readonly documentFetcher?: JsonFetcher | undefined;
 }
 
+/** The client registry, and how a client proves who it is at /token, /revoke and /introspect. */
+function clientServices(context: GrantsContext, fetcher: JsonFetcher): { clients: ClientRegistry; clientAuthentication: ClientAuthentication } {
+  const { db, config, clock } = context;
+  const clients = new ClientRegistry(db, clock, new MetadataDocuments(db, config.clients.cimd, fetcher, clock), context.hot, {
+    max: config.unusedRegistrations.max,
+    logger: context.logger,
+  });
+  // The endpoints as oauth/metadata.ts advertises them: an assertion's aud names one of them or the issuer.
+  const issuer = config.publicUrl;
+  const endpoints = { token: `${issuer}/token`, revocation: `${issuer}/revoke`, introspection: `${issuer}/introspect` };
+  const clientAuthentication = new ClientAuthentication(
+    clients,
+    new ClientAssertions(new ClientKeys(fetcher, clock), context.hot, clock, { issuer, tokenEndpoint: endpoints.token }),
+    endpoints,
+  );
+  return { clients, clientAuthentication };
+}
+
+/** One sweep with the configured retentions (a caller's options win). */
+function sweepNow(context: GrantsContext, lifecycle: GrantLifecycle, clients: ClientRegistry, options?: Partial<SweepOptions>): Promise<SweepResult> {
+  const { config } = context;
+  return sweep(context.db, lifecycle, {
+    now: dateOf(context.clock),
+    // A session binding outlives no grant: the longest a grant lives bounds it.
+    mcpSessionMaxAgeSeconds: config.sessionMaxAgeSeconds,
+    retainAuditSeconds: config.auditRetentionDays * 86400,
+    retainDeadSeconds: config.deadGrantRetentionDays * 86400,
+    unusedClientSeconds: config.unusedRegistrations.lifetimeSeconds,
+    evictedClients: clients.takeEvicted(),
+    ...options,
+  });
+}
+
 export function createGrants({ clock = systemClock, documentFetcher, hot, ...input }: GrantsInput): Grants {
   const context: GrantsContext = {
     ...input,
@@ -89,18 +122,7 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
   const usage = new UsageRecorder(context);
   const validator = new AccessValidator(context, sessions, usage, bus);
   const fetcher = documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks });
-  const clients = new ClientRegistry(input.db, clock, new MetadataDocuments(input.db, input.config.clients.cimd, fetcher, clock), context.hot, {
-    max: input.config.unusedRegistrations.max,
-    logger: input.logger,
-  });
-  // The endpoints as oauth/metadata.ts advertises them: an assertion's aud names one of them or the issuer.
-  const issuer = input.config.publicUrl;
-  const endpoints = { token: `${issuer}/token`, revocation: `${issuer}/revoke`, introspection: `${issuer}/introspect` };
-  const clientAuthentication = new ClientAuthentication(
-    clients,
-    new ClientAssertions(new ClientKeys(fetcher, clock), context.hot, clock, { issuer, tokenEndpoint: endpoints.token }),
-    endpoints,
-  );
+  const { clients, clientAuthentication } = clientServices(context, fetcher);
   const transactions = new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock);
   const consents = new Consents(input.db, clock, (resource) => serverByResource(input.config.catalogue, resource)?.scopes.implies ?? {});
   return {
@@ -126,16 +148,6 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
       clock,
       logger: input.logger,
     }),
-    // A session binding outlives no grant: the longest a grant lives bounds it.
-    sweep: (options) =>
-      sweep(input.db, lifecycle, {
-        now: dateOf(clock),
-        mcpSessionMaxAgeSeconds: input.config.sessionMaxAgeSeconds,
-        retainAuditSeconds: input.config.auditRetentionDays * 86400,
-        retainDeadSeconds: input.config.deadGrantRetentionDays * 86400,
-        unusedClientSeconds: input.config.unusedRegistrations.lifetimeSeconds,
-        evictedClients: clients.takeEvicted(),
-        ...options,
-      }),
+    sweep: (options) => sweepNow(context, lifecycle, clients, options),
   };
 }
