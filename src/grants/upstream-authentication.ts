@@ -41,32 +41,25 @@ export type UpstreamAuthentication =
 /** An upstream login the access policy admitted: its tokens, the identity, and the rule that admitted it. */
 export type AdmittedSignIn = Extract<UpstreamAuthentication, { readonly outcome: "admitted" }>;
 
-/**
- * The callback at `callbackUrl` (state `state`, already claimed) for the sign-in that stored
- * `started`: every sign-in comes back to the one registered redirect URI (PUBLIC_URL/oauth/callback).
- */
-export async function authenticateUpstream(
+type Audited = { readonly clientId?: string | undefined; readonly ip?: string | undefined; readonly resource?: string | undefined };
+
+/** The code exchanged and the identity read; a failure logged (a configuration problem louder) and returned. */
+async function exchange(
   ctx: GrantsContext,
   callback: { readonly callbackUrl: URL; readonly state: string; readonly started: StartedUpstreamLogin },
-  /** `resource`: the MCP server the sign-in is for (its access rules apply too); none for /account. */
-  audited: { readonly clientId?: string | undefined; readonly ip?: string | undefined; readonly resource?: string | undefined },
-): Promise<UpstreamAuthentication> {
-  const leg = {
-    callbackUrl: callback.callbackUrl,
-    expectedState: callback.state,
-    expectedNonce: callback.started.upstreamNonce ?? undefined,
-    verifierEnc: callback.started.upstreamVerifierEnc,
-    redirectUri: callbackUrl(ctx.config.publicUrl),
-  };
-  let tokens: UpstreamTokens;
-  let identity: UpstreamIdentity;
+): Promise<{ readonly tokens: UpstreamTokens; readonly identity: UpstreamIdentity } | Extract<UpstreamAuthentication, { readonly outcome: "failed" }>> {
   try {
-    const codeVerifier = await ctx.secrets.decrypt(leg.verifierEnc ?? "");
-    tokens = await ctx.provider.exchangeCode(
-      { callbackUrl: leg.callbackUrl, expectedState: leg.expectedState, expectedNonce: leg.expectedNonce, codeVerifier },
-      leg.redirectUri,
+    const codeVerifier = await ctx.secrets.decrypt(callback.started.upstreamVerifierEnc ?? "");
+    const tokens = await ctx.provider.exchangeCode(
+      {
+        callbackUrl: callback.callbackUrl,
+        expectedState: callback.state,
+        expectedNonce: callback.started.upstreamNonce ?? undefined,
+        codeVerifier,
+      },
+      callbackUrl(ctx.config.publicUrl),
     );
-    identity = await ctx.provider.fetchIdentity(tokens);
+    return { tokens, identity: await ctx.provider.fetchIdentity(tokens) };
   } catch (err) {
     const kind = err instanceof UpstreamError ? err.kind : "unavailable";
     const message = err instanceof Error ? err.message : String(err);
@@ -74,13 +67,10 @@ export async function authenticateUpstream(
     else ctx.logger.warn({ err: message, kind }, "upstream login failed");
     return { outcome: "failed", kind, message };
   }
+}
 
-  // For an MCP server (a client's authorization): the global policy and that server's own rules, so
-  // that an account the server does not admit is refused here, not handed a token that fails later.
-  const decision = audited.resource === undefined ? ctx.policy.decide(identity) : grantAccess(ctx, audited.resource, factsOf(identity));
-  if (decision.admitted) return { outcome: "admitted", tokens, identity, rule: decision.rule };
-  const refusedByServer = "refusedBy" in decision && decision.refusedBy !== "policy";
-
+/** A refused account: its upstream token given back, the refusal logged and audited. */
+async function refuse(ctx: GrantsContext, tokens: UpstreamTokens, identity: UpstreamIdentity, audited: Audited, refusedByServer: boolean): Promise<void> {
   // Nothing may stand on the refused account's upstream token: give it back now. Best effort (the
   // IdP may be down); it is never stored either way.
   await ctx.provider.revoke(tokens).catch((err: unknown) => {
@@ -102,6 +92,26 @@ export async function authenticateUpstream(
       ...(refusedByServer ? { resource: audited.resource } : {}),
     },
   });
+}
+
+/**
+ * The callback at `callbackUrl` (state `state`, already claimed) for the sign-in that stored
+ * `started`: every sign-in comes back to the one registered redirect URI (PUBLIC_URL/oauth/callback).
+ */
+export async function authenticateUpstream(
+  ctx: GrantsContext,
+  callback: { readonly callbackUrl: URL; readonly state: string; readonly started: StartedUpstreamLogin },
+  /** `resource`: the MCP server the sign-in is for (its access rules apply too); none for /account. */
+  audited: Audited,
+): Promise<UpstreamAuthentication> {
+  const exchanged = await exchange(ctx, callback);
+  if ("outcome" in exchanged) return exchanged;
+  const { tokens, identity } = exchanged;
+  // For an MCP server (a client's authorization): the global policy and that server's own rules, so
+  // that an account the server does not admit is refused here, not handed a token that fails later.
+  const decision = audited.resource === undefined ? ctx.policy.decide(identity) : grantAccess(ctx, audited.resource, factsOf(identity));
+  if (decision.admitted) return { outcome: "admitted", tokens, identity, rule: decision.rule };
+  await refuse(ctx, tokens, identity, audited, "refusedBy" in decision && decision.refusedBy !== "policy");
   return {
     outcome: "refused",
     account: { subject: identity.subject, login: identity.login, providerName: ctx.provider.displayName, reason: decision.reason },
