@@ -158,7 +158,10 @@ async function backendOf(
     };
   }
   if (entry.backend.kind === "demo" && deps.mcpHandler) return { handler: deps.mcpHandler };
-  const demo = entry.backend.kind === "demo" ? await startDemoMcpServer() : undefined;
+  const demo =
+    entry.backend.kind === "demo"
+      ? await startDemoMcpServer({ assertion: { jwksUrl: `${config.publicUrl}/.well-known/jwks.json`, issuer: config.publicUrl, audience: entry.resourceUrl } })
+      : undefined;
   const targetUrl = entry.backend.kind === "http" ? entry.backend.url : demo!.url;
   const proxy = createMcpProxy({
     ...front,

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
+import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from "jose";
 import { InMemoryEventStore } from "./event-store.ts";
 
 export interface RecordedRequest {
@@ -27,6 +28,14 @@ export interface DemoMcpServerOptions {
    * (remaining = 0): lets tests prove that each event is delivered before the next is produced.
    */
   readonly beforeCountdownStep?: (step: { remaining: number }) => Promise<void> | void;
+  /** Where whoami verifies X-Auth-Assertion: the broker's JWKS, its issuer and this server's resource. */
+  readonly assertion?: AssertionCheck;
+}
+
+export interface AssertionCheck {
+  readonly jwksUrl: string;
+  readonly issuer: string;
+  readonly audience: string;
 }
 
 export interface DemoMcpServer {
@@ -52,8 +61,29 @@ function text(value: string) {
   return { content: [{ type: "text" as const, text: value }] };
 }
 
+/**
+ * What a server behind the broker should do with X-Auth-Assertion (the README's five lines): verify
+ * it against the broker's published keys before believing any X-Auth-* header.
+ */
+async function verifiedAssertion(value: string | null, check: AssertionCheck | undefined, keys: () => JWTVerifyGetKey) {
+  if (!check) return null;
+  if (value === null) return { verified: false, reason: "no X-Auth-Assertion was received" };
+  try {
+    const { payload } = await jwtVerify(value, keys(), { issuer: check.issuer, audience: check.audience, algorithms: ["ES256"] });
+    return { verified: true, sub: payload.sub, login: payload.login ?? null, clientId: payload.client_id ?? null };
+  } catch (err) {
+    return { verified: false, reason: err instanceof Error ? err.message : String(err) };
+  }
+}
+
 /** whoami: what the broker forwarded, and raw values tests check the broker never lets through. */
-function registerWhoami(server: McpServer): void {
+function registerWhoami(server: McpServer, check: AssertionCheck | undefined): void {
+  // One key set per server: jose caches the fetched keys and refetches on an unknown kid.
+  let keySet: JWTVerifyGetKey | undefined;
+  const keys = () => {
+    keySet ??= createRemoteJWKSet(new URL(check!.jwksUrl));
+    return keySet;
+  };
   server.registerTool(
     "whoami",
     { description: "Shows the identity the broker forwarded (X-Auth-* headers) and which credentials reached this server." },
@@ -65,6 +95,7 @@ function registerWhoami(server: McpServer): void {
           user: header(headers, "x-auth-user"),
           clientId: header(headers, "x-auth-client-id"),
           scopes: header(headers, "x-auth-scopes"),
+          assertion: await verifiedAssertion(header(headers, "x-auth-assertion"), check, keys),
           upstreamAccessTokenPresent: header(headers, "x-upstream-access-token") !== null,
           // Raw values so tests can assert the broker never lets them through.
           authorization: header(headers, "authorization"),
@@ -110,7 +141,7 @@ function registerCountdown(server: McpServer, options: DemoMcpServerOptions): vo
 
 function createDemoServer(options: DemoMcpServerOptions): McpServer {
   const server = new McpServer({ name: "mcp-auth-broker-demo", version: "1.0.0" }, { capabilities: { logging: {} } });
-  registerWhoami(server);
+  registerWhoami(server, options.assertion);
   server.registerTool("echo", { description: "Returns its message.", inputSchema: { message: z.string() } }, async ({ message }) => text(message));
   registerCountdown(server, options);
   server.registerTool(

@@ -49,6 +49,8 @@ describe("npm start with nothing configured", () => {
       });
       const seen = JSON.parse(toolText(await client.callTool({ name: "whoami", arguments: {} }))) as Record<string, unknown>;
       expect(seen.subject).toBe("demo:newcomer");
+      // The demo MCP server believes the headers only after verifying the broker's signed assertion.
+      expect(seen.assertion).toMatchObject({ verified: true, sub: "demo:newcomer" });
       expect(toolText(await client.callTool({ name: "echo", arguments: { message: "hi" } }))).toContain("hi");
       await transport.terminateSession().catch(() => undefined);
       await client.close();
