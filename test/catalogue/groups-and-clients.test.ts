@@ -4,87 +4,51 @@
 // user connects with the real MCP SDK clients, v1 and v2, doing their own OAuth flow, to the servers
 // their groups open; a server their groups do not open refuses them at sign-in (no code, no grant);
 // a token for one server is refused at another before anything reaches it.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { startBroker, type TestBroker } from "../support/start-broker.ts";
-import { CallbackServer, connectWithOAuth, TestOAuthProvider } from "../support/mcp-oauth-client.ts";
+import { connectWithOAuth, TestOAuthProvider } from "../support/mcp-oauth-client.ts";
 import { connectV2WithOAuth } from "../support/v2-client.ts";
 import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { INITIALIZE_MESSAGE, mcpPostTo } from "../support/mcp-probe.ts";
+import { startIssuerCatalogue, type IssuerCatalogue } from "../support/issuer-catalogue.ts";
 import { fixtureCommand } from "../stdio/stdio-support.ts";
 import { toolText } from "../gateway/harness.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
-import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
 
 /** The issuer's accounts and their groups: ada runs the platform, bo works in support. */
 const GROUPS: Record<string, string[]> = { ada: ["staff", "platform"], bo: ["staff", "support"] };
 
-let idp: StandaloneDemoIdentityProvider;
 let records: V2McpServer;
 let demo: DemoMcpServer;
-let t: TestBroker;
-let callback: CallbackServer;
-let configDir: string;
+let at: IssuerCatalogue;
 
-const mcpAt = (name: string) => `${t.url}/mcp/${name}`;
+const mcpAt = (name: string) => at.mcpAt(name);
+const signInAs = (user: string) => at.signInAs(user);
 
 beforeAll(async () => {
-  [idp, records, demo, callback] = await Promise.all([
-    startDemoIdentityProvider({ clients: [], cookieKeys: ["groups-and-clients"], accountClaims: (id) => ({ groups: GROUPS[id] ?? [] }) }),
-    startV2McpServer(),
-    startDemoMcpServer(),
-    new CallbackServer().start(),
+  [records, demo] = await Promise.all([startV2McpServer(), startDemoMcpServer()]);
+  at = await startIssuerCatalogue(GROUPS, [
+    "servers:",
+    "  - name: records",
+    "    title: Records",
+    `    url: ${records.url}`,
+    "    access: { groups: [platform] }",
+    "  - name: demo",
+    "    title: Demo tools",
+    `    url: ${demo.url}`,
+    "  - name: local",
+    "    title: Local tools",
+    `    command: ${JSON.stringify(fixtureCommand)}`,
+    "    access: { groups: [support] }",
   ]);
-  configDir = mkdtempSync(path.join(tmpdir(), "mab-groups-"));
-  const file = path.join(configDir, "broker.yaml");
-  writeFileSync(
-    file,
-    [
-      "servers:",
-      "  - name: records",
-      "    title: Records",
-      `    url: ${records.url}`,
-      "    access: { groups: [platform] }",
-      "  - name: demo",
-      "    title: Demo tools",
-      `    url: ${demo.url}`,
-      "  - name: local",
-      "    title: Local tools",
-      `    command: ${JSON.stringify(fixtureCommand)}`,
-      "    access: { groups: [support] }",
-      "",
-    ].join("\n"),
-  );
-  const clientId = `broker-${randomUUID()}`;
-  t = await startBroker({
-    BROKER_CONFIG: file,
-    UPSTREAM_PROVIDER: "oidc",
-    UPSTREAM_ISSUER: idp.url,
-    UPSTREAM_CLIENT_ID: clientId,
-    UPSTREAM_CLIENT_SECRET: "issuer-secret",
-    UPSTREAM_SCOPES: "openid email profile groups",
-    ALLOWED_GROUPS: "staff",
-  });
-  await idp.addClient({ client_id: clientId, client_secret: "issuer-secret", redirect_uris: [`${t.url}/oauth/callback`] });
 }, 30_000);
 afterAll(async () => {
-  await t?.stop();
-  await Promise.all([callback?.close(), records?.close(), demo?.close(), idp?.close()]);
-  rmSync(configDir, { recursive: true, force: true });
+  await at?.close();
+  await Promise.all([records?.close(), demo?.close()]);
 });
-
-/** `user` signs in at the issuer (a fresh browser) and consents; the callback receives the code. */
-const signInAs = (user: string) => async (url: URL) => {
-  const back = await new HttpBrowser().walk(url.href, callback.url, answerAs(user));
-  await fetch(back);
-};
 
 /**
  * The SDK v1 client's OAuth flow for `user` at a server whose rules refuse them: what the user's
@@ -92,9 +56,9 @@ const signInAs = (user: string) => async (url: URL) => {
  */
 async function refusedConnect(url: string, user: string): Promise<{ shown: string; thrown: unknown }> {
   let shown = "";
-  const provider = new TestOAuthProvider(callback.url, async (authorization) => {
+  const provider = new TestOAuthProvider(at.callback.url, async (authorization) => {
     try {
-      await new HttpBrowser().walk(authorization.href, callback.url, answerAs(user));
+      await new HttpBrowser().walk(authorization.href, at.callback.url, answerAs(user));
       shown = "the redirect URI";
     } catch (err) {
       shown = String(err);
@@ -105,7 +69,7 @@ async function refusedConnect(url: string, user: string): Promise<{ shown: strin
   return { shown, thrown };
 }
 
-const grantsFor = (server: string) => t.broker.database.db.grant.findMany({ where: { resource: mcpAt(server) }, include: { upstreamSession: true } });
+const grantsFor = (server: string) => at.broker.broker.database.db.grant.findMany({ where: { resource: mcpAt(server) }, include: { upstreamSession: true } });
 
 describe("three servers, two groups, both SDK generations", () => {
   it("publishes each server's protected resource metadata naming its own resource", async () => {
@@ -114,13 +78,13 @@ describe("three servers, two groups, both SDK generations", () => {
       ["demo", "Demo tools"],
       ["local", "Local tools"],
     ] as const) {
-      const res = await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp/${name}`);
-      expect(await res.json()).toMatchObject({ resource: mcpAt(name), resource_name: title, authorization_servers: [t.url] });
+      const res = await fetch(`${at.broker.url}/.well-known/oauth-protected-resource/mcp/${name}`);
+      expect(await res.json()).toMatchObject({ resource: mcpAt(name), resource_name: title, authorization_servers: [at.broker.url] });
     }
   });
 
   it("ada (platform) uses the records server with the SDK v1 client and the demo server with the SDK v2 client", async () => {
-    const v1 = await connectWithOAuth(mcpAt("records"), callback, signInAs("ada"));
+    const v1 = await connectWithOAuth(mcpAt("records"), at.callback, signInAs("ada"));
     try {
       expect((await v1.client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(["echo", "query"]);
       expect(toolText(await v1.client.callTool({ name: "echo", arguments: { message: "from ada" } }))).toBe("from ada");
@@ -131,7 +95,7 @@ describe("three servers, two groups, both SDK generations", () => {
     expect(call?.headers).toMatchObject({ "x-auth-user": "ada", "x-auth-server": "records" });
     expect(call?.headers.authorization).toBeUndefined();
 
-    const v2 = await connectV2WithOAuth(mcpAt("demo"), "auto", callback, signInAs("ada"));
+    const v2 = await connectV2WithOAuth(mcpAt("demo"), "auto", at.callback, signInAs("ada"));
     try {
       expect((await v2.client.listTools()).tools.map((tool) => tool.name)).toContain("echo");
       expect(toolText(await v2.client.callTool({ name: "echo", arguments: { message: "v2 at demo" } }))).toBe("v2 at demo");
@@ -146,7 +110,7 @@ describe("three servers, two groups, both SDK generations", () => {
   });
 
   it("bo (support) uses the stdio server with the SDK v2 client in 2026-07-28, and the demo server with the SDK v1 client", async () => {
-    const v2 = await connectV2WithOAuth(mcpAt("local"), "2026-07-28", callback, signInAs("bo"));
+    const v2 = await connectV2WithOAuth(mcpAt("local"), "2026-07-28", at.callback, signInAs("bo"));
     try {
       expect(v2.client.getNegotiatedProtocolVersion()).toBe("2026-07-28");
       expect((await v2.client.listTools()).tools.map((tool) => tool.name)).toContain("whoami");
@@ -154,7 +118,7 @@ describe("three servers, two groups, both SDK generations", () => {
     } finally {
       await v2.client.close();
     }
-    const v1 = await connectWithOAuth(mcpAt("demo"), callback, signInAs("bo"));
+    const v1 = await connectWithOAuth(mcpAt("demo"), at.callback, signInAs("bo"));
     try {
       expect(toolText(await v1.client.callTool({ name: "echo", arguments: { message: "bo at demo" } }))).toBe("bo at demo");
     } finally {
@@ -177,7 +141,7 @@ describe("three servers, two groups, both SDK generations", () => {
   });
 
   it("a token for one server is refused at every other (401 invalid_token), and nothing reaches them", async () => {
-    const v1 = await connectWithOAuth(mcpAt("demo"), callback, signInAs("ada"));
+    const v1 = await connectWithOAuth(mcpAt("demo"), at.callback, signInAs("ada"));
     const demoToken = v1.provider.savedTokens!.access_token;
     await v1.client.close();
     const before = records.requests.length;

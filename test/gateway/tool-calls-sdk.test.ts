@@ -1,32 +1,23 @@
-// Permissions per tool as the real MCP SDK (v1) client meets them, in front of the SDK's own server
-// answering in JSON and in SSE: the client reads the filtered tools/list pages and the broker's
-// refusals as it reads a server's. Between them runs a relay with the steps the /mcp front end
-// takes around its backends (strict parse, callsIn, decideCalls, ToolListFilter on the answer,
-// with the proxy's own response headers), so the rewritten bytes are judged by a real client.
+// Permissions per tool as the real MCP SDK clients (v1 and v2) meet them through a real broker, in
+// front of the SDK's own server answering in JSON and in SSE: users of a real OIDC issuer in
+// different groups sign in through the clients' own OAuth flow, and read the filtered tools/list
+// pages and the broker's refusals as they read a server's.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { request } from "undici";
-import type { AccessRules } from "../../src/config/catalogue.ts";
-import { type ToolCaller, ToolPolicy } from "../../src/grants/tool-policy.ts";
-import { clientResponseHeaders } from "../../src/gateway/proxy-headers.ts";
-import { callsIn, decideCalls, parseRequestBody, TOOL_NOT_PERMITTED } from "../../src/gateway/tool-calls.ts";
-import { ToolListFilter } from "../../src/gateway/tool-list-filter.ts";
-import { connectV2 } from "../support/v2-client.ts";
+import { TOOL_NOT_PERMITTED } from "../../src/gateway/tool-calls.ts";
+import { connectWithOAuth } from "../support/mcp-oauth-client.ts";
+import { connectV2WithOAuth } from "../support/v2-client.ts";
+import { startIssuerCatalogue, type IssuerCatalogue } from "../support/issuer-catalogue.ts";
 
-const NOBODY: AccessRules = { users: [], emailDomains: [], githubOrgs: [], groups: [] };
-const policy = new ToolPolicy([
-  { match: "delete_*", allow: { ...NOBODY, groups: ["platform"] } },
-  { match: "admin_*", deny: true },
-]);
-const bob: ToolCaller = { facts: { subject: "oidc:bob", login: "bob", groups: ["sales"] }, scopes: ["mcp"] };
-const alice: ToolCaller = { facts: { subject: "oidc:alice", login: "alice", groups: ["platform"] }, scopes: ["mcp"] };
+/** Bob sells; Alice runs the platform. */
+const GROUPS: Record<string, string[]> = { bob: ["staff", "sales"], alice: ["staff", "platform"] };
+/** The rules of both servers: deleting is for the platform group, the admin tools for nobody. */
+const TOOL_RULES = ["    tools:", '      - { match: "delete_*", allow: { groups: [platform] } }', '      - { match: "admin_*", deny: true }'];
 
 /** Three pages of tools, as a server with a long list sends them (nextCursor). */
 const PAGES = [
@@ -68,57 +59,6 @@ async function startSdkServer(json: boolean) {
   return { url: await listen(server), ran, server };
 }
 
-/** The front end's tool-policy steps around a forwarded request, for `caller`. */
-async function startRelay(target: string, caller: ToolCaller) {
-  /** The content types of the tools/list answers the relay filtered. */
-  const filtered: string[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      void (async () => {
-        const body = Buffer.concat(chunks);
-        let read = callsIn(undefined);
-        if (req.method === "POST") {
-          const parsed = parseRequestBody(body);
-          if ("refusal" in parsed) return void res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(parsed.refusal));
-          read = callsIn(parsed.value);
-          const verdict = decideCalls(policy, caller, read);
-          if (verdict.kind === "answer") return void res.writeHead(verdict.status, { "content-type": "application/json" }).end(JSON.stringify(verdict.body));
-          if (verdict.kind === "insufficient-scope") return void res.writeHead(403).end();
-        }
-        const headers: Record<string, string> = {};
-        for (const name of ["content-type", "accept", "mcp-session-id", "mcp-protocol-version"]) {
-          const value = req.headers[name];
-          if (typeof value === "string") headers[name] = value;
-        }
-        const upstream = await request(target, { method: req.method as "GET" | "POST" | "DELETE", headers, body: req.method === "POST" ? body : null });
-        const answerHeaders = clientResponseHeaders(upstream.headers);
-        let answer: Readable = upstream.body;
-        if (read.toolLists.length > 0) {
-          const filter = new ToolListFilter({
-            contentType: upstream.headers["content-type"] as string | undefined,
-            contentEncoding: upstream.headers["content-encoding"] as string | undefined,
-            answers: read,
-            visible: (tool) => policy.visible(tool, caller),
-          });
-          filtered.push(String(upstream.headers["content-type"]));
-          res.writeHead(upstream.statusCode, filter.responseHeaders(answerHeaders));
-          answer = upstream.body.pipe(filter);
-        } else res.writeHead(upstream.statusCode, answerHeaders);
-        answer.pipe(res);
-      })().catch((err: unknown) => res.writeHead(502).end(String(err)));
-    });
-  });
-  return { url: await listen(server), server, filtered };
-}
-
-async function connect(url: string): Promise<Client> {
-  const client = new Client({ name: "tool-policy-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  return client;
-}
-
 /** Every tool name the client is shown, page by page, and the cursors it followed. */
 async function allTools(client: Client): Promise<{ names: string[][]; cursors: (string | undefined)[] }> {
   const names: string[][] = [];
@@ -135,43 +75,59 @@ async function allTools(client: Client): Promise<{ names: string[][]; cursors: (
 
 const servers: http.Server[] = [];
 const backends: Record<"json" | "sse", Awaited<ReturnType<typeof startSdkServer>>> = {} as never;
-const relays: Record<string, Awaited<ReturnType<typeof startRelay>>> = {};
+let at: IssuerCatalogue;
 
 beforeAll(async () => {
   for (const format of ["json", "sse"] as const) {
     backends[format] = await startSdkServer(format === "json");
     servers.push(backends[format].server);
-    for (const [who, caller] of [
-      ["bob", bob],
-      ["alice", alice],
-    ] as const) {
-      const relay = await startRelay(backends[format].url, caller);
-      servers.push(relay.server);
-      relays[`${format}:${who}`] = relay;
-    }
   }
-});
+  at = await startIssuerCatalogue(GROUPS, [
+    "servers:",
+    ...(["json", "sse"] as const).flatMap((format) => [`  - name: ${format}`, `    url: ${backends[format].url}`, ...TOOL_RULES]),
+  ]);
+}, 30_000);
 afterAll(async () => {
+  await at?.close();
   for (const server of servers) {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
 });
 
+/** `user` connects to the `format` server with the SDK v1 client, through its OAuth flow. */
+async function connect(format: "json" | "sse", user: string): Promise<Client> {
+  return (await connectWithOAuth(at.mcpAt(format), at.callback, at.signInAs(user))).client;
+}
+
 describe.each(["json", "sse"] as const)("the SDK client, answers in %s", (format) => {
   it("is shown only the tools its user may call, page by page, every cursor kept", async () => {
-    const relay = relays[`${format}:bob`]!;
-    const client = await connect(relay.url);
+    const connected = await connectWithOAuth(at.mcpAt(format), at.callback, at.signInAs("bob"));
+    const client = connected.client;
     try {
       expect(await allTools(client)).toEqual({ names: [["search", "read_page"], [], ["write_page"]], cursors: ["1", "2", undefined] });
-      expect(relay.filtered.at(-1)).toMatch(format === "json" ? /^application\/json/ : /^text\/event-stream/);
+      // The answer the broker rewrote kept its format.
+      const raw = await fetch(at.mcpAt(format), {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${connected.provider.savedTokens!.access_token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-06-18",
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list", params: { cursor: "1" } }),
+      });
+      expect(raw.headers.get("content-type")).toMatch(format === "json" ? /^application\/json/ : /^text\/event-stream/);
+      const text = await raw.text();
+      expect(text).toContain('"nextCursor":"2"');
+      expect(text).not.toContain("admin_");
     } finally {
       await client.close();
     }
   });
 
   it("a user inside allow is shown the allowed tools, and never the denied ones", async () => {
-    const client = await connect(relays[`${format}:alice`]!.url);
+    const client = await connect(format, "alice");
     try {
       expect((await allTools(client)).names).toEqual([["search", "delete_page", "read_page"], [], ["write_page", "delete_site"]]);
     } finally {
@@ -180,7 +136,7 @@ describe.each(["json", "sse"] as const)("the SDK client, answers in %s", (format
   });
 
   it("a refused call comes back as the SDK's McpError naming the tool, and never reaches the server", async () => {
-    const client = await connect(relays[`${format}:bob`]!.url);
+    const client = await connect(format, "bob");
     const ranBefore = backends[format].ran.length;
     try {
       const refused = await client.callTool({ name: "delete_page", arguments: {} }).catch((err: unknown) => err);
@@ -195,7 +151,7 @@ describe.each(["json", "sse"] as const)("the SDK client, answers in %s", (format
   });
 
   it("the SDK v2 client (2025 era) reads the same filtered pages and the same refusal", async () => {
-    const { client } = await connectV2(relays[`${format}:bob`]!.url, "legacy", {});
+    const { client } = await connectV2WithOAuth(at.mcpAt(format), "legacy", at.callback, at.signInAs("bob"));
     try {
       const names: string[][] = [];
       let cursor: string | undefined;
