@@ -1,7 +1,7 @@
 // The benchmark's child processes: started with node itself (not the tsx wrapper) so that the pid
 // is the server's own for its CPU figures. A .js script (the broker's dist/main.js, as `npm start`
 // runs it) runs as is; a .ts one through tsx's loader.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -80,4 +80,28 @@ export function machineCpuMs(): { busy: number; idle: number } {
   const idle = ticks[3]! + ticks[4]!;
   const total = ticks.reduce((a, b) => a + b, 0);
   return { busy: ((total - idle) * 1000) / CLOCK_TICKS, idle: (idle * 1000) / CLOCK_TICKS };
+}
+
+/** A process's limit on open file descriptors (soft, hard), from /proc/<pid>/limits; Infinity when unlimited. */
+export function openFileLimit(pid: number | undefined): { soft: number; hard: number } {
+  const line = /^Max open files\s+(\S+)\s+(\S+)/m.exec(readFileSync(`/proc/${pid}/limits`, "utf8"));
+  const value = (v: string | undefined) => (v === undefined || v === "unlimited" ? Infinity : Number(v));
+  return { soft: value(line?.[1]), hard: value(line?.[2]) };
+}
+
+/**
+ * Raises a process's soft limit on open file descriptors to its hard limit (what an unprivileged
+ * process may do, here with util-linux's prlimit, since Node has no setrlimit); returns the limit
+ * in force afterwards, whether or not prlimit was there to raise it.
+ */
+export function raiseOpenFileLimit(pid: number | undefined): { soft: number; hard: number } {
+  const limit = openFileLimit(pid);
+  if (limit.soft < limit.hard && Number.isFinite(limit.hard)) {
+    try {
+      execFileSync("prlimit", [`--pid=${pid}`, `--nofile=${limit.hard}:${limit.hard}`], { stdio: "ignore" });
+    } catch {
+      // No prlimit on this machine: the soft limit stays, and the caller says so.
+    }
+  }
+  return openFileLimit(pid);
 }

@@ -20,6 +20,8 @@ import { modernRows } from "./modern-calls.ts";
 import { tracingRows } from "./tracing.ts";
 import { toolListFilterRows } from "./tool-list-filter.ts";
 import { catalogueRows } from "./catalogue.ts";
+import { streamRows } from "./streams.ts";
+import { allocRows } from "./alloc.ts";
 import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
@@ -140,6 +142,16 @@ async function main(): Promise<void> {
       rows.push(...(await catalogueRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
       return report(rows);
     }
+    // BENCH_ONLY=streams: open GET event streams held by one broker (row s) alone.
+    if (process.env.BENCH_ONLY === "streams") {
+      rows.push(...(await streamRows((db, extra) => startBrokerProcess("30", db, extra))));
+      return report(rows);
+    }
+    // BENCH_ONLY=alloc: bytes allocated per cached /mcp request (row m) alone.
+    if (process.env.BENCH_ONLY === "alloc") {
+      rows.push(...(await allocRows((db, extra) => startBrokerProcess("30", db, extra))));
+      return report(rows);
+    }
     // BENCH_ONLY=tools: permissions per tool (row p), in this process, alone.
     if (process.env.BENCH_ONLY === "tools") {
       rows.push(...(await toolListFilterRows()));
@@ -213,6 +225,8 @@ async function main(): Promise<void> {
     rows.push(...(await postgresRows()));
     rows.push(...(await toolListFilterRows()));
     rows.push(...(await catalogueRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
+    rows.push(...(await allocRows((db, extra) => startBrokerProcess("30", db, extra))));
+    rows.push(...(await streamRows((db, extra) => startBrokerProcess("30", db, extra))));
     // (e) start-up to /healthz 200: on a fresh database (the migrations run), then a restart on it
     // (nothing pending: no migration engine).
     const startups: string[] = [];

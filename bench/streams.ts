@@ -1,0 +1,202 @@
+// Row (s): how many open MCP event streams one broker holds. Every connected 2025-era client keeps
+// a standalone GET stream (POST initialize → Mcp-Session-Id, then GET with Accept:
+// text/event-stream) open for the server's messages; this row opens BENCH_STREAMS of them (default
+// 5,000) through the broker, in its own process, to an MCP server in its own process, and measures
+// what they cost each side: resident memory per stream (each process's, read after a full GC by
+// bench/broker-probe.ts inside it), the broker's event-loop lag while they are open
+// (monitorEventLoopDelay, read from the broker's /metrics), and the latency of another client's
+// cached tools/call next to them against the same with no stream open.
+import { readdirSync, readFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { Pool } from "undici";
+import type { LoadResult } from "./load.ts";
+import { mcpSession, toolCalls } from "./mcp-calls.ts";
+import { metricsText, raiseOpenFileLimit, startProcess, stop } from "./processes.ts";
+import { probe } from "./probe-control.ts";
+import { type AllocationWindow, bytesByFunction, originShares, topRows } from "./heap-profile.ts";
+import { obtainTokens } from "../test/support/oauth-flow.ts";
+
+export type StartBroker = (db: string, extra: Record<string, string>) => Promise<{ child: ChildProcess; url: string }>;
+
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 5000);
+/** Sessions and streams opened at once while setting up: enough to keep both processes busy, not a flood. */
+const OPENING_CONCURRENCY = 32;
+/** Descriptors a process keeps for itself beyond the streams (listeners, database, pools, stdio). */
+const FD_MARGIN = 256;
+
+/** Functions listed among those that allocated what an open stream keeps in the broker. */
+const RETAINED_TOP = 6;
+/** Runs of the other client's 1,000 sequential calls while the streams are open. */
+const RUNS = 3;
+/**
+ * The broker's event-loop monitor (prom-client's monitorEventLoopDelay) ticks every 10 ms and
+ * records the whole interval between ticks: an idle loop reads 10 ms. The lag is what is above it.
+ */
+const MONITOR_TICK_MS = 10;
+
+const TARGET_RSS_PER_STREAM = 20 * 1024;
+const TARGET_LAG_P99_MS = 20;
+const TARGET_P50_RATIO = 1.1;
+
+/** The run with the median p50 of RUNS: a burst of other work on the shared cores is an outlier, not the figure. */
+async function medianRun(run: () => Promise<LoadResult>): Promise<LoadResult> {
+  const runs: LoadResult[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await run());
+  return runs.sort((a, b) => a.p50Ms - b.p50Ms)[Math.floor(RUNS / 2)]!;
+}
+
+/** Runs `each` for 0 … n-1, at most `concurrency` at a time; resolves with the results in order. */
+async function inParallel<T>(n: number, concurrency: number, each: (i: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array(n);
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      results[i] = await each(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return results;
+}
+
+function openFds(pid: number | undefined): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/**
+ * How many streams the machine lets the three processes hold: every stream takes a descriptor in
+ * this process (the client's socket), two in the broker (the client's, the MCP server's) and one in
+ * the MCP server; and an ephemeral port for each of the two connections. Soft limits are raised to
+ * the hard ones first.
+ */
+function streamsAllowed(brokerPid: number | undefined, mcpPid: number | undefined): { n: number; limitedBy: string | undefined; fds: string } {
+  const limits = { bench: raiseOpenFileLimit(process.pid), broker: raiseOpenFileLimit(brokerPid), mcp: raiseOpenFileLimit(mcpPid) };
+  const [low, high] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number) as [number, number];
+  const caps: Array<[string, number]> = [
+    [`this process's open-file limit (${limits.bench.soft})`, limits.bench.soft - openFds(process.pid) - FD_MARGIN],
+    [`the broker's open-file limit (${limits.broker.soft}, two per stream)`, Math.floor((limits.broker.soft - openFds(brokerPid) - FD_MARGIN) / 2)],
+    [`the MCP server's open-file limit (${limits.mcp.soft})`, limits.mcp.soft - openFds(mcpPid) - FD_MARGIN],
+    [`the ephemeral port range (${low}–${high}, two connections per stream)`, Math.floor((high - low + 1 - 2 * FD_MARGIN) / 2)],
+  ];
+  const [why, cap] = caps.reduce((a, b) => (b[1] < a[1] ? b : a));
+  const fds = `ulimit -n ${limits.broker.soft} (hard ${limits.broker.hard === Infinity ? "unlimited" : limits.broker.hard})`;
+  return STREAMS <= cap ? { n: STREAMS, limitedBy: undefined, fds } : { n: Math.max(0, cap), limitedBy: why, fds };
+}
+
+function lagSeconds(metrics: string, stat: "p50" | "p99" | "max"): number {
+  return Number(new RegExp(`^mab_nodejs_eventloop_lag_${stat}_seconds ([0-9.e+-]+)`, "m").exec(metrics)?.[1] ?? NaN);
+}
+
+interface Memory {
+  readonly rssBytes: number;
+  readonly heapUsedBytes: number;
+}
+
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+const verdict = (met: boolean) => (met ? "met" : "not met");
+
+export async function streamRows(start: StartBroker): Promise<Array<[string, string]>> {
+  const probes = { broker: await probe(), mcp: await probe() };
+  // An MCP server of its own: its memory before the streams is not that of other rows' sessions.
+  const { child: mcp, match } = await startProcess(["bench/serve-mcp.ts"], probes.mcp.env, /MCP_URL (\S+)/);
+  let broker: { child: ChildProcess; url: string } | undefined;
+  try {
+    broker = await start("streams.db", { MCP_SERVER_URL: match[1]!, ...probes.broker.env });
+    const url = `${broker.url}/mcp`;
+    const allowed = streamsAllowed(broker.child.pid, mcp.pid);
+    const n = allowed.n;
+    // One access token for every stream's session: the broker limits neither sessions nor streams
+    // per grant, and N sign-ins would dominate the setup. The other client has its own token.
+    const { tokens } = await obtainTokens(broker.url, { user: "bench" });
+    const auth = { authorization: `Bearer ${tokens.access_token}` };
+    const other = await obtainTokens(broker.url, { user: "bench" });
+    const otherAuth = { authorization: `Bearer ${other.tokens.access_token}` };
+    const otherSession = await mcpSession(url, otherAuth);
+    await toolCalls(url, otherAuth, otherSession); // warm-up: the validation cache, the optimizing compiler
+    const idle = await medianRun(() => toolCalls(url, otherAuth, otherSession, 1));
+
+    const memory = async () => {
+      const [b, m] = await Promise.all([probes.broker.call<Memory>("gc"), probes.mcp.call<Memory>("gc")]);
+      return { broker: b, mcp: m };
+    };
+    const before = await memory();
+    const setupStarted = performance.now();
+    const sessions = await inParallel(n, OPENING_CONCURRENCY, () => mcpSession(url, auth));
+    const withSessions = await memory();
+    let ended = 0;
+    let received = 0;
+    // One connection per stream (a pool without a connection limit); SSE bodies never time out.
+    const streamPool = new Pool(broker.url, { headersTimeout: 0, bodyTimeout: 0 });
+    // What the streams keep alive in the broker, and which functions allocated it.
+    await probes.broker.call("alloc/start?sample=live");
+    try {
+      await inParallel(n, OPENING_CONCURRENCY, async (i) => {
+        const res = await streamPool.request({
+          method: "GET",
+          path: "/mcp",
+          headers: { accept: "text/event-stream", "mcp-session-id": sessions[i]!, "mcp-protocol-version": "2025-06-18", ...auth },
+        });
+        if (res.statusCode !== 200) throw new Error(`GET stream ${i}: ${res.statusCode} ${await res.body.text()}`);
+        res.body.on("data", (chunk: Buffer) => {
+          received += chunk.length;
+        });
+        res.body.once("end", () => ended++);
+        res.body.once("error", () => ended++);
+      });
+      const setupSeconds = (performance.now() - setupStarted) / 1000;
+      await probes.broker.call("gc");
+      const retained = await probes.broker.call<AllocationWindow>("alloc/stop");
+      const kept = { byFunction: retained.profile ? bytesByFunction(retained.profile.head) : [], total: retained.sampledBytes ?? 0 };
+      const open = await memory();
+      // The event loop's lag while the streams are open and another client calls a tool: /metrics
+      // reads and resets the broker's histogram, so the second read covers the other client's calls alone.
+      await metricsText(broker.url);
+      const busy = await medianRun(() => toolCalls(url, otherAuth, otherSession, 1));
+      const metrics = await metricsText(broker.url);
+      const stillOpen = n - ended;
+      await streamPool.destroy();
+
+      const per = (from: typeof before, to: typeof before, key: keyof Memory) => ({
+        broker: (to.broker[key] - from.broker[key]) / n,
+        mcp: (to.mcp[key] - from.mcp[key]) / n,
+      });
+      const perStream = per(withSessions, open, "rssBytes");
+      const heapPerStream = per(withSessions, open, "heapUsedBytes");
+      const perSession = per(before, withSessions, "rssBytes");
+      const heapPerSession = per(before, withSessions, "heapUsedBytes");
+      const lagP99Ms = lagSeconds(metrics, "p99") * 1000 - MONITOR_TICK_MS;
+      const lagMaxMs = lagSeconds(metrics, "max") * 1000 - MONITOR_TICK_MS;
+      const ratio = busy.p50Ms / idle.p50Ms;
+      const rssMet = perStream.broker <= TARGET_RSS_PER_STREAM && perStream.mcp <= TARGET_RSS_PER_STREAM;
+      return [
+        [
+          `(s) ${n} standalone GET streams open through the broker`,
+          `${allowed.limitedBy ? `limited from ${STREAMS} by ${allowed.limitedBy}` : `${allowed.fds}, enough`}; one access token for all sessions; sessions and streams opened in ${setupSeconds.toFixed(1)} s; ${stillOpen} still open after the other client's calls${received ? `, ${received} bytes received on them` : ""}`,
+        ],
+        [
+          "    RSS per GET stream: broker / MCP server",
+          `${kb(perStream.broker)} / ${kb(perStream.mcp)} (of it V8 heap ${kb(heapPerStream.broker)} / ${kb(heapPerStream.mcp)}; broker ${(open.broker.rssBytes / 2 ** 20).toFixed(0)} MB with them open); target ≤ 20 KB each: ${verdict(rssMet)}`,
+        ],
+        [
+          "    RSS per MCP session before its stream: broker / MCP server",
+          `${kb(perSession.broker)} / ${kb(perSession.mcp)} (V8 heap ${kb(heapPerSession.broker)} / ${kb(heapPerSession.mcp)}; not in the target: the session, not the stream)`,
+        ],
+        ["    broker heap kept per stream (sampled), by origin", `${kb(kept.total / n)}: ${originShares(kept.byFunction, kept.total)}`],
+        ...topRows("    top functions (what allocated it)", kept.byFunction, RETAINED_TOP, n, kept.total),
+        [
+          "    broker event-loop lag while another client calls",
+          `p99 ${lagP99Ms.toFixed(1)} ms, max ${lagMaxMs.toFixed(1)} ms (above the monitor's ${MONITOR_TICK_MS} ms tick; p50 ${(lagSeconds(metrics, "p50") * 1000 - MONITOR_TICK_MS).toFixed(2)} ms); target p99 < ${TARGET_LAG_P99_MS} ms: ${verdict(lagP99Ms < TARGET_LAG_P99_MS)}`,
+        ],
+        [
+          "    that client's p50, streams open vs idle",
+          `${busy.p50Ms.toFixed(2)} ms vs ${idle.p50Ms.toFixed(2)} ms (p99 ${busy.p99Ms.toFixed(2)} vs ${idle.p99Ms.toFixed(2)} ms; the median of ${RUNS} runs of ${busy.requests} sequential calls each): ${ratio.toFixed(2)}×; target ≤ ${TARGET_P50_RATIO}×: ${verdict(ratio <= TARGET_P50_RATIO)}`,
+        ],
+      ];
+    } finally {
+      if (!streamPool.destroyed) await streamPool.destroy();
+    }
+  } finally {
+    if (broker) await stop(broker.child);
+    await stop(mcp);
+  }
+}
