@@ -2,9 +2,6 @@
 // file: each is its own protected resource. The real SDK client connects to one through its OAuth
 // flow; a token for one server is refused at the others before anything reaches them; the refresh
 // grant keeps the audience; consent is asked per server; each server's metadata names it.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
@@ -16,6 +13,7 @@ import { authorizeUrl } from "../support/oauth-client.ts";
 import { authorize, obtainTokens, registerClient, tokenRequest } from "../support/oauth-flow.ts";
 import { fixtureCommand } from "../stdio/stdio-support.ts";
 import { mcpPostTo, INITIALIZE_MESSAGE } from "../support/mcp-probe.ts";
+import { catalogueFile } from "../support/catalogue.ts";
 
 let alpha: DemoMcpServer;
 let beta: DemoMcpServer;
@@ -25,35 +23,30 @@ let callback: CallbackServer;
 const mcpAt = (name: string) => `${t.url}/mcp/${name}`;
 
 const initialize = (url: string, token: string) => mcpPostTo(url, token, INITIALIZE_MESSAGE);
-let configDir: string;
+let config: ReturnType<typeof catalogueFile> | undefined;
 let file: string;
 
 beforeAll(async () => {
   [alpha, beta] = await Promise.all([startDemoMcpServer(), startDemoMcpServer()]);
   callback = await new CallbackServer().start();
-  configDir = mkdtempSync(path.join(tmpdir(), "mab-catalogue-"));
-  file = path.join(configDir, "broker.yaml");
-  writeFileSync(
-    file,
-    [
-      "servers:",
-      "  - name: alpha",
-      "    title: Alpha docs",
-      "    description: The first team's documents",
-      `    url: ${alpha.url}`,
-      "  - name: beta",
-      "    title: Beta tracker",
-      `    url: ${beta.url}`,
-      "  - name: tools",
-      "    title: Local tools",
-      `    command: ${JSON.stringify(fixtureCommand)}`,
-      "  - name: private",
-      "    title: Private notes",
-      `    url: ${beta.url}`,
-      "    access: { users: [alice] }",
-      "",
-    ].join("\n"),
-  );
+  config = catalogueFile([
+    "servers:",
+    "  - name: alpha",
+    "    title: Alpha docs",
+    "    description: The first team's documents",
+    `    url: ${alpha.url}`,
+    "  - name: beta",
+    "    title: Beta tracker",
+    `    url: ${beta.url}`,
+    "  - name: tools",
+    "    title: Local tools",
+    `    command: ${JSON.stringify(fixtureCommand)}`,
+    "  - name: private",
+    "    title: Private notes",
+    `    url: ${beta.url}`,
+    "    access: { users: [alice] }",
+  ]);
+  file = config.file;
   t = await startBroker({ BROKER_CONFIG: file });
 });
 afterAll(async () => {
@@ -61,7 +54,7 @@ afterAll(async () => {
   await callback?.close();
   await alpha?.close();
   await beta?.close();
-  rmSync(configDir, { recursive: true, force: true });
+  config?.remove();
 });
 
 describe("a catalogue of four servers", () => {

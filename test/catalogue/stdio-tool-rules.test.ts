@@ -9,9 +9,6 @@
 //
 // Who must NOT get it: bob (not in stderr's allow list) never sees or runs stderr; nobody, alice
 // included, sees or runs whoami (denied); nobody runs log without notify:send.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
@@ -20,6 +17,7 @@ import { mcpPostTo } from "../support/mcp-probe.ts";
 import { until } from "../support/wait.ts";
 import { expectToolRefused, stepUpFor, toolDeniedEvents, toolDeniedRefusals } from "../support/tool-rules.ts";
 import { answerOf, callText, fixtureCommand, MODERN, modernRequest, signInAs } from "../stdio/stdio-support.ts";
+import { catalogueFile } from "../support/catalogue.ts";
 
 const METRICS = "metrics-token-of-the-stdio-tool-rules-test";
 /** Every tool of the fixture stdio server (test/fixtures/stdio-server.js). */
@@ -27,7 +25,7 @@ const FIXTURE_TOOLS = ["cancellations", "echo", "flood", "hang", "log", "progres
 const without = (...hidden: string[]) => FIXTURE_TOOLS.filter((tool) => !hidden.includes(tool));
 
 let t: TestBroker;
-let configDir: string;
+let config: ReturnType<typeof catalogueFile> | undefined;
 let callback: CallbackServer;
 /** The broker's log (at info: the access lines). */
 let logged = "";
@@ -59,24 +57,19 @@ async function toolsCalledInStatelessChild(user: string): Promise<string[]> {
 
 beforeAll(async () => {
   callback = await new CallbackServer().start();
-  configDir = mkdtempSync(path.join(tmpdir(), "mab-stdio-tool-rules-"));
-  const file = path.join(configDir, "broker.yaml");
-  writeFileSync(
-    file,
-    [
-      "servers:",
-      "  - name: tools",
-      "    title: Local tools",
-      `    command: ${JSON.stringify(fixtureCommand)}`,
-      "    scopes:",
-      '      "notify:send": Send notifications as you',
-      "    tools:",
-      '      - { match: "who*", deny: true }',
-      "      - { match: stderr, allow: { users: [alice] } }",
-      '      - { match: log, requireScope: "notify:send" }',
-      "",
-    ].join("\n"),
-  );
+  config = catalogueFile([
+    "servers:",
+    "  - name: tools",
+    "    title: Local tools",
+    `    command: ${JSON.stringify(fixtureCommand)}`,
+    "    scopes:",
+    '      "notify:send": Send notifications as you',
+    "    tools:",
+    '      - { match: "who*", deny: true }',
+    "      - { match: stderr, allow: { users: [alice] } }",
+    '      - { match: log, requireScope: "notify:send" }',
+  ]);
+  const file = config.file;
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
       logged += chunk.toString();
@@ -91,7 +84,7 @@ afterAll(async () => {
   for (const c of Object.values(connected)) await c.client.close();
   await t?.stop();
   await callback?.close();
-  rmSync(configDir, { recursive: true, force: true });
+  config?.remove();
 });
 
 describe("tool rules on a stdio server", () => {

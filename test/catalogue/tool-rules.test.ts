@@ -6,9 +6,6 @@
 //
 // Who must NOT get it: bob (not in countdown's allow list) never sees or runs countdown; nobody,
 // alice included, sees or runs whoami (denied); nobody runs notify without notify:send.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
@@ -16,11 +13,12 @@ import { CallbackServer, connectWithOAuth, NoRefreshProvider, type ConnectedClie
 import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { mcpPostTo } from "../support/mcp-probe.ts";
 import { expectToolRefused, stepUpFor, toolDeniedEvents, toolDeniedRefusals } from "../support/tool-rules.ts";
+import { catalogueFile } from "../support/catalogue.ts";
 
 const METRICS = "metrics-token-of-the-tool-rules-test";
 let demo: DemoMcpServer;
 let t: TestBroker;
-let configDir: string;
+let config: ReturnType<typeof catalogueFile> | undefined;
 let callback: CallbackServer;
 const connected: Record<string, ConnectedClient> = {};
 
@@ -42,24 +40,19 @@ const postsToServer = () => demo.requests.filter((r) => r.method === "POST").len
 beforeAll(async () => {
   demo = await startDemoMcpServer();
   callback = await new CallbackServer().start();
-  configDir = mkdtempSync(path.join(tmpdir(), "mab-tool-rules-"));
-  const file = path.join(configDir, "broker.yaml");
-  writeFileSync(
-    file,
-    [
-      "servers:",
-      "  - name: demo",
-      "    title: Demo tools",
-      `    url: ${demo.url}`,
-      "    scopes:",
-      '      "notify:send": Send notifications as you',
-      "    tools:",
-      '      - { match: "who*", deny: true }',
-      "      - { match: countdown, allow: { users: [alice] } }",
-      '      - { match: notify, requireScope: "notify:send" }',
-      "",
-    ].join("\n"),
-  );
+  config = catalogueFile([
+    "servers:",
+    "  - name: demo",
+    "    title: Demo tools",
+    `    url: ${demo.url}`,
+    "    scopes:",
+    '      "notify:send": Send notifications as you',
+    "    tools:",
+    '      - { match: "who*", deny: true }',
+    "      - { match: countdown, allow: { users: [alice] } }",
+    '      - { match: notify, requireScope: "notify:send" }',
+  ]);
+  const file = config.file;
   t = await startBroker({ BROKER_CONFIG: file, METRICS_TOKEN: METRICS });
   connected.alice = await connectAs("alice");
   connected.bob = await connectAs("bob");
@@ -69,7 +62,7 @@ afterAll(async () => {
   await t?.stop();
   await callback?.close();
   await demo?.close();
-  rmSync(configDir, { recursive: true, force: true });
+  config?.remove();
 });
 
 describe("tool rules through the broker", () => {

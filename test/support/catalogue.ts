@@ -1,5 +1,8 @@
 // Server catalogues the environment cannot describe (access rules, several servers), built onto a
 // loaded configuration: startBroker's `configure` takes these.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { Config } from "../../src/config/load.ts";
 import type { AccessRules, Catalogue, McpServerEntry } from "../../src/config/catalogue.ts";
 
@@ -32,4 +35,12 @@ export function withServerAccess(rules: Partial<AccessRules>) {
 export function otherServer(like: McpServerEntry, name: string, fields: Partial<McpServerEntry> = {}): McpServerEntry {
   const path = `/mcp/${name}`;
   return { ...like, name, title: name, path, resourceUrl: like.resourceUrl.replace(/\/mcp$/, path), isDefault: false, access: undefined, ...fields };
+}
+
+/** A configuration file written from `lines` in a folder of its own; `remove` deletes both. */
+export function catalogueFile(lines: readonly string[]): { readonly file: string; remove(): void } {
+  const dir = mkdtempSync(path.join(tmpdir(), "mab-catalogue-"));
+  const file = path.join(dir, "broker.yaml");
+  writeFileSync(file, `${lines.join("\n")}\n`);
+  return { file, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }

@@ -1,11 +1,9 @@
 // A broker whose users sign in at a real OIDC issuer (the demo IdP run standalone) with the groups
 // a test gives them, serving the catalogue of a configuration file: what a team with its own SSO
 // and several MCP servers runs.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { startBroker, type TestBroker } from "./start-broker.ts";
+import { catalogueFile } from "./catalogue.ts";
 import { CallbackServer } from "./mcp-oauth-client.ts";
 import { HttpBrowser, answerAs } from "./http-browser.ts";
 import { startDemoIdentityProvider, type StandaloneDemoIdentityProvider } from "../../src/demo/identity-provider.ts";
@@ -29,9 +27,7 @@ export async function startIssuerCatalogue(groups: Record<string, string[]>, cat
     startDemoIdentityProvider({ clients: [], cookieKeys: [randomUUID()], accountClaims: (id) => ({ groups: groups[id] ?? [] }) }),
     new CallbackServer().start(),
   ]);
-  const dir = mkdtempSync(path.join(tmpdir(), "mab-issuer-catalogue-"));
-  const file = path.join(dir, "broker.yaml");
-  writeFileSync(file, `${catalogueLines.join("\n")}\n`);
+  const { file, remove } = catalogueFile(catalogueLines);
   const clientId = `broker-${randomUUID()}`;
   const broker = await startBroker({
     BROKER_CONFIG: file,
@@ -54,7 +50,7 @@ export async function startIssuerCatalogue(groups: Record<string, string[]>, cat
     async close() {
       await broker.stop();
       await Promise.all([callback.close(), idp.close()]);
-      rmSync(dir, { recursive: true, force: true });
+      remove();
     },
   };
 }
