@@ -423,6 +423,9 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
   const services = createServices(config, database, logger, { clock: options.clock, documentFetcher });
   const { grants } = services;
   await endUnreadableGrants(services, logger);
+  // The signing keys are read (or made) now: no request pays for it, and a store that cannot hold
+  // them fails the start rather than the first MCP request.
+  await services.signingKeys.signing();
   // The identity provider and the MCP server are probed as `check` probes them, each problem logged
   // once with what to change; the broker starts anyway (either may just be late).
   const startProbes = !config.demoMode && (options.startProbes ?? true) ? runStartProbes(config, services.provider, logger, packageVersion) : undefined;
