@@ -35,13 +35,14 @@ export interface CorsOptions {
 export function cors(options: CorsOptions): Koa.Middleware {
   const { allowOrigin } = options;
   return async (ctx, next) => {
-    if (allowOrigin === undefined) ctx.set("Access-Control-Allow-Origin", "*");
+    // ctx.res.setHeader, not ctx.set: see security-headers.ts (headers are not sent before next()).
+    if (allowOrigin === undefined) ctx.res.setHeader("Access-Control-Allow-Origin", "*");
     else {
       ctx.vary("Origin");
       const origin = ctx.get("origin");
-      if (origin !== "" && allowOrigin(origin)) ctx.set("Access-Control-Allow-Origin", origin);
+      if (origin !== "" && allowOrigin(origin)) ctx.res.setHeader("Access-Control-Allow-Origin", origin);
     }
-    ctx.set("Access-Control-Expose-Headers", EXPOSED_HEADERS);
+    ctx.res.setHeader("Access-Control-Expose-Headers", EXPOSED_HEADERS);
     if (ctx.method === "OPTIONS") {
       ctx.set("Access-Control-Allow-Methods", options.methods);
       ctx.set("Access-Control-Allow-Headers", allowedHeaders(ctx.get("access-control-request-headers")));

@@ -78,7 +78,7 @@ export function requestContext(logger: Logger, quietPaths: readonly string[] = [
     // The child logger (with its redaction setup) is made on first use: most /mcp requests log nothing.
     let child: Logger | undefined;
     Object.defineProperty(state, "log", { get: () => (child ??= logger.child({ requestId })), enumerable: true, configurable: true });
-    ctx.set("X-Request-Id", requestId);
+    ctx.res.setHeader("X-Request-Id", requestId);
     const started = performance.now();
     const mark: ByteMark = { read: ctx.req.socket.bytesRead, written: ctx.req.socket.bytesWritten };
     const ms = () => Math.round((performance.now() - started) * 10) / 10;
