@@ -211,6 +211,9 @@ function brokerRouters(
     apps: grants.connectedApps,
   };
   return [
+    // First: no other router has a path under /mcp, and each router before it would match every
+    // MCP request's path against all of its routes (about 4 KB of garbage per request).
+    parts.served.router(config.publicUrl),
     healthRouter(parts.database, parts.logger),
     // On the public listener only behind METRICS_TOKEN; METRICS_PORT serves it on loopback.
     ...(config.metricsToken ? [metricsRouter(parts.metrics, config.metricsToken)] : []),
@@ -230,7 +233,6 @@ function brokerRouters(
     frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
     callbackRouter(grants.upstreamLogin, config.publicUrl, accountSignInCallback(account)),
     accountRouter(account),
-    parts.served.router(config.publicUrl),
   ];
 }
 
