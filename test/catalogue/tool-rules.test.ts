@@ -14,6 +14,7 @@ import { HttpBrowser, answerAs } from "../support/http-browser.ts";
 import { mcpPostTo } from "../support/mcp-probe.ts";
 import { expectToolRefused, stepUpFor, toolDeniedEvents, toolDeniedRefusals } from "../support/tool-rules.ts";
 import { catalogueFile } from "../support/catalogue.ts";
+import { INVALID_REQUEST, TOOL_NOT_PERMITTED } from "../../src/gateway/tool-calls.ts";
 
 const METRICS = "metrics-token-of-the-tool-rules-test";
 let demo: DemoMcpServer;
@@ -108,6 +109,27 @@ describe("tool rules through the broker", () => {
       { "mcp-method": "tools/call", "mcp-name": "echo", "mcp-protocol-version": "2026-07-28" },
     );
     expect(res.status).toBe(400);
+    expect(postsToServer()).toBe(posts);
+  });
+
+  it("decides each call of a batch (2025-03-26 allows batches): one refused call, and nothing of the batch reaches the server", async () => {
+    const posts = postsToServer();
+    const res = await mcpPostTo(
+      mcpUrl(),
+      connected.bob!.provider.savedTokens!.access_token,
+      [
+        { jsonrpc: "2.0", id: 51, method: "tools/call", params: { name: "echo", arguments: { message: "in a batch" } } },
+        { jsonrpc: "2.0", id: 52, method: "tools/call", params: { name: "whoami", arguments: {} } },
+      ],
+      { "mcp-session-id": connected.bob!.transport.sessionId!, "mcp-protocol-version": "2025-03-26" },
+    );
+    expect(res.status).toBe(200);
+    const answers = (await res.json()) as Array<{ id: number; error: { code: number; message: string } }>;
+    expect(answers.map((a) => [a.id, a.error.code])).toEqual([
+      [51, INVALID_REQUEST],
+      [52, TOOL_NOT_PERMITTED],
+    ]);
+    expect(answers[0]!.error.message).toContain('this batch also holds a call of "whoami"');
     expect(postsToServer()).toBe(posts);
   });
 
