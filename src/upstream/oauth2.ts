@@ -223,7 +223,11 @@ export class OAuth2Provider implements UpstreamProvider {
 
   /** The userinfo answer, or the refusal of the token (`invalid_grant`). */
   private async userinfo(url: string, accessToken: string, what: string): Promise<Record<string, unknown>> {
-    const res = await this.request(url, { headers: { Accept: "application/json", Authorization: `Bearer ${accessToken}`, "User-Agent": "mcp-auth-broker" } }, what);
+    const res = await this.request(
+      url,
+      { headers: { Accept: "application/json", Authorization: `Bearer ${accessToken}`, "User-Agent": "mcp-auth-broker" } },
+      what,
+    );
     if (res.status === 401) throw new UpstreamError("invalid_grant", `${what}: ${this.displayName} refused the token (401)`);
     if (!res.ok) throw new UpstreamError("protocol", `${what}: unexpected status ${res.status}`);
     const parsed = JsonObject.safeParse(await res.json().catch(() => null));
@@ -271,7 +275,9 @@ export class OAuth2Provider implements UpstreamProvider {
       // A refused access token with a refresh token held means "renew" (the refresh decides
       // whether the connection is dead), as for the other providers.
       if (err instanceof UpstreamError && err.kind === "invalid_grant") {
-        return tokens.refreshable ? { status: "expired" } : { status: "invalid", reason: `${this.displayName} no longer accepts the token (revoked or expired)` };
+        return tokens.refreshable
+          ? { status: "expired" }
+          : { status: "invalid", reason: `${this.displayName} no longer accepts the token (revoked or expired)` };
       }
       throw err;
     }

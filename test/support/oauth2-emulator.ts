@@ -64,6 +64,8 @@ export class OAuth2Emulator {
   outage: null | "503" | "hang" = null;
   /** Whether token answers carry `scope` (RFC 6749 §5.1 lets a server leave it out when it granted what was asked). */
   scopeInAnswers = true;
+  /** Whether a refresh spends the refresh token and answers a new one (false: the old one stays, none is sent). */
+  rotateRefreshTokens = true;
   accessTtlSeconds: number;
 
   private server!: http.Server;
@@ -179,10 +181,15 @@ export class OAuth2Emulator {
     return id === this.options.clientId && secret === this.options.clientSecret ? "ok" : "invalid_client";
   }
 
-  private refuseClient(req: http.IncomingMessage, res: http.ServerResponse, outcome: "invalid_client" | "invalid_request"): void {
+  private async refuseClient(req: http.IncomingMessage, res: http.ServerResponse, outcome: "invalid_client" | "invalid_request"): Promise<void> {
     if (outcome === "invalid_request") return this.json(res, 400, { error: "invalid_request", error_description: "more than one client authentication" });
     // RFC 6749 §5.2: 401 with a challenge when the client tried the Authorization header.
-    return this.json(res, 401, { error: "invalid_client", error_description: "client authentication failed" }, req.headers.authorization ? { "www-authenticate": 'Basic realm="oauth2-emulator"' } : {});
+    return this.json(
+      res,
+      401,
+      { error: "invalid_client", error_description: "client authentication failed" },
+      req.headers.authorization ? { "www-authenticate": 'Basic realm="oauth2-emulator"' } : {},
+    );
   }
 
   private issue(grant: Grant, withRefresh: boolean): Record<string, unknown> {
@@ -247,7 +254,7 @@ export class OAuth2Emulator {
   }
 
   /** RFC 6749 §4.1.1 with PKCE required; errors about the client or redirect URI are shown, not redirected (§4.1.2.1). */
-  private authorize(res: http.ServerResponse, q: URLSearchParams): void {
+  private async authorize(res: http.ServerResponse, q: URLSearchParams): Promise<void> {
     const page = (status: number, message: string): void => {
       res.writeHead(status, { "content-type": "text/html; charset=utf-8" }).end(`<!doctype html><title>OAuth 2 emulator</title><p>${escapeHtml(message)}</p>`);
     };
@@ -273,7 +280,9 @@ export class OAuth2Emulator {
         return `<li><a href="/authorize?${escapeHtml(href.toString())}">${escapeHtml(label)}</a></li>`;
       };
       const links = [...this.users.values()].map((u) => link("login", u.login, `Continue as ${u.login}`));
-      res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(`<!doctype html><html><head><title>Authorize with OAuth 2 emulator</title></head><body>
+      res
+        .writeHead(200, { "content-type": "text/html; charset=utf-8" })
+        .end(`<!doctype html><html><head><title>Authorize with OAuth 2 emulator</title></head><body>
 <h1>Authorize ${escapeHtml(this.options.clientId)}</h1><ul>
 ${links.join("\n")}
 ${link("deny", "1", "Deny")}
@@ -290,7 +299,7 @@ ${link("deny", "1", "Deny")}
     back({ code });
   }
 
-  private token(req: http.IncomingMessage, res: http.ServerResponse, form: URLSearchParams): void {
+  private async token(req: http.IncomingMessage, res: http.ServerResponse, form: URLSearchParams): Promise<void> {
     const auth = this.authenticate(req, form);
     if (auth !== "ok") return this.refuseClient(req, res, auth);
     const grantType = form.get("grant_type");
@@ -298,7 +307,8 @@ ${link("deny", "1", "Deny")}
       const code = this.codes.get(form.get("code") ?? "");
       this.codes.delete(form.get("code") ?? "");
       if (!code || code.expiresAt < Date.now()) return this.json(res, 400, { error: "invalid_grant", error_description: "unknown or expired code" });
-      if (form.get("redirect_uri") !== code.redirectUri) return this.json(res, 400, { error: "invalid_grant", error_description: "redirect_uri does not match" });
+      if (form.get("redirect_uri") !== code.redirectUri)
+        return this.json(res, 400, { error: "invalid_grant", error_description: "redirect_uri does not match" });
       const verifier = form.get("code_verifier") ?? "";
       if (createHash("sha256").update(verifier, "ascii").digest("base64url") !== code.challenge)
         return this.json(res, 400, { error: "invalid_grant", error_description: "code_verifier does not match the code_challenge" });
@@ -309,8 +319,8 @@ ${link("deny", "1", "Deny")}
       const grant = this.refreshTokens.get(refreshToken);
       if (!grant) return this.json(res, 400, { error: "invalid_grant", error_description: "unknown or revoked refresh token" });
       // Rotation: the old refresh token is spent.
-      this.refreshTokens.delete(refreshToken);
-      return this.json(res, 200, this.issue(grant, true));
+      if (this.rotateRefreshTokens) this.refreshTokens.delete(refreshToken);
+      return this.json(res, 200, this.issue(grant, this.rotateRefreshTokens));
     }
     return this.json(res, 400, { error: "unsupported_grant_type" });
   }
