@@ -47,6 +47,13 @@ interface AccessRecord {
   expiresAt: number;
 }
 
+/** An answer a test makes an endpoint give instead of its own (a server that breaks the rules, or follows other ones). */
+export interface CannedAnswer {
+  readonly status: number;
+  readonly body?: string;
+  readonly contentType?: string;
+}
+
 /** Calls are counted as "authorize", "token:authorization_code", "token:refresh_token", "revoke", "userinfo". */
 export type OAuth2EmulatorCall = "authorize" | `token:${string}` | "revoke" | "userinfo";
 
@@ -75,6 +82,7 @@ export class OAuth2Emulator {
   private readonly accessTokens = new Map<string, AccessRecord>();
   private readonly refreshTokens = new Map<string, Grant>();
   private readonly hanging = new Set<http.ServerResponse>();
+  private readonly answers = new Map<string, CannedAnswer>();
 
   constructor(private readonly options: OAuth2EmulatorOptions) {
     this.accessTtlSeconds = options.accessTtlSeconds ?? 3600;
@@ -118,6 +126,12 @@ export class OAuth2Emulator {
   /** Makes every access token of a user expired now (refresh tokens stay valid). */
   expireUser(login: string): void {
     for (const r of this.accessTokens.values()) if (r.grant.user.login === login) r.expiresAt = Date.now() - 1000;
+  }
+
+  /** Makes every request to `path` ("/token", "/revoke", "/userinfo") get `answer` (still counted); null ends it. */
+  answerWith(path: string, answer: CannedAnswer | null): void {
+    if (answer) this.answers.set(path, answer);
+    else this.answers.delete(path);
   }
 
   /** Access and refresh tokens of a user the emulator still honours. */
@@ -215,6 +229,13 @@ export class OAuth2Emulator {
     if (this.outage === "503") return this.json(res, 503, { error: "temporarily_unavailable" });
     if (this.outage === "hang") {
       this.hanging.add(res);
+      return;
+    }
+    const canned = this.answers.get(url.pathname);
+    if (canned) {
+      if (url.pathname === "/token") this.count1(`token:${(await this.body(req)).get("grant_type") ?? ""}`);
+      else this.count1(url.pathname.slice(1));
+      res.writeHead(canned.status, canned.contentType ? { "content-type": canned.contentType } : {}).end(canned.body ?? "");
       return;
     }
     if (url.pathname === "/authorize" && method === "GET") {

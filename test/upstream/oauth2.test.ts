@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { OAuth2Provider, type OAuth2ProviderOptions } from "../../src/upstream/oauth2.ts";
 import { toCheck, type UpstreamError } from "../../src/upstream/provider.ts";
 import { s256Challenge } from "../../src/crypto/pkce.ts";
-import { startOAuth2Emulator, type OAuth2Emulator } from "../support/oauth2-emulator.ts";
+import { startOAuth2Emulator, type CannedAnswer, type OAuth2Emulator } from "../support/oauth2-emulator.ts";
 
 const REDIRECT = "http://127.0.0.1:9/oauth/connect/callback";
 /** Registered at the emulator too: a code issued for it must not be redeemable for REDIRECT. */
@@ -268,6 +268,54 @@ describe("OAuth2Provider: client authentication", () => {
   });
 });
 
+describe("OAuth2Provider: answers of other shapes", () => {
+  /** The endpoint answers `answer` while `run` runs. */
+  async function answering<T>(path: string, answer: CannedAnswer, run: () => Promise<T>): Promise<T> {
+    server.answerWith(path, answer);
+    try {
+      return await run();
+    } finally {
+      server.answerWith(path, null);
+    }
+  }
+  const JSON_TYPE = "application/json";
+
+  it("reads a form-encoded token answer and an error sent with 200, as older servers send them", async () => {
+    const p = provider();
+    const tokens = await answering(
+      "/token",
+      { status: 200, contentType: "application/x-www-form-urlencoded", body: "access_token=at_form&expires_in=60&scope=read" },
+      () => p.refresh({ accessToken: "old", refreshToken: "rt_any" }),
+    );
+    expect(tokens).toMatchObject({ accessToken: "at_form", refreshToken: "rt_any", scope: "read" });
+    await expect(
+      answering("/token", { status: 200, contentType: JSON_TYPE, body: '{"error":"invalid_grant"}' }, () => p.refresh({ accessToken: "a", refreshToken: "r" })),
+    ).rejects.toMatchObject({ kind: "invalid_grant" });
+  });
+
+  it("a 401 without a body at the token endpoint is the client's credentials, not the user's token", async () => {
+    await expect(answering("/token", { status: 401 }, () => provider().verifyCredentials(REDIRECT))).rejects.toMatchObject({
+      kind: "misconfigured",
+    });
+  });
+
+  it("an answer that is no token response, or a userinfo answer that is no object, breaks the protocol", async () => {
+    const p = provider();
+    await expect(
+      answering("/token", { status: 200, contentType: "text/html", body: "<html>login</html>" }, () => p.refresh({ accessToken: "a", refreshToken: "r" })),
+    ).rejects.toMatchObject({ kind: "protocol" });
+    await expect(
+      answering("/userinfo", { status: 200, contentType: JSON_TYPE, body: "[1]" }, () => p.fetchIdentity({ accessToken: "a" })),
+    ).rejects.toMatchObject({
+      kind: "protocol",
+    });
+    // A 403 says nothing about whether the token lives: no verdict, an error to look at.
+    await expect(answering("/userinfo", { status: 403 }, () => p.check({ accessToken: "a", refreshable: false }))).rejects.toMatchObject({
+      kind: "protocol",
+    });
+  });
+});
+
 describe("OAuth2Provider: keeping the token alive", () => {
   it("refreshes with rotation: new tokens, and the spent refresh token is refused", async () => {
     const p = provider();
@@ -372,8 +420,12 @@ describe("OAuth2Provider: an unavailable service", () => {
   it("a service that is not there at all is `unavailable`", async () => {
     const gone = await startOAuth2Emulator({ clientId: "broker-client", clientSecret: SECRET, redirectUris: [REDIRECT] });
     const p = provider({}, gone);
-    const tokens = await connect(p, "ivan", gone);
-    await gone.close();
+    let tokens: Awaited<ReturnType<typeof connect>>;
+    try {
+      tokens = await connect(p, "ivan", gone);
+    } finally {
+      await gone.close();
+    }
     await expect(p.check(toCheck(tokens))).rejects.toMatchObject({ kind: "unavailable" });
     await expect(p.refresh(tokens)).rejects.toMatchObject({ kind: "unavailable" });
   });
