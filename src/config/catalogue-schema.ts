@@ -7,8 +7,8 @@ import { SERVER_NAME } from "./catalogue.ts";
 import { impliedScopeProblem, SCOPE_TOKEN } from "./client-interop.ts";
 import { isPlainHttpUrl } from "./values.ts";
 
-/** Keys a later version reads (connected accounts): refused as "not supported by this version", not as typos. */
-export const LATER_KEYS: readonly string[] = ["connection", "connectionInject", "connections"];
+import { injectHeaderProblem, TOKEN_PLACEHOLDER } from "./connections.ts";
+import { ENV_NAME } from "./values.ts";
 
 /**
  * The longest tool name (MCP 2025-11-25, "Tool Names": 1 to 128 characters). A pattern whose
@@ -92,6 +92,114 @@ function knownScopes(scopes: unknown): string[] {
   return [...new Set(["mcp", ...declared])];
 }
 
+const ConnectionInjectSchema = z.union(
+  [
+    z.strictObject({
+      header: z.string().superRefine((header, ctx) => {
+        const problem = injectHeaderProblem(header);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      }),
+      format: z
+        .string()
+        .refine((f) => f.includes(TOKEN_PLACEHOLDER), { error: `expected a format holding ${TOKEN_PLACEHOLDER}, e.g. "Bearer {token}"` })
+        .refine((f) => !/[\r\n]/.test(f), { error: "a header value cannot hold a line break" })
+        .optional(),
+    }),
+    z.strictObject({ env: z.string().regex(ENV_NAME, { error: "expected a variable name: letters, digits and _, e.g. GITHUB_TOKEN" }) }),
+  ],
+  { error: 'expected { header: NAME, format: "Bearer {token}" } (HTTP) or { env: NAME } (stdio)' },
+);
+
+/** A server's connectionInject against its kind: a header for HTTP, a variable for stdio (required there). */
+function connectionInjectProblems(s: Readonly<Record<string, unknown>>, ctx: z.RefinementCtx): void {
+  const inject = record(s.connectionInject);
+  if (Array.isArray(s.exchangeClients) && s.exchangeClients.length > 0 && !present(s.connection))
+    ctx.addIssue({
+      code: "custom",
+      path: ["exchangeClients"],
+      message: "names clients that exchange for this server's connection, but it names no connection: add connection",
+    });
+  if (inject && !present(s.connection))
+    ctx.addIssue({
+      code: "custom",
+      path: ["connectionInject"],
+      message: "says how a connection's token is passed, but the server names no connection: add connection",
+    });
+  if (!present(s.connection)) return;
+  if (present(s.command) && !present(inject?.env))
+    ctx.addIssue({
+      code: "custom",
+      path: ["connectionInject"],
+      message: "a stdio server receives the connection's token in its environment: write connectionInject: { env: NAME }",
+    });
+  const variable = inject?.env;
+  if (typeof variable === "string" && (variable === s.tokenEnv || Object.hasOwn(record(s.env) ?? {}, variable)))
+    ctx.addIssue({
+      code: "custom",
+      path: ["connectionInject", "env"],
+      message: `${variable} is already the upstream token's variable (tokenEnv) or a fixed one (env): choose another name`,
+    });
+  if (present(s.url) && present(inject?.env))
+    ctx.addIssue({
+      code: "custom",
+      path: ["connectionInject", "env"],
+      message: 'an HTTP server receives the token in a header: write { header: Authorization, format: "Bearer {token}" }',
+    });
+}
+
+/** A connection name: in the URL PUBLIC_URL/account/connect/<name>. */
+const CONNECTION_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+const httpsOrLoopback = z
+  .string()
+  .refine(isPlainHttpUrl, { error: "expected an absolute http(s) URL without query or fragment" })
+  .meta({ pattern: "^(https?://|\\$\\{)" });
+
+const connectionCommon = {
+  title: z.string().trim().min(1).max(80).optional().meta({ description: "how pages name the service (default: GitHub, Google, or the provider's host)" }),
+  clientId: z.string().min(1).meta({ description: "the broker's client id at the service" }),
+  clientSecret: z.string().min(1).meta({ description: "its client secret (write $\u007bNAME} to read it from the environment)" }),
+  scopes: z
+    .array(z.string().regex(SCOPE_TOKEN, { error: "expected a scope name (printable ASCII, no spaces)" }))
+    .optional()
+    .meta({ description: "the scopes asked of the user" }),
+};
+
+export const ConnectionSchema = z
+  .discriminatedUnion(
+    "provider",
+    [
+      z.strictObject({
+        provider: z.literal("github"),
+        ...connectionCommon,
+        url: httpsOrLoopback.optional().meta({ description: "GitHub Enterprise Server's base URL (default https://github.com)" }),
+        apiUrl: httpsOrLoopback.optional().meta({ description: "its API base URL (default https://api.github.com, or <url>/api/v3 for GHES)" }),
+      }),
+      z.strictObject({ provider: z.literal("google"), ...connectionCommon }),
+      z.strictObject({ provider: z.literal("oidc"), ...connectionCommon, issuer: httpsOrLoopback.meta({ description: "the issuer (discovery)" }) }),
+      z.strictObject({
+        provider: z.literal("oauth2"),
+        ...connectionCommon,
+        authorizeUrl: httpsOrLoopback,
+        tokenUrl: httpsOrLoopback,
+        revokeUrl: httpsOrLoopback.optional().meta({ description: "RFC 7009 revocation, used at Disconnect" }),
+        userinfoUrl: httpsOrLoopback.optional().meta({ description: "a JSON endpoint naming the account (id, login): shown on /account" }),
+        tokenAuth: z
+          .enum(["client_secret_basic", "client_secret_post"])
+          .optional()
+          .meta({ description: "how the broker authenticates at tokenUrl (default client_secret_basic; Linear and Atlassian document client_secret_post)" }),
+        subjectField: z.string().min(1).optional().meta({ description: "the userinfo field with the account's id (default id, then sub; a.b for nested)" }),
+        loginField: z.string().min(1).optional().meta({ description: "the userinfo field with the account's name (default login, username, email, name)" }),
+        authorizeParams: z
+          .record(z.string(), z.string())
+          .optional()
+          .meta({ description: "extra parameters of the authorization request, e.g. { audience: api.atlassian.com, prompt: consent }" }),
+      }),
+    ],
+    { error: "expected provider: github, google, oidc or oauth2" },
+  )
+  .meta({ description: "a service where each user connects an account of their own" });
+
 export const ServerSchema = z
   .strictObject({
     name: z
@@ -125,6 +233,17 @@ export const ServerSchema = z
     scopeImplies: z.record(scopeName, z.array(scopeName).min(1)).optional().meta({ description: "scopes that include others: docs:write: [docs:read]" }),
     access: AccessRulesSchema.optional().meta({ description: "who may use this server: narrows, never widens, the global policy" }),
     tools: z.array(ToolRuleSchema).optional().meta({ description: "permissions per tool: the first rule whose match names the tool decides" }),
+    connection: z
+      .string()
+      .optional()
+      .meta({ description: "a connection of connections: the user's own token for it reaches this server (the user connects it at sign-in)" }),
+    exchangeClients: z.array(z.string().min(1).max(200)).optional().meta({
+      description:
+        "client ids (clients add --grant-type urn:ietf:params:oauth:grant-type:token-exchange) with which this server exchanges the X-Auth-Assertion it received for the user's connection token",
+    }),
+    connectionInject: ConnectionInjectSchema.optional().meta({
+      description: 'how the token reaches the server: { header: Authorization, format: "Bearer {token}" } (the default for HTTP) or, for stdio, { env: NAME }',
+    }),
   })
   // Runs on what parsed even when a neighbouring field did not: every mistake at once.
   .superRefine(
@@ -138,6 +257,7 @@ export const ServerSchema = z
       if (present(s.url) && !present(s.command))
         for (const key of ["cwd", "env", "tokenEnv"] as const)
           if (present(s[key])) ctx.addIssue({ code: "custom", path: [key], message: "only applies to a stdio server (command)" });
+      connectionInjectProblems(s, ctx);
       const known = knownScopes(s.scopes);
       for (const [scope, implied] of Object.entries(record(s.scopeImplies) ?? {})) {
         const problem = impliedScopeProblem(scope, known, "scopes");
@@ -191,7 +311,26 @@ export const CatalogueFileSchema = z
         { when: (payload) => Array.isArray(payload.value) },
       )
       .meta({ description: "the MCP servers this broker fronts, each at PUBLIC_URL/mcp/<name>" }),
+    connections: z
+      .record(z.string().regex(CONNECTION_NAME, { error: "expected a URL-safe name: lower-case letters, digits and -, e.g. github" }), ConnectionSchema)
+      .optional()
+      .meta({ description: "services where each user connects an account of their own, named by servers' connection" }),
   })
+  .superRefine(
+    (file, ctx) => {
+      const connections = Object.keys(record(file.connections) ?? {});
+      for (const [i, server] of (Array.isArray(file.servers) ? file.servers : []).entries()) {
+        const name = record(server)?.connection;
+        if (typeof name === "string" && !connections.includes(name))
+          ctx.addIssue({
+            code: "custom",
+            path: ["servers", i, "connection"],
+            message: `names the connection ${JSON.stringify(name)}, which connections does not list${connections.length ? ` (${connections.join(", ")})` : ""}: add it there or correct the name`,
+          });
+      }
+    },
+    { when: (payload) => record(payload.value) !== undefined },
+  )
   .meta({
     title: "mcp-auth-broker configuration file",
     description: `BROKER_CONFIG, or mcp-auth-broker serve --config FILE; \${NAME} in a value reads the environment variable NAME`,
@@ -207,6 +346,8 @@ export const KNOWN_KEYS = {
   tool: Object.keys(ToolRuleSchema.shape),
   access: Object.keys(AccessRulesSchema.shape),
 } as const;
+
+export type ConnectionInput = z.infer<typeof ConnectionSchema>;
 
 /** The file's JSON Schema (draft-07, which editors' YAML and JSON support reads), as `config schema` prints it. */
 export function catalogueJsonSchema(): Record<string, unknown> {

@@ -4,6 +4,7 @@
 // /mcp; a configuration file (BROKER_CONFIG) gives as many as it lists.
 import type { StdioServerConfig } from "./stdio-server.ts";
 import type { ScopeImplications } from "./client-interop.ts";
+import type { ConnectionConfig, ServerConnection } from "./connections.ts";
 
 /** A server's name: in its URL path and its metric labels, so URL-safe and short. */
 export const SERVER_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -66,11 +67,17 @@ export interface McpServerEntry {
   /** Narrows (never widens) the global access policy; undefined: the global policy alone. */
   readonly access: AccessRules | undefined;
   readonly tools: readonly ToolRule[];
+  /** The connected account whose token (the user's own) reaches this server; undefined: none. */
+  readonly connection?: ServerConnection | undefined;
+  /** Clients (the server itself, registered by the operator) that may exchange its assertions for the connection's token (RFC 8693). */
+  readonly exchangeClients?: readonly string[] | undefined;
 }
 
 export interface Catalogue {
   /** In the order written; names unique; at most one isDefault. */
   readonly servers: readonly McpServerEntry[];
+  /** The services users connect accounts at (the file's `connections`); none from the environment. */
+  readonly connections?: readonly ConnectionConfig[] | undefined;
   /** Where the catalogue came from: the environment, or the file's absolute path. */
   readonly source: { readonly kind: "environment" } | { readonly kind: "file"; readonly path: string };
 }
@@ -83,6 +90,17 @@ export function defaultServer(catalogue: Catalogue): McpServerEntry | undefined 
 /** The entry whose resource URI is `resource` (canonical form), if any. */
 export function serverByResource(catalogue: Catalogue, resource: string): McpServerEntry | undefined {
   return catalogue.servers.find((s) => s.resourceUrl === resource);
+}
+
+/** The configured connection `name`, if any. */
+export function connectionByName(catalogue: Catalogue, name: string): ConnectionConfig | undefined {
+  return catalogue.connections?.find((c) => c.name === name);
+}
+
+/** The connections a server needs, as configured (none, or the one it names). */
+export function connectionsNeeded(catalogue: Catalogue, server: McpServerEntry): readonly ConnectionConfig[] {
+  const needed = server.connection && connectionByName(catalogue, server.connection.name);
+  return needed ? [needed] : [];
 }
 
 /** Whether the user's upstream access token reaches this server (a header, or the stdio child's tokenEnv). */
@@ -105,6 +123,10 @@ export class LiveCatalogue implements Catalogue {
 
   get servers(): readonly McpServerEntry[] {
     return this.current.servers;
+  }
+
+  get connections(): readonly ConnectionConfig[] | undefined {
+    return this.current.connections;
   }
 
   get source(): Catalogue["source"] {

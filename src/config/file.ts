@@ -10,7 +10,8 @@ import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, vis
 import type { z } from "zod";
 import { parseAccessRules, type AccessRuleKind, type AccessRuleWording } from "./access-policy.ts";
 import type { AccessRules, Catalogue, McpBackend, McpServerEntry, ToolRule } from "./catalogue.ts";
-import { AT_KEY, CatalogueFileSchema, KNOWN_KEYS, LATER_KEYS, ServerSchema, type ServerInput } from "./catalogue-schema.ts";
+import { AT_KEY, CatalogueFileSchema, KNOWN_KEYS, ServerSchema, type ServerInput } from "./catalogue-schema.ts";
+import { connectionsOf, serverConnection } from "./connection-entries.ts";
 import { closeImplications, DEFAULT_DESCRIPTIONS } from "./client-interop.ts";
 import { stdioServerFrom, type StdioField, type StdioLimits } from "./stdio-server.ts";
 import { ConfigError, ENV_NAME, type Env, type UpstreamKind } from "./values.ts";
@@ -174,7 +175,6 @@ function knownKeysAt(objectPath: KeyPath): readonly string[] {
 }
 
 function unknownKeyMessage(key: string, known: readonly string[]): string {
-  if (LATER_KEYS.includes(key)) return `${key} is not supported by this version of mcp-auth-broker: remove it`;
   const nearest = known.map((k) => ({ k, d: leven(key.toLowerCase(), k.toLowerCase()) })).sort((a, b) => a.d - b.d)[0];
   const hint = nearest && nearest.d <= Math.max(2, Math.floor(key.length / 3)) ? ` (did you mean ${nearest.k}?)` : "";
   return `${key} is not a setting here${hint}; known: ${known.join(", ")}`;
@@ -294,6 +294,8 @@ function catalogueEntry(server: ServerInput, index: number, isDefault: boolean, 
     }),
     access,
     tools: Object.freeze(tools),
+    connection: serverConnection(server),
+    exchangeClients: Object.freeze([...(server.exchangeClients ?? [])]),
   });
 }
 
@@ -391,6 +393,7 @@ export function loadCatalogueFile(context: CatalogueFileContext): Catalogue {
   if (problems.count || !parsed.success) throw new ConfigFileError(context.file, problems.sorted());
   return Object.freeze({
     servers: Object.freeze(entries.filter((e): e is McpServerEntry => e !== undefined)),
+    connections: connectionsOf(parsed.data.connections),
     source: Object.freeze({ kind: "file" as const, path: path.resolve(context.cwd, context.file) }),
   });
 }

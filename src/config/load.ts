@@ -118,6 +118,13 @@ export function callbackUrl(publicUrl: string): string {
   return `${publicUrl}${callbackPath}`;
 }
 
+export const connectCallbackPath = "/oauth/connect/callback";
+
+/** The redirect URI registered at each connected-account service: PUBLIC_URL/oauth/connect/callback. */
+export function connectCallbackUrl(publicUrl: string): string {
+  return `${publicUrl}${connectCallbackPath}`;
+}
+
 export { isLoopbackHost };
 
 /**

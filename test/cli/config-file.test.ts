@@ -52,7 +52,7 @@ const FIVE_AT = [
   /^broken\.yaml:6:5: servers\[1\]\.titel: titel is not a setting here \(did you mean title\?\)/,
   /^broken\.yaml:8:10: servers\[2\]\.url: expected an absolute http\(s\) URL/,
   /^broken\.yaml:10:18: servers\[2\]\.tools\[0\]\.match: only \* is a wildcard here/,
-  /^broken\.yaml:11:5: servers\[2\]\.connection: connection is not supported by this version of mcp-auth-broker/,
+  /^broken\.yaml:11:17: servers\[2\]\.connection: names the connection "github", which connections does not list/,
 ];
 
 const GOOD = "servers:\n  - name: docs\n    url: http://127.0.0.1:9/mcp\n    default: true\n  - name: notes\n    command: node notes.js\n";
@@ -151,8 +151,20 @@ describe("config schema", () => {
     ["a name that is not URL-safe", false, { servers: [{ ...server, name: "Team Docs" }] }],
     ["a URL that is not http(s)", false, { servers: [{ ...server, url: "ftp://x" }] }],
     ["an unknown key", false, { servers: [{ ...server, titel: "x" }] }],
-    ["a connection (a later version's)", false, { servers: [{ ...server, connection: "github" }] }],
-    ["connections at the top", false, { servers: [server], connections: {} }],
+    [
+      "a connection, injected neither as a header nor a variable",
+      false,
+      { servers: [{ ...server, connection: "gh", connectionInject: {} }], connections: { gh: { provider: "github", clientId: "a", clientSecret: "b" } } },
+    ],
+    ["a connection of an unknown provider", false, { servers: [server], connections: { gh: { provider: "slack", clientId: "a", clientSecret: "b" } } }],
+    [
+      "a server with its connection",
+      true,
+      {
+        servers: [{ ...server, connection: "gh", connectionInject: { header: "X-GitHub-Token" } }],
+        connections: { gh: { provider: "github", clientId: "a", clientSecret: "b", scopes: ["repo"] } },
+      },
+    ],
     ["a default that is not a boolean", false, { servers: [{ ...server, default: "yes" }] }],
     ["a command list of numbers", false, { servers: [{ name: "n", command: [1, 2] }] }],
     ["a scope name with a space", false, { servers: [{ ...server, scopes: { "docs read": "x" } }] }],

@@ -85,8 +85,11 @@ describe("the stdio server's environment", () => {
     const env = childEnvironment(
       { PATH: "/bin", HOME: "/home/b", LC_ALL: "C", SECRET_KEY: "s", DATABASE_URL: "postgres://x", UPSTREAM_CLIENT_SECRET: "c", NODE_OPTIONS: "--x" },
       { EXTRA: "1", PATH: "/opt/bin" },
-      { variable: "TOKEN", value: "t" },
+      [
+        { variable: "TOKEN", value: "t" },
+        { variable: "GITHUB_TOKEN", value: "g" },
+      ],
     );
-    expect(env).toEqual({ PATH: "/opt/bin", HOME: "/home/b", LC_ALL: "C", EXTRA: "1", TOKEN: "t" });
+    expect(env).toEqual({ PATH: "/opt/bin", HOME: "/home/b", LC_ALL: "C", EXTRA: "1", TOKEN: "t", GITHUB_TOKEN: "g" });
   });
 });
