@@ -13,7 +13,7 @@ import { readAuditLog, readAuditLogForward, type AuditFilter, type AuditRecord }
 import { createUpstreamProvider } from "./upstream/create.ts";
 import type { UpstreamProvider } from "./upstream/provider.ts";
 import { systemClock, type Clock } from "./lib/clock.ts";
-import { SigningKeys } from "./grants/signing-keys.ts";
+import type { SigningKeys } from "./grants/signing-keys.ts";
 import { IdentityAssertions } from "./grants/identity-assertion.ts";
 import type { JsonFetcher } from "./outbound/guarded-fetch.ts";
 import { activeTracer } from "./telemetry/span.ts";
@@ -70,7 +70,7 @@ export function createServices(
     clock: options.clock,
     documentFetcher: options.documentFetcher,
   });
-  const signingKeys = new SigningKeys(database.db, secrets, options.clock ?? systemClock);
+  const { signingKeys } = grants;
   return {
     secrets,
     provider,

@@ -17,6 +17,8 @@ import { machineSubject } from "./types.ts";
 import type { IdentityFacts } from "./policy.ts";
 import type { AccessTokenWithGrant } from "../store/hot-store.ts";
 import { grantAccess, type ServerAccessDecision } from "./server-access.ts";
+import type { Connections, ConnectionState } from "./connections.ts";
+import type { CallerConnection } from "./caller-identity.ts";
 
 export interface ValidatedAccess {
   readonly tokenHash: string;
@@ -41,6 +43,12 @@ export interface ValidatedAccess {
    * (kept in memory only).
    */
   readonly upstreamAccessToken?: string | undefined;
+  /** The user's own token for the connection the server names (connected accounts), or why there is none. */
+  readonly connection?: CallerConnection | undefined;
+}
+
+function toCaller(state: ConnectionState, name: string): CallerConnection {
+  return state.status === "ok" ? { name, token: state.token } : { name, token: undefined, missing: state.reason };
 }
 
 interface CacheEntry {
@@ -90,7 +98,13 @@ function liveToken(row: AccessTokenWithGrant | null, now: Date): { readonly live
   return { live: row, machine };
 }
 
-function validatedAccess(hash: string, row: AccessTokenWithGrant, facts: IdentityFacts, upstreamAccessToken: string | undefined): ValidatedAccess {
+function validatedAccess(
+  hash: string,
+  row: AccessTokenWithGrant,
+  facts: IdentityFacts,
+  upstreamAccessToken: string | undefined,
+  connection: CallerConnection | undefined,
+): ValidatedAccess {
   return {
     tokenHash: hash,
     grantId: row.grantId,
@@ -104,6 +118,7 @@ function validatedAccess(hash: string, row: AccessTokenWithGrant, facts: Identit
     expiresAt: row.expiresAt,
     facts,
     upstreamAccessToken,
+    connection,
   };
 }
 
@@ -118,6 +133,7 @@ export class AccessValidator {
     private readonly sessions: UpstreamSessions,
     private readonly usage: UsageRecorder,
     bus: RevocationBus,
+    private readonly connections?: Connections,
     maxEntries = 50_000,
   ) {
     this.cache = boundedCache<string, CacheEntry>(maxEntries, {
@@ -185,14 +201,27 @@ export class AccessValidator {
     const server = serverByResource(this.ctx.config.catalogue, row.resource);
     if (row.grant.upstreamSessionId && server && passesUpstreamToken(server))
       upstreamAccessToken = (await this.sessions.tokensOf(row.grant.upstreamSessionId))?.accessToken;
-    const entry: CacheEntry = { access: validatedAccess(hash, row, facts, upstreamAccessToken), validUntil };
-    if (validUntil > this.ctx.clock.now()) {
+    const connection = await this.connectionOf(row, server?.connection?.name);
+    const until = connection?.status === "ok" ? Math.min(validUntil, connection.validUntil) : validUntil;
+    const entry: CacheEntry = {
+      access: validatedAccess(hash, row, facts, upstreamAccessToken, connection && toCaller(connection, server?.connection?.name ?? "")),
+      validUntil: until,
+    };
+    // A missing connection is looked up again at the next request: the user may be connecting it now.
+    if (until > this.ctx.clock.now() && connection?.status !== "missing") {
       this.cache.set(hash, entry);
       const keys = this.byGrant.get(row.grantId) ?? new Set<string>();
       this.byGrant.set(row.grantId, keys);
       keys.add(hash);
     }
     return entry;
+  }
+
+  /** The state of the connection the token's server needs (none: undefined); a machine client has none. */
+  private async connectionOf(row: AccessTokenWithGrant, name: string | undefined): Promise<ConnectionState | undefined> {
+    if (!name || !this.connections) return undefined;
+    if (!row.grant.subject || !row.grant.upstreamSessionId) return { status: "missing", reason: "not_connected" };
+    return this.connections.tokenFor(row.grant.subject, name, row.grant.upstreamSessionId);
   }
 
   /** Who the token speaks for, as of the last upstream check (made now when due), and until when that holds. */

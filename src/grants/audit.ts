@@ -27,6 +27,14 @@ export type AuditEventType =
   /** A tools/call the server's tool rules refused (detail: server, tool, rule). */
   | "tool.denied"
   | "upstream.revoke_failed"
+  /** A user connected an account at a service of `connections` (detail: connection, account). */
+  | "connection.linked"
+  | "connection.refreshed"
+  /** The service refused a connection (revoked, refresh refused): the user must connect again. */
+  | "connection.invalid"
+  | "connection.disconnected"
+  /** A server exchanged an identity assertion for a user's connection token (RFC 8693). */
+  | "connection.token_exchanged"
   | "sweep.completed";
 
 export interface AuditEntry {

@@ -18,4 +18,11 @@ export interface CallerIdentity {
   readonly facts: IdentityFacts;
   /** The upstream IdP access token; only set when it is passed on (FORWARD_UPSTREAM_TOKEN, MCP_SERVER_TOKEN_ENV). */
   readonly upstreamAccessToken?: string | undefined;
+  /** The connected account the server needs (connected accounts): the user's token there, or why it lacks. */
+  readonly connection?: CallerConnection | undefined;
 }
+
+/** The user's token for the connection a server names, or why there is none (the client is told how to fix it). */
+export type CallerConnection =
+  | { readonly name: string; readonly token: string; readonly missing?: undefined }
+  | { readonly name: string; readonly token: undefined; readonly missing: "not_connected" | "revoked" };

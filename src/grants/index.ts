@@ -32,6 +32,9 @@ import { RateLimiter, REGISTRATION_RATE_LIMIT } from "./rate-limit.ts";
 import { ClientKeys } from "./client-keys.ts";
 import { ClientAssertions } from "./client-assertion.ts";
 import { ClientAuthentication } from "./client-authentication.ts";
+import { Connections } from "./connections.ts";
+import { ConnectFlow } from "./connect-flow.ts";
+import { SigningKeys } from "./signing-keys.ts";
 
 export interface Grants {
   readonly context: GrantsContext;
@@ -52,6 +55,11 @@ export interface Grants {
   /** The connected-apps page: its upstream sign-in and CSRF tokens, and the user's grants. */
   readonly accountSignIn: AccountSignIn;
   readonly connectedApps: ConnectedApps;
+  /** Connected accounts: the users' own tokens at the services of `connections`, and connecting them. */
+  readonly connections: Connections;
+  readonly connectFlow: ConnectFlow;
+  /** The broker's signing keys (X-Auth-Assertion, /.well-known/jwks.json); token exchange verifies with them. */
+  readonly signingKeys: SigningKeys;
   /** Dynamic registrations per client address, counted in the database (shared by every instance). */
   readonly registrationLimit: RateLimiter;
   sweep(options?: Partial<SweepOptions>): Promise<SweepResult>;
@@ -120,7 +128,9 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
   const lifecycle = new GrantLifecycle(context, bus);
   const sessions = new UpstreamSessions(context, lifecycle);
   const usage = new UsageRecorder(context);
-  const validator = new AccessValidator(context, sessions, usage, bus);
+  const connections = new Connections(context, lifecycle, (sessionId) => sessions.tokensOf(sessionId));
+  const signingKeys = new SigningKeys(input.db, input.secrets, clock);
+  const validator = new AccessValidator(context, sessions, usage, bus, connections);
   const fetcher = documentFetcher ?? createGuardedFetcher({ allowPrivateNetworks: input.config.clients.cimd.allowPrivateNetworks });
   const { clients, clientAuthentication } = clientServices(context, fetcher);
   const transactions = new AuthorizationTransactions(input.db, purposeKey(input.config.secretKey, "consent-csrf/v1"), clock);
@@ -136,11 +146,14 @@ export function createGrants({ clock = systemClock, documentFetcher, hot, ...inp
     clientAuthentication,
     transactions,
     consents,
-    tokens: createTokenIssuer({ ...context, clients, lifecycle, sessions, validator, bus }),
-    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities, transactions, consents),
+    tokens: createTokenIssuer({ ...context, clients, lifecycle, sessions, validator, bus, connections, signingKeys }),
+    upstreamLogin: new UpstreamLogin(context, sessions, browserIdentities, transactions, consents, connections),
     browserIdentities,
     accountSignIn: new AccountSignIn(context, browserIdentities, purposeKey(input.config.secretKey, "account-csrf/v1")),
     connectedApps: new ConnectedApps(context, lifecycle),
+    connections,
+    connectFlow: new ConnectFlow(context, connections),
+    signingKeys,
     revocationFeed: new RevocationFeed(context, bus),
     registrationLimit: new RateLimiter(createRateBuckets(input.db), REGISTRATION_RATE_LIMIT, {
       purpose: "register",

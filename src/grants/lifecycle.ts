@@ -24,7 +24,11 @@ export type RevocationReason =
   | "user_revoked"
   | "idle_timeout"
   | "max_age"
-  | "client_removed";
+  | "client_removed"
+  /** The user disconnected a connected account its MCP server needs. */
+  | "connection_removed"
+  /** The connected account its MCP server needs is gone (revoked at the service) and the client cannot be sent to reconnect it. */
+  | "connection_invalid";
 
 export interface GrantDeadlines {
   readonly revokedAt: Date | null;

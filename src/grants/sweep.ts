@@ -79,7 +79,15 @@ type Removed = Omit<SweepResult, "timedOut" | "evictedClients">;
 
 /** Every row that can never be used again, removed in one transaction; how many of each kind. */
 async function removeDead(tx: Tx, { now, deadBefore, auditBefore, mcpSessionsBefore, unusedClientsBefore }: Cutoffs): Promise<Removed> {
+  // A sign-in that waited for connected accounts in vain leaves its upstream session unused.
+  const abandoned = await tx.authTransaction.findMany({
+    where: { expiresAt: { lt: now }, upstreamSessionId: { not: null } },
+    select: { upstreamSessionId: true },
+  });
+  const waited = abandoned.map((t) => t.upstreamSessionId).filter((id): id is string => id !== null);
+  if (waited.length > 0) await tx.upstreamSession.deleteMany({ where: { id: { in: waited }, grants: { none: {} } } });
   const transactions = (await tx.authTransaction.deleteMany({ where: { expiresAt: { lt: now } } })).count;
+  await tx.connectAttempt.deleteMany({ where: { expiresAt: { lt: now } } });
   const codes = (await tx.authorizationCode.deleteMany({ where: { expiresAt: { lt: now } } })).count;
   const accessTokens = (await tx.accessToken.deleteMany({ where: { OR: [{ expiresAt: { lt: now } }, { revokedAt: { lt: deadBefore } }] } })).count;
   const refreshTokens = (await tx.refreshToken.deleteMany({ where: { OR: [{ expiresAt: { lt: now } }, { revokedAt: { lt: deadBefore } }] } })).count;

@@ -67,6 +67,23 @@ export class AuthorizationTransactions {
   }
 
   /**
+   * A transaction waiting for connected accounts (after its sign-in), unexpired, when `presented`
+   * is its binding and, with `csrf`, the form's token is its own; else null.
+   */
+  async connectingFor(id: string, presented: string | null, csrf?: string): Promise<Transaction | null> {
+    if (id.length > 100 || !this.boundTo(id, presented)) return null;
+    if (csrf !== undefined && !constantTimeEqual(csrf, this.csrfToken(id))) return null;
+    const tx = await this.db.authTransaction.findUnique({ where: { id } });
+    if (tx?.status !== "connecting" || tx.expiresAt <= dateOf(this.clock)) return null;
+    return tx;
+  }
+
+  /** Ends a transaction the user cancelled at its connect step; false when it was not waiting. */
+  async cancelConnecting(id: string): Promise<boolean> {
+    return (await this.db.authTransaction.updateMany({ where: { id, status: "connecting" }, data: { status: "denied" } })).count === 1;
+  }
+
+  /**
    * Records the user's decision, once: only from the browser that started the transaction (its
    * binding presented), with the form's CSRF token, while it is pending. Returns false when any of
    * that does not hold.

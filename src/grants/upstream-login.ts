@@ -21,6 +21,15 @@ import type { BrowserIdentities } from "./browser-identities.ts";
 import type { AuthorizationTransactions } from "./transactions.ts";
 import type { Consents } from "./consents.ts";
 import { firstLine } from "../lib/error-text.ts";
+import type { Connections } from "./connections.ts";
+import { TRANSACTION_TTL_SECONDS } from "./transactions.ts";
+import type { Tx } from "../store/db.ts";
+import type { UpstreamIdentity, UpstreamTokens } from "../upstream/provider.ts";
+
+/** Whose grant a code is issued for: a sign-in just completed, or one that waited for connected accounts. */
+type SignedInUser =
+  | { readonly kind: "new"; readonly identity: UpstreamIdentity; readonly tokens: UpstreamTokens; readonly rule: string }
+  | { readonly kind: "stored"; readonly sessionId: string; readonly subject: string };
 
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
 
@@ -34,6 +43,11 @@ export interface AuthorizationCallback extends BrowserCallback {
 export type CallbackDestination =
   /** Back to the client: its redirect URI with the broker's code, or with an OAuth error. */
   | { readonly kind: "redirect"; readonly location: string }
+  /**
+   * Signed in, but the server needs connected accounts the user lacks: back to the consent page,
+   * which shows the connect step (the transaction goes on, in this browser).
+   */
+  | { readonly kind: "connect"; readonly location: string; readonly waitsUntil: Date }
   /**
    * The account is not admitted by the access policy: a page says so to the person, and its button
    * returns to the client (this browser just approved it) with error=access_denied.
@@ -64,6 +78,7 @@ export class UpstreamLogin implements UpstreamLoginStarter {
     private readonly browserIdentities: BrowserIdentities,
     private readonly transactions: AuthorizationTransactions,
     private readonly consents: Consents,
+    private readonly connections?: Connections,
   ) {
     this.providerName = ctx.provider.displayName;
   }
@@ -171,7 +186,10 @@ export class UpstreamLogin implements UpstreamLoginStarter {
         returnTo: toClient({ error: "access_denied", error_description: `This ${this.providerName} account may not use ${serverTitle}.` }),
       };
     }
-    const code = await this.issueCode(tx, signIn, input.ip);
+    const { identity: who } = signIn;
+    if (this.connections && (await this.connections.missingFor(who.subject, tx.resource, signIn.tokens.scope)).length > 0)
+      return this.awaitConnections(tx, signIn, input.browserSessionId);
+    const code = await this.issueCode(tx, { kind: "new", identity: who, tokens: signIn.tokens, rule: signIn.rule }, input.ip);
     // Who signed in, for this browser's next consent page and its /account, under a new browser
     // session id; the consent this sign-in completes goes along.
     const { identity } = signIn;
@@ -185,22 +203,78 @@ export class UpstreamLogin implements UpstreamLoginStarter {
   }
 
   /**
+   * Keeps an admitted sign-in whose server needs connected accounts the user lacks: its upstream
+   * session stored, the transaction `connecting` (a fresh deadline for the connect steps), the
+   * browser signed in. The consent page shows the connect step next.
+   */
+  private async awaitConnections(tx: AuthTransaction, signIn: AdmittedSignIn, browserSessionId: string | null): Promise<CallbackOutcome> {
+    const now = dateOf(this.ctx.clock);
+    const waitsUntil = new Date(now.getTime() + TRANSACTION_TTL_SECONDS * 1000);
+    await this.ctx.db.$transaction(async (db) => {
+      const sessionId = await this.sessions.create(db, signIn.identity, signIn.tokens, now);
+      const moved = await db.authTransaction.updateMany({
+        where: { id: tx.id, status: "exchanging" },
+        data: { status: "connecting", upstreamSessionId: sessionId, upstreamVerifierEnc: null, expiresAt: waitsUntil },
+      });
+      if (moved.count !== 1) throw alreadyUsed(START_AGAIN);
+    });
+    const { identity } = signIn;
+    const next = await this.browserIdentities.signIn(browserSessionId, { subject: identity.subject, login: identity.login, provider: this.ctx.provider.kind });
+    await this.consents.remember({ browserSessionId: next, clientId: tx.clientId, redirectUri: tx.redirectUri, scope: tx.scope, resource: tx.resource });
+    return {
+      transactionId: tx.id,
+      browserSessionId: next,
+      kind: "connect",
+      waitsUntil,
+      location: `${this.ctx.config.publicUrl}/consent?transaction=${encodeURIComponent(tx.id)}`,
+    };
+  }
+
+  /**
+   * Ends the wait of a `connecting` transaction once every connection its server needs exists:
+   * the grant and the code are made on the stored sign-in. Where to send the browser (the client,
+   * with its code); a PageError when the transaction is not waiting or a connection still lacks.
+   */
+  async finishConnecting(tx: AuthTransaction, ip: string | undefined): Promise<string> {
+    const session = tx.upstreamSessionId ? await this.ctx.db.upstreamSession.findUnique({ where: { id: tx.upstreamSessionId } }) : null;
+    if (tx.status !== "connecting" || !session || session.status !== "active" || tx.expiresAt <= dateOf(this.ctx.clock))
+      throw new PageError("invalid_request", "Sign-in expired", "This authorization request is no longer waiting.", START_AGAIN);
+    const missing = this.connections ? await this.connections.missingFor(session.subject, tx.resource, session.scope) : [];
+    if (missing.length > 0)
+      throw new PageError(
+        "invalid_request",
+        "An account is not connected yet",
+        `Connect your ${missing[0]!.title} account first.`,
+        "Use the Connect button on the previous page.",
+      );
+    const taken = await this.ctx.db.authTransaction.updateMany({ where: { id: tx.id, status: "connecting" }, data: { status: "exchanging" } });
+    if (taken.count !== 1) throw alreadyUsed(START_AGAIN);
+    const code = await this.issueCode(tx, { kind: "stored", sessionId: session.id, subject: session.subject }, ip);
+    return clientRedirectUrl(tx.redirectUri, { code, ...(tx.state ? { state: tx.state } : {}), iss: this.ctx.config.publicUrl });
+  }
+
+  /** The upstream session of a grant: stored now for a sign-in just completed, or the one kept while connecting. */
+  private async sessionOf(db: Tx, user: SignedInUser, now: Date): Promise<{ readonly id: string; readonly subject: string }> {
+    if (user.kind === "stored") return { id: user.sessionId, subject: user.subject };
+    return { id: await this.sessions.create(db, user.identity, user.tokens, now), subject: user.identity.subject };
+  }
+
+  /**
    * Stores what an admitted sign-in produced, in one transaction: the upstream session, the grant,
    * the broker's authorization code, and the transaction completed. Its code, for the client.
    */
-  private async issueCode(tx: AuthTransaction, signIn: AdmittedSignIn, ip: string | undefined): Promise<string> {
-    const { tokens, identity } = signIn;
+  private async issueCode(tx: AuthTransaction, user: SignedInUser, ip: string | undefined): Promise<string> {
     const code = mintSecret("authorizationCode");
     const issuedAt = dateOf(this.ctx.clock);
     const grantId = randomUUID();
     await this.ctx.db.$transaction(async (db) => {
-      const sessionId = await this.sessions.create(db, identity, tokens, issuedAt);
+      const session = await this.sessionOf(db, user, issuedAt);
       await db.grant.create({
         data: {
           id: grantId,
           clientId: tx.clientId,
-          upstreamSessionId: sessionId,
-          subject: identity.subject,
+          upstreamSessionId: session.id,
+          subject: session.subject,
           kind: "authorization_code",
           resource: tx.resource,
           scope: tx.scope,
@@ -230,9 +304,9 @@ export class UpstreamLogin implements UpstreamLoginStarter {
         type: "login.completed",
         clientId: tx.clientId,
         grantId,
-        subject: identity.subject,
+        subject: session.subject,
         ip,
-        detail: { provider: this.ctx.provider.kind, rule: signIn.rule },
+        detail: { provider: this.ctx.provider.kind, ...(user.kind === "new" ? { rule: user.rule } : { connected: true }) },
       });
     });
     return code.value;

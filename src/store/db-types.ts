@@ -11,3 +11,5 @@ export type Tx = Prisma.TransactionClient;
 /** A row of a table as Prisma reads it (for code that passes rows around). */
 export type AuthTransactionRow = Awaited<ReturnType<Db["authTransaction"]["findUniqueOrThrow"]>>;
 export type AccountLoginRow = Awaited<ReturnType<Db["accountLogin"]["findUniqueOrThrow"]>>;
+export type ConnectionRow = Awaited<ReturnType<Db["connection"]["findUniqueOrThrow"]>>;
+export type ConnectAttemptRow = Awaited<ReturnType<Db["connectAttempt"]["findUniqueOrThrow"]>>;

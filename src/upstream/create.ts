@@ -4,6 +4,8 @@ import type { AccessPolicyConfig, GitHubOrgRule } from "../config/access-policy.
 import type { AccessRules } from "../config/catalogue.ts";
 import { GitHubProvider } from "./github.ts";
 import { OidcProvider } from "./oidc.ts";
+import { OAuth2Provider } from "./oauth2.ts";
+import type { ConnectionConfig } from "../config/connections.ts";
 import type { UpstreamProvider } from "./provider.ts";
 
 export const DEMO_CLIENT_ID = "mcp-auth-broker-demo";
@@ -109,6 +111,49 @@ export function createUpstreamProvider(upstream: Config["upstream"], options: Pr
         clientId: DEMO_CLIENT_ID,
         clientSecret: options.demoClientSecret ?? "",
         offline: true,
+      });
+  }
+}
+
+/**
+ * The provider of a connected-account service: an UpstreamProvider without the login role (its
+ * accounts are linked to a user who signed in elsewhere; no access policy reads them).
+ */
+export function createConnectionProvider(connection: ConnectionConfig, timeoutMs: number): UpstreamProvider {
+  const { provider, clientId, clientSecret, title } = connection;
+  const scopes = connection.scopes.join(" ");
+  switch (provider.kind) {
+    case "github":
+      return new GitHubProvider({ clientId, clientSecret, githubUrl: provider.githubUrl, apiUrl: provider.apiUrl, scopes, timeoutMs, displayName: title });
+    case "google":
+    case "oidc":
+      return new OidcProvider({
+        kind: provider.kind,
+        displayName: title,
+        issuer: provider.issuer,
+        clientId,
+        clientSecret,
+        // The ID token names the account; the service's own scopes come on top.
+        scopes: ["openid", "email", "profile", ...connection.scopes.filter((s) => !["openid", "email", "profile"].includes(s))].join(" "),
+        timeoutMs,
+        ...(provider.kind === "google" ? { extraAuthorizationParams: { access_type: "offline", prompt: "consent" } } : { offline: true }),
+      });
+    case "oauth2":
+      return new OAuth2Provider({
+        displayName: title,
+        authorizeUrl: provider.authorizeUrl,
+        tokenUrl: provider.tokenUrl,
+        ...(provider.revokeUrl ? { revokeUrl: provider.revokeUrl } : {}),
+        ...(provider.userinfoUrl ? { userinfoUrl: provider.userinfoUrl } : {}),
+        ...(provider.subjectField ? { subjectField: provider.subjectField } : {}),
+        ...(provider.loginField ? { loginField: provider.loginField } : {}),
+        tokenAuth: provider.tokenAuth,
+        extraAuthorizationParams: provider.authorizeParams,
+        clientId,
+        clientSecret,
+        scopes,
+        timeoutMs,
+        settingName: `connections.${connection.name}`,
       });
   }
 }
