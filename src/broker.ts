@@ -14,6 +14,7 @@ import { listen, type RunningServer } from "./http/server.ts";
 import { createServices, type Services } from "./services.ts";
 import { authorizationServerRouter } from "./oauth/router.ts";
 import { callbackRouter } from "./oauth/callback.ts";
+import { connectCallbackRouter } from "./oauth/connect-callback.ts";
 import { frontDoorRouter } from "./account/front-door.ts";
 import { accountRouter, type AccountDeps } from "./account/router.ts";
 import { accountSignInCallback } from "./account/sign-in-callback.ts";
@@ -209,6 +210,7 @@ function brokerRouters(
     browserIdentities: grants.browserIdentities,
     signIn: grants.accountSignIn,
     apps: grants.connectedApps,
+    connect: { flow: grants.connectFlow, connections: grants.connections },
   };
   return [
     // First: no other router has a path under /mcp, and each router before it would match every
@@ -229,9 +231,11 @@ function brokerRouters(
       browserIdentities: grants.browserIdentities,
       registrationLimit: grants.registrationLimit,
       signingKeys: parts.services.signingKeys,
+      connectStep: { flow: grants.connectFlow, connections: grants.connections, upstreamLogin: grants.upstreamLogin },
     }),
     frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
     callbackRouter(grants.upstreamLogin, config.publicUrl, accountSignInCallback(account)),
+    connectCallbackRouter(grants.connectFlow, config.publicUrl),
     accountRouter(account),
   ];
 }
@@ -348,6 +352,9 @@ function frontingDepsOf(
     mcpHandler: options.mcpHandler,
     assertions: parts.services.assertions,
     audit: (entry) => audit(parts.database.db, entry),
+    endGrant: async (grantId) => {
+      await grants.lifecycle.revokeGrant(grantId, "connection_invalid");
+    },
   };
 }
 

@@ -7,7 +7,7 @@ import path from "node:path";
 import Router from "@koa/router";
 import { jsonRpcError } from "./gateway/json-rpc-error.ts";
 import type { Config } from "./config/load.ts";
-import type { McpServerEntry } from "./config/catalogue.ts";
+import { connectionByName, type McpServerEntry } from "./config/catalogue.ts";
 import type { Logger } from "./logger.ts";
 import { mcpRouter, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy, type McpProxyOptions } from "./gateway/proxy.ts";
@@ -71,6 +71,8 @@ export interface FrontingDeps {
   readonly assertions: IdentityAssertions;
   /** Writes an audit event (a tool call the rules refused). */
   readonly audit: (entry: AuditEntry) => Promise<void>;
+  /** Ends a grant whose server needs a connected account the user lost (gateway/connection-gate.ts). */
+  readonly endGrant: (grantId: string) => Promise<void>;
 }
 
 /** The protected resource metadata URL of a server reached at `mountPath` (PUBLIC_URL/.well-known/oauth-protected-resource/mcp…). */
@@ -122,15 +124,27 @@ function toolDeniedAudit(entry: McpServerEntry, deps: FrontingDeps, log: Logger)
  */
 function frontEndOptions(entry: McpServerEntry, deps: FrontingDeps, log: Logger): FrontEndOptions & { readonly challenge: BrokerChallenge } {
   const toolPolicy = entry.tools.length > 0 ? new ToolPolicy(entry.tools, entry.scopes.implies) : undefined;
+  // The tool rules' missing scope, and the MCP server's 401 and 403 insufficient_scope, become the broker's own challenge.
+  const challenge = {
+    resourceMetadataUrl: resourceMetadataUrl(deps.config.publicUrl, entry.path),
+    requiredScope: DEFAULT_SCOPE,
+    knownScopes: knownScopes(entry.scopes.supported),
+  };
+  const { config } = deps;
   return {
     logger: log,
     ...(toolPolicy ? { toolPolicy, toolDenied: toolDeniedAudit(entry, deps, log) } : {}),
-    // The tool rules' missing scope, and the MCP server's 401 and 403 insufficient_scope, become the broker's own challenge.
-    challenge: {
-      resourceMetadataUrl: resourceMetadataUrl(deps.config.publicUrl, entry.path),
-      requiredScope: DEFAULT_SCOPE,
-      knownScopes: knownScopes(entry.scopes.supported),
-    },
+    challenge,
+    ...(entry.connection
+      ? {
+          connectionGate: {
+            connectUrl: (name: string) => `${config.publicUrl}/account/connect/${encodeURIComponent(name)}`,
+            title: (name: string) => connectionByName(config.catalogue, name)?.title ?? name,
+            endGrant: (identity: CallerIdentity) => deps.endGrant(identity.grantId),
+            challenge,
+          },
+        }
+      : {}),
   };
 }
 
@@ -148,6 +162,7 @@ async function backendOf(
       logger: log,
       clock: deps.clock,
       guard: openChildGuard(ledgerDir(config, entry), log),
+      connectionEnv: entry.connection?.inject.kind === "env" ? entry.connection.inject.variable : undefined,
     });
     // A revoked grant's children stop at once, wherever the revocation came from (this process or the feed).
     const unsubscribe = deps.revocations.subscribe((revocation) => void registry.endGrants(revocation.grantIds ?? []));
@@ -176,6 +191,7 @@ async function backendOf(
     streams: deps.streams,
     publicUrl: config.publicUrl,
     assertion: (identity) => deps.assertions.for(identity, entry.resourceUrl),
+    connectionInject: entry.connection?.inject,
   });
   return { handler: proxy.middleware, proxy, ...(demo ? { demo } : {}) };
 }

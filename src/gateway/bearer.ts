@@ -81,6 +81,7 @@ function identityOf(access: ValidatedAccess): CallerIdentity {
     grantId: access.grantId,
     facts: access.facts,
     upstreamAccessToken: access.upstreamAccessToken,
+    connection: access.connection,
   };
 }
 

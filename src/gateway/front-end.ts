@@ -22,6 +22,7 @@ import type { RefusedCall, RequestCalls } from "./tool-calls.ts";
 import type { ListAnswers, ToolListFilter } from "./tool-list-filter.ts";
 import { applyToolRules, toolListAnswers, toolListFilter, type AnswerHeaders, type ListAnswer } from "./tool-rules.ts";
 import type { BrokerChallenge } from "./scope-challenge.ts";
+import { answerMissingConnection, type ConnectionGate } from "./connection-gate.ts";
 
 const ALLOWED_METHODS = ["GET", "POST", "DELETE"];
 /** What the transport answers for a session it does not know: the client initializes a new one. */
@@ -92,6 +93,8 @@ export interface FrontEndOptions {
   readonly toolDenied?: (refused: RefusedCall, identity: CallerIdentity) => void;
   /** How the broker challenges for a scope the tool rules require. */
   readonly challenge?: BrokerChallenge;
+  /** A server that needs a connected account: what a caller without one is answered. */
+  readonly connectionGate?: ConnectionGate;
 }
 
 /** The body parsed; undefined when it is not JSON (nothing to compare: the MCP server answers it). */
@@ -140,6 +143,8 @@ export function mcpFrontEnd(backend: McpBackend, options: FrontEndOptions): McpH
       }
       if (owner !== sessionOwnerKey(identity)) return refuseForeignSession(ctx, identity, log());
     }
+    // Nothing goes to a server that needs an account the user has not connected (or lost).
+    if (identity.connection?.missing && options.connectionGate) return answerMissingConnection(ctx, identity, options.connectionGate);
     const policy = options.toolPolicy;
     await backend.relay(ctx, {
       identity,

@@ -3,6 +3,7 @@
 // response headers the client may see, and the upstream path.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import type { CallerIdentity } from "../grants/caller-identity.ts";
+import { injectedHeaderValue, type ConnectionInject } from "../config/connections.ts";
 
 /**
  * Client headers the MCP server needs; everything else (Authorization, Cookie, X-Auth-*, …) is
@@ -125,6 +126,17 @@ export function upstreamRequestHeaders(
   headers["x-forwarded-proto"] = connection.protocol;
   if (connection.host) headers["x-forwarded-host"] = headerValue(connection.host);
   return headers;
+}
+
+/**
+ * The user's own token for the server's connected account, in the header the configuration names
+ * (set after what the client sent: a client cannot put its own value there).
+ */
+export function withConnectionToken(headers: Record<string, string>, inject: ConnectionInject, identity: CallerIdentity): void {
+  if (inject.kind !== "header") return;
+  delete headers[inject.header];
+  const token = identity.connection?.token;
+  if (token !== undefined) headers[inject.header] = headerValue(injectedHeaderValue(inject.format, token));
 }
 
 /**

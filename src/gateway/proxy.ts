@@ -14,7 +14,8 @@ import { Pool, errors as undiciErrors } from "undici";
 import type { Logger } from "../logger.ts";
 import type { CallerIdentity } from "../grants/caller-identity.ts";
 import type { McpHandler } from "./router.ts";
-import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamRequestHeaders } from "./proxy-headers.ts";
+import { clientResponseHeaders, forwardedConnection, upstreamPath, upstreamRequestHeaders, withConnectionToken } from "./proxy-headers.ts";
+import type { ConnectionInject } from "../config/connections.ts";
 import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
@@ -61,6 +62,8 @@ export interface McpProxyOptions extends FrontEndOptions {
   readonly streams?: OpenStreams;
   /** The signed word on who the caller is (X-Auth-Assertion), made for this server. */
   readonly assertion?: (identity: CallerIdentity) => Promise<string>;
+  /** How the user's connected-account token reaches the server (a header), when it needs one. */
+  readonly connectionInject?: ConnectionInject | undefined;
 }
 
 export interface ProxyObserver {
@@ -220,6 +223,7 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
       options.serverName,
       assertion,
     );
+    if (options.connectionInject) withConnectionToken(headers, options.connectionInject, request.identity);
     const upstream = await pool.request({
       method: ctx.method as "GET" | "POST" | "DELETE",
       path: x.path,

@@ -80,7 +80,12 @@ async function childFor<T>(ctx: Koa.Context, request: McpRequest, passesToken: b
     return undefined;
   }
   try {
-    return await start({ key: sessionOwnerKey(identity), grantId: identity.grantId, upstreamToken: identity.upstreamAccessToken });
+    return await start({
+      key: sessionOwnerKey(identity),
+      grantId: identity.grantId,
+      upstreamToken: identity.upstreamAccessToken,
+      connectionToken: identity.connection?.token,
+    });
   } catch (err) {
     const log = request.log();
     if (err instanceof ProcessLimitReached) {
@@ -190,7 +195,10 @@ async function inSession({ registry, passesToken }: Bridge, r: SessionRequest, s
   if (session === undefined || session.isEnded) return sessionNotFound(ctx, "it has ended; initialize a new one.");
   // A refreshed upstream token reaches new sessions only: a child cannot be given a new
   // environment, so the old one ends and the client starts again with the new token.
-  if (passesToken && request.identity.upstreamAccessToken !== session.owner.upstreamToken) {
+  if (
+    (passesToken && request.identity.upstreamAccessToken !== session.owner.upstreamToken) ||
+    request.identity.connection?.token !== session.owner.connectionToken
+  ) {
     await session.end("the upstream token was renewed");
     return sessionNotFound(ctx, "the upstream credentials were renewed; initialize a new session.");
   }

@@ -5,18 +5,18 @@ import { isInheritedVariable } from "../config/stdio-server.ts";
 
 /**
  * The child's environment: the allow-listed part of `parent`, then the operator's fixed variables,
- * then the user's token under its variable (last, so nothing can replace it).
+ * then the user's tokens under their variables (last, so nothing can replace them).
  */
 export function childEnvironment(
   parent: NodeJS.ProcessEnv,
   fixed: Readonly<Record<string, string>>,
-  token: { readonly variable: string; readonly value: string } | undefined,
+  tokens: readonly { readonly variable: string; readonly value: string }[],
 ): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(parent)) {
     if (value !== undefined && isInheritedVariable(name)) env[name] = value;
   }
   Object.assign(env, fixed);
-  if (token) env[token.variable] = token.value;
+  for (const token of tokens) env[token.variable] = token.value;
   return env;
 }

@@ -22,6 +22,13 @@ export interface SessionOwner {
   readonly grantId: string;
   /** The upstream token the child was started with (undefined: none was passed). */
   readonly upstreamToken: string | undefined;
+  /** The connected-account token the child was started with (undefined: none was passed). */
+  readonly connectionToken?: string | undefined;
+}
+
+/** Whether a child started for `started` may serve `now`: the same caller, with the same tokens. */
+export function sameOwner(started: SessionOwner, now: SessionOwner): boolean {
+  return started.key === now.key && started.upstreamToken === now.upstreamToken && started.connectionToken === now.connectionToken;
 }
 
 export interface ChildHolderOptions {

@@ -11,7 +11,7 @@ import { childEnvironment } from "./child-environment.ts";
 import { StdioChild } from "./child-process.ts";
 import type { ChildGuard } from "./child-guard.ts";
 import { BridgeSession } from "./bridge-session.ts";
-import type { SessionOwner } from "./child-holder.ts";
+import { sameOwner, type SessionOwner } from "./child-holder.ts";
 import { StatelessChild } from "./stateless-child.ts";
 
 /** Over a limit: the client may retry after `retryAfterSeconds`. */
@@ -34,6 +34,8 @@ export interface SessionRegistryOptions {
   readonly stopGraceMs?: number;
   /** Makes the children die with the broker however it dies (the broker always gives one). */
   readonly guard?: ChildGuard;
+  /** The variable that receives the user's connected-account token (the server's connectionInject env). */
+  readonly connectionEnv?: string | undefined;
 }
 
 const DEADLINE_CHECK_MS = 1000;
@@ -116,7 +118,7 @@ export class SessionRegistry {
     if (slot) {
       const current = await slot.ready.catch(() => undefined);
       // Same grant, so the same user; the key is compared anyway, and the token must be this one.
-      if (current && !current.isEnded && !current.isRetired && current.owner.key === owner.key && current.owner.upstreamToken === owner.upstreamToken) {
+      if (current && !current.isEnded && !current.isRetired && sameOwner(current.owner, owner)) {
         return current;
       }
       // Another request replaced it meanwhile: take that one.
@@ -161,8 +163,13 @@ export class SessionRegistry {
     if (mine >= server.maxProcessesPerUser) {
       throw new ProcessLimitReached(`You have ${mine} MCP sessions open, the most one user may have; close one (or let it idle out) and retry.`, retry);
     }
-    const token = server.tokenEnv !== undefined && owner.upstreamToken !== undefined ? { variable: server.tokenEnv, value: owner.upstreamToken } : undefined;
-    const env = childEnvironment(this.options.parentEnv ?? process.env, server.env, token);
+    const tokens = [
+      ...(server.tokenEnv !== undefined && owner.upstreamToken !== undefined ? [{ variable: server.tokenEnv, value: owner.upstreamToken }] : []),
+      ...(this.options.connectionEnv !== undefined && owner.connectionToken !== undefined
+        ? [{ variable: this.options.connectionEnv, value: owner.connectionToken }]
+        : []),
+    ];
+    const env = childEnvironment(this.options.parentEnv ?? process.env, server.env, tokens);
     const child = await StdioChild.start(
       { command: server.command, args: server.args, cwd: server.cwd, env },
       logger.child({ stdio: server.command }),
