@@ -2,6 +2,7 @@
 import type { AccountSignIn } from "../grants/account-sign-in.ts";
 import type { BrowserIdentities } from "../grants/browser-identities.ts";
 import type { ConnectedApps } from "../grants/connected-apps.ts";
+import type { AccountConnectDeps } from "./connect.ts";
 
 export interface AccountDeps {
   /** PUBLIC_URL: redirects go to PUBLIC_URL/account. */
@@ -12,6 +13,8 @@ export interface AccountDeps {
   readonly browserIdentities: BrowserIdentities;
   readonly signIn: AccountSignIn;
   readonly apps: ConnectedApps;
+  /** Connected accounts (a configuration with `connections`). */
+  readonly connect?: AccountConnectDeps | undefined;
 }
 
 /** PUBLIC_URL/account, with a notice for the page to show. */

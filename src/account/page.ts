@@ -28,6 +28,7 @@ export function accountPageHandler(deps: AccountDeps): Koa.Middleware {
       sendHtml(ctx, renderAccountSignInPage({ ...common, selectAccount: query.another === "1" }));
       return;
     }
-    sendHtml(ctx, renderConnectedAppsPage({ ...common, signedInAs: identity.login ?? identity.subject, apps: await deps.apps.list(identity.subject) }));
+    const [apps, connections] = await Promise.all([deps.apps.list(identity.subject), deps.connect?.connections.list(identity.subject)]);
+    sendHtml(ctx, renderConnectedAppsPage({ ...common, signedInAs: identity.login ?? identity.subject, apps, connections }));
   };
 }

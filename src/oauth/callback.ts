@@ -6,7 +6,7 @@ import { callbackPath, callbackUrl } from "../config/load.ts";
 import Router from "@koa/router";
 import type { UpstreamLogin } from "../grants/upstream-login.ts";
 import { browserSessionId, useBrowserSessionId } from "../http/browser-session.ts";
-import { clearTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
+import { clearTransactionCookie, setTransactionCookie, transactionBinding } from "../http/transaction-cookie.ts";
 import { publicPaths } from "../http/public-paths.ts";
 import { paramsToRecord } from "../http/body.ts";
 import { sendHtml } from "../http/html-page.ts";
@@ -32,11 +32,15 @@ export function callbackRouter(upstreamLogin: UpstreamLogin, publicUrl: string, 
       bindingOf: (transactionId) => transactionBinding(ctx, transactionId),
       ip: ctx.ip,
     });
-    clearTransactionCookie(ctx, outcome.transactionId);
+    // A sign-in waiting for connected accounts goes on at the consent page, in this browser (its
+    // binding cookie lives as long as the wait).
+    const binding = transactionBinding(ctx, outcome.transactionId);
+    if (outcome.kind === "connect" && binding) setTransactionCookie(ctx, outcome.transactionId, binding, outcome.waitsUntil);
+    else clearTransactionCookie(ctx, outcome.transactionId);
     // A sign-in moves the browser to a new session id: a copy of the old one gains nothing.
     if (outcome.browserSessionId) useBrowserSessionId(ctx, outcome.browserSessionId);
     ctx.set("Cache-Control", "no-store");
-    if (outcome.kind === "redirect") {
+    if (outcome.kind === "redirect" || outcome.kind === "connect") {
       ctx.redirect(outcome.location);
       return;
     }

@@ -17,6 +17,7 @@ import type { BrowserIdentities } from "../grants/browser-identities.ts";
 import type { UpstreamLoginStarter } from "../grants/ports.ts";
 import { renderConsentPage } from "../views/consent-page.ts";
 import { sendHtml } from "../http/html-page.ts";
+import { decideConnectStep, showConnectStep, type ConnectStepDeps } from "./connect-step.ts";
 
 export interface ConsentDeps {
   readonly issuer: string;
@@ -31,6 +32,8 @@ export interface ConsentDeps {
   readonly catalogue: Catalogue;
   readonly idleTimeoutSeconds: number;
   readonly maxAgeSeconds: number;
+  /** Connected accounts (a configuration with `connections`): the connect step after the sign-in. */
+  readonly connectStep?: ConnectStepDeps | undefined;
 }
 
 /** The form's decision values ("Not you?" posts allow_other_account). */
@@ -52,7 +55,11 @@ export function consentPageHandler(deps: ConsentDeps): Koa.Middleware {
     ctx.state.errorFormat = "page";
     const id = paramsToRecord(new URLSearchParams(ctx.querystring)).transaction ?? "";
     const tx = await deps.transactions.pendingFor(id, transactionBinding(ctx, id));
-    if (!tx) throw NOT_PENDING;
+    if (!tx) {
+      const connecting = deps.connectStep && (await deps.transactions.connectingFor(id, transactionBinding(ctx, id)));
+      if (connecting && deps.connectStep) return showConnectStep(ctx, deps, deps.connectStep, connecting);
+      throw NOT_PENDING;
+    }
     const sid = browserSessionId(ctx, false);
     const [client, identity] = await Promise.all([deps.clients.get(tx.clientId), deps.browserIdentities.of(sid)]);
     if (!client) throw NOT_PENDING;
@@ -85,8 +92,10 @@ export function consentDecisionHandler(deps: ConsentDeps): Koa.Middleware {
   return async (ctx) => {
     ctx.state.errorFormat = "page";
     const form = await readForm(ctx, PAGE_FORM_LIMIT);
-    const decision = DECISIONS.get(form.decision ?? "");
     const binding = form.transaction ? transactionBinding(ctx, form.transaction) : null;
+    const connecting = deps.connectStep && form.transaction && form.csrf && (await deps.transactions.connectingFor(form.transaction, binding, form.csrf));
+    if (connecting && deps.connectStep) return decideConnectStep(ctx, deps, deps.connectStep, connecting, form.decision ?? "");
+    const decision = DECISIONS.get(form.decision ?? "");
     if (!form.transaction || !form.csrf || !decision || !(await deps.transactions.decide(form.transaction, binding, form.csrf, decision, ctx.ip))) {
       ctx.state.log.warn(
         { ip: ctx.ip, transactionCookie: Boolean(binding), csrf: Boolean(form.csrf) },

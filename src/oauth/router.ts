@@ -16,6 +16,7 @@ import { defaultServer } from "../config/catalogue.ts";
 import { registerHandler } from "./register.ts";
 import { authorizeHandler } from "./authorize.ts";
 import { consentDecisionHandler, consentPageHandler } from "./consent.ts";
+import type { ConnectStepDeps } from "./connect-step.ts";
 import { tokenHandler } from "./token.ts";
 import { revokeHandler } from "./revoke.ts";
 import { introspectHandler } from "./introspect.ts";
@@ -38,6 +39,8 @@ export interface AuthorizationServerDeps {
   readonly registrationLimit: RequestCounter;
   /** Published at /.well-known/jwks.json. */
   readonly signingKeys: SigningKeys;
+  /** Connected accounts: the consent page's connect step after the sign-in. */
+  readonly connectStep?: ConnectStepDeps | undefined;
 }
 
 /** The metadata documents: RFC 8414's for the issuer, RFC 9728's for each protected server, the key set. */
@@ -95,6 +98,7 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
     providerKind: config.upstream.provider,
     idleTimeoutSeconds: config.sessionIdleTimeoutSeconds,
     maxAgeSeconds: config.sessionMaxAgeSeconds,
+    connectStep: deps.connectStep,
   };
 
   const router = new Router();

@@ -4,11 +4,12 @@
 import { html, type SafeHtml } from "./html.ts";
 import { page } from "./layout.ts";
 import type { ConnectedApp } from "../grants/connected-apps.ts";
+import type { ConnectionView } from "../grants/connections.ts";
 
 /** What the page confirms after a POST (carried in the redirect's query). */
-export type AccountNotice = "revoked" | "revoked_all" | "signed_out";
+export type AccountNotice = "revoked" | "revoked_all" | "signed_out" | "connected" | "connect_failed" | "disconnected";
 
-export const ACCOUNT_NOTICES: readonly AccountNotice[] = ["revoked", "revoked_all", "signed_out"];
+export const ACCOUNT_NOTICES: readonly AccountNotice[] = ["revoked", "revoked_all", "signed_out", "connected", "connect_failed", "disconnected"];
 
 export interface AccountSignInPageInput {
   readonly resourceName: string;
@@ -30,6 +31,8 @@ export interface ConnectedAppsPageInput {
   readonly apps: readonly ConnectedApp[];
   readonly notice?: AccountNotice | undefined;
   readonly revokedApp?: string | undefined;
+  /** The services of `connections` and the user's accounts there (none configured: no section). */
+  readonly connections?: readonly ConnectionView[] | undefined;
 }
 
 const dateFormat = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
@@ -40,6 +43,9 @@ function when(date: Date): SafeHtml {
 
 function noticeText(notice: AccountNotice, resourceName: string, revokedApp: string | undefined): string {
   if (notice === "revoked") return `${revokedApp ? `“${revokedApp}”` : "The application"} was disconnected: it can no longer use ${resourceName}.`;
+  if (notice === "connected") return "Your account was connected: the servers that need it can use it now.";
+  if (notice === "connect_failed") return "Connecting the account did not complete: nothing was changed. Try again.";
+  if (notice === "disconnected") return "The account was disconnected: the applications using servers that need it were disconnected too.";
   if (notice === "revoked_all") return `Every application was disconnected: none can use ${resourceName} with your account now.`;
   return "You are signed out. This browser no longer remembers your sign-in or the applications you allowed in it.";
 }
@@ -100,6 +106,32 @@ ${apps.filter((a) => a.server === server).map((app) => appSection(app, input))}<
   );
 }
 
+function connectionSection(c: ConnectionView, csrfToken: string): SafeHtml {
+  return html`<section class="connection" id="connection-${c.name}">
+<h3>${c.title}</h3>
+<dl>
+<dt>Account</dt><dd class="connection-account">${c.connected ? (c.account ?? "connected") : c.broken ? "no longer accepted by the service: connect it again" : "not connected"}</dd>
+${c.connected && c.scope ? html`<dt>Access</dt><dd>${c.scope.split(/[ ,]+/).map((s, i) => html`${i > 0 ? ", " : ""}<code>${s}</code>`)}</dd>` : ""}
+${c.connectedAt ? html`<dt>Connected</dt><dd>${when(c.connectedAt)}</dd>` : ""}
+${c.lastUsedAt ? html`<dt>Last used</dt><dd>${when(c.lastUsedAt)}</dd>` : ""}
+</dl>
+<form method="post" action="account/connect/${c.name}">
+<input type="hidden" name="csrf" value="${csrfToken}">
+<div class="actions">
+<button type="submit" name="action" value="connect" class="primary">${c.connected ? "Reconnect" : "Connect"} ${c.title}</button>
+${c.connected || c.broken ? html`<button type="submit" name="action" value="disconnect" class="danger">Disconnect</button>` : ""}
+</div>
+</form>
+</section>`;
+}
+
+function connectionsSection(input: ConnectedAppsPageInput): SafeHtml | "" {
+  if (!input.connections?.length) return "";
+  return html`<section id="connections"><h2>Connected accounts</h2>
+<p class="muted">Your own accounts at other services, used by the servers that act there for you.</p>
+${input.connections.map((c) => connectionSection(c, input.csrfToken))}</section>`;
+}
+
 export function renderConnectedAppsPage(input: ConnectedAppsPageInput): string {
   const count = input.apps.length;
   return page(
@@ -113,6 +145,7 @@ ${
     : html`<p id="app-count">${count === 1 ? "One application" : `${count} applications`} can use <strong>${input.resourceName}</strong> with your account. Revoke one to disconnect it at once; to use it again, you would connect it again.</p>
 ${byServer(input.apps, input)}`
 }
+${connectionsSection(input)}
 <form method="post" action="account">
 <input type="hidden" name="csrf" value="${input.csrfToken}">
 <div class="actions">
