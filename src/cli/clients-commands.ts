@@ -169,7 +169,7 @@ function addCommand(clients: Command, io: CliIo): void {
     .option("--jwks-file <file>", "private_key_jwt: a file holding the client's public keys (a JWK Set, JSON); no secret is made")
     .option(
       "--grant-type <type>",
-      "authorization_code, refresh_token, client_credentials (repeat; default authorization_code + refresh_token); client_credentials makes a machine client that reaches the MCP server as client:<id>, without a user",
+      "authorization_code, refresh_token, client_credentials or urn:ietf:params:oauth:grant-type:token-exchange (repeat; default authorization_code + refresh_token); client_credentials makes a machine client that reaches the MCP server as client:<id>, without a user; token-exchange makes an MCP server that fetches its users' connected-account tokens (name it in the server's exchangeClients)",
       collect,
       [],
     )

@@ -11,6 +11,7 @@ import {
   GRANT_TYPES,
   MAX_URL_LENGTH,
   isGrantType,
+  TOKEN_EXCHANGE,
   SUPPORTED_SCOPES,
   TOKEN_ENDPOINT_AUTH_METHODS,
   type ApplicationType,
@@ -154,6 +155,11 @@ function grantsOf(m: Parsed, tokenEndpointAuthMethod: string, origin: Registrati
       'includes "client_credentials", which self-registered clients cannot use: its tokens carry no user. An operator can register a machine client (npx mcp-auth-broker clients add --grant-type client_credentials).',
     );
   }
+  if (grantTypes.includes(TOKEN_EXCHANGE) && (origin === "dynamic" || tokenEndpointAuthMethod === "none"))
+    fail(
+      "grant_types",
+      `includes "${TOKEN_EXCHANGE}", which only an MCP server the operator registered as a confidential client may use (npx mcp-auth-broker clients add --grant-type ${TOKEN_EXCHANGE}, then exchangeClients in its entry).`,
+    );
   if (grantTypes.includes("client_credentials") && tokenEndpointAuthMethod === "none")
     fail(
       "grant_types",

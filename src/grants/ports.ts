@@ -2,7 +2,7 @@
 // upstream machinery (grants/): oauth/ reads requests and client credentials; these parse what
 // they accept and do the rest.
 import type { KnownClient } from "./clients.ts";
-import type { FormParameters, IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
+import type { ExchangedTokenResponse, FormParameters, IntrospectionResponse, RegisteredClient, TokenResponse } from "./types.ts";
 
 /**
  * The client a token request names, not yet authenticated: the credentials it carries (HTTP Basic,
@@ -24,7 +24,7 @@ export interface PresentedClient {
  */
 export interface TokenIssuer {
   /** POST /token: authenticates the client, then the grant named by grant_type, if the client is registered for it. */
-  grant(client: PresentedClient, params: FormParameters): Promise<TokenResponse>;
+  grant(client: PresentedClient, params: FormParameters): Promise<TokenResponse | ExchangedTokenResponse>;
   /** RFC 7009: unknown tokens and other clients' tokens are silently ignored. */
   revoke(client: RegisteredClient, params: FormParameters): Promise<void>;
   /** RFC 7662, for the client the token was issued to (any other learns "inactive"). */

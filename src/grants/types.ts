@@ -28,7 +28,10 @@ export type ApplicationType = "native" | "web";
  * read. grants/token/index.ts holds a handler for each (its Record<GrantType, …> fails to compile
  * when one is missing).
  */
-export const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials"] as const;
+export const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"] as const;
+/** RFC 8693: an MCP server exchanges the identity assertion it received for the user's connected-account token. */
+export const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
+export const ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token";
 export type GrantType = (typeof GRANT_TYPES)[number];
 
 export function isGrantType(value: unknown): value is GrantType {
@@ -92,6 +95,14 @@ export interface TokenResponse {
   readonly expires_in: number;
   readonly refresh_token?: string;
   readonly scope: string;
+}
+
+/** The answer of a token exchange (RFC 8693 §2.2.1): the service's token, not one of the broker's. */
+export interface ExchangedTokenResponse {
+  readonly access_token: string;
+  readonly issued_token_type: typeof ACCESS_TOKEN_TYPE;
+  readonly token_type: "Bearer";
+  readonly expires_in?: number;
 }
 
 /** RFC 7662 introspection response. */

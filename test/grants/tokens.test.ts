@@ -6,13 +6,14 @@ import { CredentialRejected, InvalidScope, InvalidTarget } from "../../src/grant
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { createMcpSessionStore } from "../../src/store/mcp-sessions.ts";
 import { randomUUID } from "node:crypto";
-import type { RegisteredClient } from "../../src/grants/types.ts";
+import type { RegisteredClient, TokenResponse } from "../../src/grants/types.ts";
 
 let h: GrantsHarness;
 let service: RegisteredClient;
 
-const issueFor = (client: RegisteredClient, params: Record<string, string> = {}) =>
-  h.grants.tokens.grant(presented(client), { grant_type: "client_credentials", ...params });
+/** A client_credentials grant (its answer is always the broker's own tokens). */
+const issueFor = async (client: RegisteredClient, params: Record<string, string> = {}): Promise<TokenResponse> =>
+  (await h.grants.tokens.grant(presented(client), { grant_type: "client_credentials", ...params })) as TokenResponse;
 
 beforeAll(async () => {
   h = await machineGrantsHarness({ ACCESS_TOKEN_TTL_SECONDS: "60" });

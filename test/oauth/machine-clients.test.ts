@@ -46,6 +46,19 @@ describe("machine clients", () => {
     expect(await countRows(t.broker.database.db)).toEqual(before);
   });
 
+  it("/register refuses the token-exchange grant: only servers the operator registers exchange assertions", async () => {
+    const before = await countRows(t.broker.database.db);
+    const res = await postJson(
+      `${t.url}/register`,
+      { grant_types: ["urn:ietf:params:oauth:grant-type:token-exchange"], response_types: [], token_endpoint_auth_method: "client_secret_basic" },
+      { "x-forwarded-for": freshIp() },
+    );
+    expect(res.status).toBe(400);
+    expect(res.json).toMatchObject({ error: "invalid_client_metadata" });
+    expect(res.json!.error_description).toContain("exchangeClients");
+    expect(await countRows(t.broker.database.db)).toEqual(before);
+  });
+
   it("a client self-registered with client_credentials before the fix gets no token", async () => {
     // The row such a registration left behind: dynamic, allowed client_credentials by the old rules.
     const metadata = parseClientMetadata(

@@ -5,7 +5,9 @@ import type { GrantLifecycle } from "../lifecycle.ts";
 import type { UpstreamSessions } from "../upstream-sessions.ts";
 import type { AccessValidator } from "../access-validation.ts";
 import { CredentialRejected } from "../errors.ts";
-import type { RegisteredClient, TokenResponse } from "../types.ts";
+import type { ExchangedTokenResponse, RegisteredClient, TokenResponse } from "../types.ts";
+import type { Connections } from "../connections.ts";
+import type { SigningKeys } from "../signing-keys.ts";
 import type { FormParameters } from "./parameters.ts";
 import type { RefreshTokenWithGrant, UpstreamSession } from "../../store/hot-store.ts";
 import type { ClientRegistry } from "../clients.ts";
@@ -17,6 +19,10 @@ export interface TokenContext extends GrantsContext {
   readonly sessions: UpstreamSessions;
   readonly validator: AccessValidator;
   readonly bus: RevocationBus;
+  /** Connected accounts: what a token exchange hands out. */
+  readonly connections: Connections;
+  /** The broker's keys: a token exchange verifies the assertion it made. */
+  readonly signingKeys: SigningKeys;
 }
 
 /** A refresh token as read before its client was authenticated (by the hash of the presented value). */
@@ -29,7 +35,11 @@ export interface PrereadRefreshToken {
  * One grant type: parses its own parameters, checks, issues. The client is already authenticated;
  * a refresh is handed the token row read for that (`preread`), the others ignore it.
  */
-export type GrantHandler = (client: RegisteredClient, params: FormParameters, preread?: PrereadRefreshToken | null) => Promise<TokenResponse>;
+export type GrantHandler = (
+  client: RegisteredClient,
+  params: FormParameters,
+  preread?: PrereadRefreshToken | null,
+) => Promise<TokenResponse | ExchangedTokenResponse>;
 
 /**
  * Re-checks the upstream login behind a grant (honoured by refresh and introspection too), and

@@ -5,7 +5,8 @@
 import { z } from "zod";
 import { UnauthorizedClient, UnsupportedGrantType } from "../errors.ts";
 import type { TokenIssuer } from "../ports.ts";
-import { isGrantType, type GrantType } from "../types.ts";
+import { isGrantType, TOKEN_EXCHANGE, type GrantType } from "../types.ts";
+import { tokenExchangeGrant } from "./token-exchange.ts";
 import { authorizationCodeGrant } from "./authorization-code.ts";
 import { clientCredentialsGrant } from "./client-credentials.ts";
 import type { GrantHandler, PrereadRefreshToken, TokenContext } from "./context.ts";
@@ -32,6 +33,7 @@ export function createTokenIssuer(t: TokenContext): TokenIssuer {
     authorization_code: authorizationCodeGrant(t),
     refresh_token: refreshTokenGrant(t),
     client_credentials: clientCredentialsGrant(t),
+    [TOKEN_EXCHANGE]: tokenExchangeGrant(t),
   };
   /**
    * A refresh reads its token with the token's client in one statement, and the client is
