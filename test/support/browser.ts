@@ -127,7 +127,7 @@ export function testSlug(): string {
     .slice(0, 90);
 }
 
-export type PageKind = "consent" | "demo-login" | "github-login" | "callback";
+export type PageKind = "consent" | "connect-step" | "demo-login" | "github-login" | "callback";
 
 export interface ClickThroughOptions {
   /** The user name typed at the upstream login. */
@@ -135,6 +135,8 @@ export interface ClickThroughOptions {
   readonly decision?: "Allow" | "Deny";
   /** Which login page is expected upstream: the demo IdP's (also the standalone OIDC issuer) or GitHub's. */
   readonly upstream?: "demo" | "github";
+  /** The GitHub account connected at the consent page's connect step (connected accounts). */
+  readonly connectGitHubAs?: string;
   /** Screenshot prefix; default: the running test's name. */
   readonly name?: string;
   readonly timeoutMs?: number;
@@ -170,6 +172,7 @@ async function has(page: Page, selector: string): Promise<boolean> {
 
 async function identify(page: Page, redirectUri: string): Promise<PageKind | null> {
   if (page.url().startsWith(redirectUri)) return "callback";
+  if (await has(page, "#connect-heading")) return "connect-step";
   if (await has(page, 'form input[name="csrf"]')) return "consent";
   if (await has(page, "#username")) {
     if ((await page.getByRole("button", { name: "Sign in", exact: true }).count()) > 0) return "demo-login";
@@ -196,6 +199,13 @@ export async function clickThrough(page: Page, url: string | URL, options: Click
   }
 }
 
+/** The connect step: the first account not connected yet, or Continue once all are. */
+async function connectOrContinue(page: Page): Promise<void> {
+  const connect = page.locator('button[value^="connect:"]');
+  if ((await connect.count()) > 0) await connect.first().click();
+  else await page.locator("#continue").click();
+}
+
 async function walkPages(page: Page, url: string | URL, options: ClickThroughOptions, name: string): Promise<ClickThroughResult> {
   const start = new URL(url);
   const redirectUri = options.redirectUri ?? start.searchParams.get("redirect_uri");
@@ -218,16 +228,20 @@ async function walkPages(page: Page, url: string | URL, options: ClickThroughOpt
     pages.push({ kind, url: here, text });
     await options.inspect?.(page, kind);
     if (kind === "callback") return { callback: new URL(here), pages };
-    if ((kind === "demo-login" && upstream !== "demo") || (kind === "github-login" && upstream !== "github")) {
+    // GitHub's login is the connect step's when the user signed in elsewhere.
+    const connecting = kind === "github-login" && upstream !== "github" && options.connectGitHubAs !== undefined;
+    if ((kind === "demo-login" && upstream !== "demo") || (kind === "github-login" && upstream !== "github" && !connecting)) {
       throw new Error(`clickThrough: expected the ${upstream} login, got ${kind} at ${here}`);
     }
     const act =
       kind === "consent"
         ? () => page.getByRole("button", { name: options.decision ?? "Allow", exact: true }).click()
-        : async () => {
-            await page.getByLabel(kind === "demo-login" ? "User name" : "Username").fill(options.user);
-            await page.getByRole("button", { name: kind === "demo-login" ? "Sign in" : "Authorize", exact: true }).click();
-          };
+        : kind === "connect-step"
+          ? () => connectOrContinue(page)
+          : async () => {
+              await page.getByLabel(kind === "demo-login" ? "User name" : "Username").fill(connecting ? options.connectGitHubAs! : options.user);
+              await page.getByRole("button", { name: kind === "demo-login" ? "Sign in" : "Authorize", exact: true }).click();
+            };
     // Every answer leaves this URL (a redirect chain, or a POST to another path).
     await Promise.all([page.waitForURL((u) => u.href !== here, { timeout, waitUntil: "load" }), act()]);
   }

@@ -106,7 +106,7 @@ export class HttpBrowser {
     let next: { url: string; form?: Record<string, string> } = { url };
     let initiator: string | null = null;
     let site: FetchSite = "none";
-    for (let hop = 0; hop < 20; hop++) {
+    for (let hop = 0; hop < 40; hop++) {
       if (next.url.startsWith(stopAt)) return new URL(next.url);
       const here = fetchSite(initiator, next.url);
       // Along a redirect chain the farthest relation wins (Fetch, "Sec-Fetch-Site" header).
@@ -124,7 +124,7 @@ export class HttpBrowser {
       next = { url: new URL(reply.action, next.url).href, form: reply.form };
       site = fetchSite(initiator, next.url);
     }
-    throw new Error("too many redirects");
+    throw new Error(`too many redirects: ${this.visited.slice(-12).join("\n")}`);
   }
 }
 

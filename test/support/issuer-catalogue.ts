@@ -22,7 +22,11 @@ export interface IssuerCatalogue {
  * Starts the issuer (accounts in `groups`, the global policy admitting the `staff` group) and a
  * broker serving `catalogueLines` (the YAML file, line by line).
  */
-export async function startIssuerCatalogue(groups: Record<string, string[]>, catalogueLines: string[]): Promise<IssuerCatalogue> {
+export async function startIssuerCatalogue(
+  groups: Record<string, string[]>,
+  catalogueLines: string[],
+  env: Record<string, string> = {},
+): Promise<IssuerCatalogue> {
   const [idp, callback]: [StandaloneDemoIdentityProvider, CallbackServer] = await Promise.all([
     startDemoIdentityProvider({ clients: [], cookieKeys: [randomUUID()], accountClaims: (id) => ({ groups: groups[id] ?? [] }) }),
     new CallbackServer().start(),
@@ -37,6 +41,7 @@ export async function startIssuerCatalogue(groups: Record<string, string[]>, cat
     UPSTREAM_CLIENT_SECRET: "issuer-secret",
     UPSTREAM_SCOPES: "openid email profile groups",
     ALLOWED_GROUPS: "staff",
+    ...env,
   });
   await idp.addClient({ client_id: clientId, client_secret: "issuer-secret", redirect_uris: [`${broker.url}/oauth/callback`] });
   return {

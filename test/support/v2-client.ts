@@ -73,9 +73,12 @@ export interface V2Connection {
   readonly provider: V2OAuthProvider;
 }
 
-function newClient(era: Era): Client {
+/** What the client declares it can do (e.g. `{ elicitation: { url: {} } }`: URL-mode elicitation). */
+export type V2Capabilities = NonNullable<ConstructorParameters<typeof Client>[1]>["capabilities"];
+
+function newClient(era: Era, capabilities?: V2Capabilities): Client {
   const mode = era === "2026-07-28" ? { pin: "2026-07-28" } : era;
-  return new Client({ name: "mcp-auth-broker-v2-test", version: "1.0.0" }, { versionNegotiation: { mode } });
+  return new Client({ name: "mcp-auth-broker-v2-test", version: "1.0.0" }, { versionNegotiation: { mode }, ...(capabilities ? { capabilities } : {}) });
 }
 
 /**
@@ -88,12 +91,13 @@ export async function connectV2WithOAuth(
   callback: CallbackServer,
   authorize: (url: URL) => Promise<void>,
   headers: Record<string, string> = {},
+  capabilities?: V2Capabilities,
 ): Promise<V2Connection> {
   const provider = new V2OAuthProvider(callback.url, authorize);
   const open = () => new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider, requestInit: { headers } });
   const first = open();
   try {
-    const client = newClient(era);
+    const client = newClient(era, capabilities);
     await client.connect(first);
     return { client, transport: first, provider };
   } catch (err) {
@@ -103,7 +107,7 @@ export async function connectV2WithOAuth(
   if (!outcome.code) throw new Error(`authorization failed: ${outcome.error ?? "no code"}`);
   await first.finishAuth(new URLSearchParams(Object.entries(outcome)));
   const transport = open();
-  const client = newClient(era);
+  const client = newClient(era, capabilities);
   await client.connect(transport);
   return { client, transport, provider };
 }
