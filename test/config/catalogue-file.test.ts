@@ -120,6 +120,9 @@ describe("the configuration file", () => {
         { match: "delete_*", allow: { users: ["hubot"], emailDomains: [], githubOrgs: [], groups: [] }, requireScope: "docs:write" },
         { match: "*", allow: undefined, requireScope: "docs:read" },
       ],
+      // Neither a connected account nor servers exchanging for one.
+      connection: undefined,
+      exchangeClients: [],
     });
     expect(notes).toMatchObject({
       name: "notes",

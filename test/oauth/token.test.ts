@@ -303,12 +303,26 @@ describe("unauthorized_client: the grant is not registered for the client", () =
   it.each(cases)("%s", async (_what, request) => expectError(await request(), "unauthorized_client"));
 });
 
+describe("the token-exchange grant for a client not registered for it", () => {
+  it("is unauthorized_client: the grant exists, this public client may not use it", async () => {
+    expectError(
+      await token({
+        grant_type: "urn:ietf:params:oauth:grant-type:token-exchange",
+        client_id: pub.client_id,
+        subject_token: "x",
+        subject_token_type: "urn:ietf:params:oauth:token-type:jwt",
+      }),
+      "unauthorized_client",
+    );
+  });
+});
+
 describe("unsupported_grant_type", () => {
   it.each([
     "password",
     "implicit",
     "urn:ietf:params:oauth:grant-type:device_code",
-    "urn:ietf:params:oauth:grant-type:token-exchange",
+    "urn:ietf:params:oauth:grant-type:jwt-bearer",
     "AUTHORIZATION_CODE",
     "authorization_code ",
   ])("%j", async (grantType) => {
