@@ -237,12 +237,12 @@ export const ServerSchema = z
       .string()
       .optional()
       .meta({ description: "a connection of connections: the user's own token for it reaches this server (the user connects it at sign-in)" }),
+    connectionInject: ConnectionInjectSchema.optional().meta({
+      description: 'how the token reaches the server: { header: Authorization, format: "Bearer {token}" } (the default for HTTP) or, for stdio, { env: NAME }',
+    }),
     exchangeClients: z.array(z.string().min(1).max(200)).optional().meta({
       description:
         "client ids (clients add --grant-type urn:ietf:params:oauth:grant-type:token-exchange) with which this server exchanges the X-Auth-Assertion it received for the user's connection token",
-    }),
-    connectionInject: ConnectionInjectSchema.optional().meta({
-      description: 'how the token reaches the server: { header: Authorization, format: "Bearer {token}" } (the default for HTTP) or, for stdio, { env: NAME }',
     }),
   })
   // Runs on what parsed even when a neighbouring field did not: every mistake at once.
