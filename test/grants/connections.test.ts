@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { insertClient, machineGrantsHarness, type GrantsHarness } from "../support/grants-harness.ts";
 import { startOAuth2Emulator, type OAuth2Emulator } from "../support/oauth2-emulator.ts";
 import { catalogueFile } from "../support/catalogue.ts";
+import { trackerConnection } from "../support/connections.ts";
 import { ManualClock } from "../../src/lib/clock.ts";
 import { Connections, REFRESH_AHEAD_MS } from "../../src/grants/connections.ts";
 import { initialDeadlines } from "../../src/grants/lifecycle.ts";
@@ -30,14 +31,7 @@ beforeAll(async () => {
     "    connection: tracker",
     "    exchangeClients: [mab_c_issues-server]",
     "connections:",
-    "  tracker:",
-    "    provider: oauth2",
-    `    authorizeUrl: ${tracker.authorizeUrl}`,
-    `    tokenUrl: ${tracker.tokenUrl}`,
-    `    revokeUrl: ${tracker.revokeUrl}`,
-    `    userinfoUrl: ${tracker.userinfoUrl}`,
-    "    clientId: tracker-app",
-    "    clientSecret: tracker-secret",
+    ...trackerConnection(tracker),
   ]);
   remove = file.remove;
   clock = new ManualClock();

@@ -41,16 +41,7 @@ export async function startConnectedAccounts(
       "    clientId: Iv1.connections",
       "    clientSecret: github-connection-secret",
       "    scopes: [repo]",
-      "  tracker:",
-      "    provider: oauth2",
-      "    title: Tracker",
-      `    authorizeUrl: ${tracker.authorizeUrl}`,
-      `    tokenUrl: ${tracker.tokenUrl}`,
-      `    revokeUrl: ${tracker.revokeUrl}`,
-      `    userinfoUrl: ${tracker.userinfoUrl}`,
-      "    clientId: tracker-app",
-      "    clientSecret: tracker-secret",
-      "    scopes: [issues]",
+      ...trackerConnection(tracker, ["issues"]),
     ],
     env,
   );
@@ -64,6 +55,22 @@ export async function startConnectedAccounts(
       await Promise.all([github.close(), tracker.close()]);
     },
   };
+}
+
+/** The `connections:` entry of the OAuth 2 emulator, named tracker (YAML lines). */
+export function trackerConnection(tracker: OAuth2Emulator, scopes: readonly string[] = []): string[] {
+  return [
+    "  tracker:",
+    "    provider: oauth2",
+    "    title: Tracker",
+    `    authorizeUrl: ${tracker.authorizeUrl}`,
+    `    tokenUrl: ${tracker.tokenUrl}`,
+    `    revokeUrl: ${tracker.revokeUrl}`,
+    `    userinfoUrl: ${tracker.userinfoUrl}`,
+    "    clientId: tracker-app",
+    "    clientSecret: tracker-secret",
+    ...(scopes.length ? [`    scopes: [${scopes.join(", ")}]`] : []),
+  ];
 }
 
 function hidden(html: string): Record<string, string> {

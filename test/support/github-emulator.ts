@@ -4,8 +4,8 @@
 // revoke a user's tokens, expire them now, an outage (503 or hang), and call counters. For access
 // policies it keeps per-user e-mail lists (verified or not) and organizations with teams, and
 // answers GitHub's membership endpoints as GitHub does for what the token may see.
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import { EmulatorServer } from "./emulator-server.ts";
 import { createHash, randomBytes } from "node:crypto";
 
 export interface EmulatedUser {
@@ -86,21 +86,16 @@ function scopesOf(record: { readonly scope: string }): string[] {
   return record.scope.split(/[ ,]+/).filter(Boolean);
 }
 
-export class GitHubEmulator {
-  url = "";
-  /** Calls per "METHOD path-pattern", e.g. "POST /api/v3/applications/:id/token". */
-  readonly calls = new Map<string, number>();
+export class GitHubEmulator extends EmulatorServer {
   /** When set, /login/oauth/authorize approves at once as this user (tests without a browser). */
   autoApprove: string | null = null;
   /** "503": every request fails; "hang": requests never get an answer. */
   outage: null | "503" | "hang" = null;
   expiringTokensSeconds: number | undefined;
 
-  private server!: http.Server;
   private readonly codes = new Map<string, CodeRecord>();
   private readonly tokens = new Map<string, TokenRecord>();
   private readonly refreshTokens = new Map<string, { user: EmulatedUser; scope: string }>();
-  private readonly hanging = new Set<http.ServerResponse>();
   private nextId = 1000;
   private readonly users = new Map<string, EmulatedUser>();
   private readonly emails = new Map<string, readonly EmulatedEmail[]>();
@@ -109,6 +104,7 @@ export class GitHubEmulator {
   private readonly holds = new Map<string, { arrivals: number; readonly listeners: (() => void)[]; readonly released: Promise<void> }>();
 
   constructor(private readonly options: GitHubEmulatorOptions) {
+    super();
     this.expiringTokensSeconds = options.expiringTokensSeconds;
   }
 
@@ -263,27 +259,6 @@ export class GitHubEmulator {
     return [...this.tokens.values()].filter((r) => r.user.login === login).length;
   }
 
-  async start(): Promise<this> {
-    this.server = http.createServer((req, res) => {
-      this.route(req, res).catch(() => {
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-    });
-    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
-  }
-
-  async close(): Promise<void> {
-    for (const res of this.hanging) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise((r) => this.server.close(r));
-  }
-
-  private count1(key: string): void {
-    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
-  }
-
   private json(res: http.ServerResponse, status: number, body: unknown): void {
     res.writeHead(status, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(body));
   }
@@ -338,7 +313,7 @@ export class GitHubEmulator {
     res.writeHead(302, { location: target.href }).end();
   }
 
-  private async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  protected async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", this.url);
     const path = url.pathname;
     const method = req.method ?? "GET";

@@ -4,8 +4,8 @@
 // client_secret_post), /revoke (RFC 7009) and /userinfo ({ id, login, email }). Controls for
 // tests: who approves (`nextUser`, or a page with one link per user for a browser), revoke or
 // expire a user's tokens, an outage (503 or hang), and call counters.
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import { EmulatorServer } from "./emulator-server.ts";
 import { createHash, randomBytes } from "node:crypto";
 
 export interface OAuth2EmulatedUser {
@@ -62,9 +62,7 @@ const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.ch
 /** RFC 6749 §2.3.1: each part of the Basic credentials is form-urlencoded. */
 const formDecode = (s: string): string => decodeURIComponent(s.replace(/\+/g, " "));
 
-export class OAuth2Emulator {
-  url = "";
-  readonly calls = new Map<string, number>();
+export class OAuth2Emulator extends EmulatorServer {
   /** When set, /authorize approves at once as this user (tests without a browser). */
   nextUser: string | null = null;
   /** "503": every request fails; "hang": requests never get an answer. */
@@ -75,16 +73,15 @@ export class OAuth2Emulator {
   rotateRefreshTokens = true;
   accessTtlSeconds: number;
 
-  private server!: http.Server;
   private nextId = 1;
   private readonly users = new Map<string, OAuth2EmulatedUser>();
   private readonly codes = new Map<string, CodeRecord>();
   private readonly accessTokens = new Map<string, AccessRecord>();
   private readonly refreshTokens = new Map<string, Grant>();
-  private readonly hanging = new Set<http.ServerResponse>();
   private readonly answers = new Map<string, CannedAnswer>();
 
   constructor(private readonly options: OAuth2EmulatorOptions) {
+    super();
     this.accessTtlSeconds = options.accessTtlSeconds ?? 3600;
     for (const login of options.users ?? ["alice", "bob"]) this.user(login);
   }
@@ -141,27 +138,6 @@ export class OAuth2Emulator {
       [...this.accessTokens.values()].filter((r) => r.grant.user.login === login && r.expiresAt > now).length +
       [...this.refreshTokens.values()].filter((g) => g.user.login === login).length
     );
-  }
-
-  async start(): Promise<this> {
-    this.server = http.createServer((req, res) => {
-      this.route(req, res).catch(() => {
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-    });
-    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
-  }
-
-  async close(): Promise<void> {
-    for (const res of this.hanging) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise((r) => this.server.close(r));
-  }
-
-  private count1(key: string): void {
-    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
   }
 
   private json(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -223,7 +199,7 @@ export class OAuth2Emulator {
     };
   }
 
-  private async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  protected async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", this.url);
     const method = req.method ?? "GET";
     if (this.outage === "503") return this.json(res, 503, { error: "temporarily_unavailable" });
