@@ -9,6 +9,7 @@ import { insertClient, machineGrantsHarness, type GrantsHarness } from "../suppo
 import { startOAuth2Emulator, type OAuth2Emulator } from "../support/oauth2-emulator.ts";
 import { catalogueFile } from "../support/catalogue.ts";
 import { trackerConnection } from "../support/connections.ts";
+import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
 import { ManualClock } from "../../src/lib/clock.ts";
 import { Connections, REFRESH_AHEAD_MS } from "../../src/grants/connections.ts";
 import { initialDeadlines } from "../../src/grants/lifecycle.ts";
@@ -21,6 +22,7 @@ let tracker: OAuth2Emulator;
 let h: GrantsHarness;
 let clock: ManualClock;
 let remove: () => void;
+let configFile: string;
 
 beforeAll(async () => {
   tracker = await startOAuth2Emulator({ clientId: "tracker-app", clientSecret: "tracker-secret", redirectUris, accessTtlSeconds: 3600 });
@@ -34,6 +36,7 @@ beforeAll(async () => {
     ...trackerConnection(tracker),
   ]);
   remove = file.remove;
+  configFile = file.file;
   clock = new ManualClock();
   // Nobody signs in here: the login provider points at a closed port.
   h = await machineGrantsHarness({ BROKER_CONFIG: file.file }, { clock });
@@ -49,16 +52,16 @@ beforeEach(() => {
 });
 
 /** Runs a connect step for `subject` as `account` at the tracker, from browser session `sid`; the callback URL it came back with. */
-async function authorizeAtTracker(subject: string, account: string, sid: string): Promise<URL> {
+async function authorizeAtTracker(subject: string, account: string, sid: string, at: GrantsHarness = h): Promise<URL> {
   tracker.nextUser = account;
-  const url = await h.grants.connectFlow.start({ subject, name: "tracker", browserSessionId: sid });
+  const url = await at.grants.connectFlow.start({ subject, name: "tracker", browserSessionId: sid });
   const res = await fetch(url, { redirect: "manual" });
   return new URL(res.headers.get("location")!);
 }
 
-async function connect(subject: string, account: string): Promise<void> {
-  const callback = await authorizeAtTracker(subject, account, "browser-1");
-  const outcome = await h.grants.connectFlow.complete(callback, "browser-1", "127.0.0.1");
+async function connect(subject: string, account: string, at: GrantsHarness = h): Promise<void> {
+  const callback = await authorizeAtTracker(subject, account, "browser-1", at);
+  const outcome = await at.grants.connectFlow.complete(callback, "browser-1", "127.0.0.1");
   expect(outcome).toEqual({ name: "tracker", transactionId: null });
 }
 
@@ -88,25 +91,32 @@ describe("connecting", () => {
   });
 });
 
+/**
+ * 20 requests at once, half in another instance on the same database (its own single-flight, the
+ * shared lease), when the token is about to expire: one refresh at the service, and every token
+ * handed out is one it honours for this user.
+ */
+async function refreshesOnce(at: GrantsHarness, time: ManualClock, subject: string, account: string): Promise<void> {
+  await connect(subject, account, at);
+  const first = await at.grants.connections.tokenFor(subject, "tracker");
+  const other = new Connections(at.grants.context, at.grants.lifecycle);
+  time.advance(3600 * 1000 - REFRESH_AHEAD_MS + 1000);
+  const refreshes = tracker.count("token:refresh_token");
+  const states = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? other : at.grants.connections).tokenFor(subject, "tracker")));
+  expect(tracker.count("token:refresh_token") - refreshes).toBe(1);
+  const tokens = new Set(states.map((s) => (s.status === "ok" ? s.token : "missing")));
+  expect(tokens.has("missing")).toBe(false);
+  for (const token of tokens) expect(await loginAtTracker(token)).toBe(account);
+  // The renewed token is the one stored (encrypted).
+  const row = await at.database.db.connection.findUniqueOrThrow({ where: { subject_name: { subject, name: "tracker" } } });
+  const stored = await at.secrets.decrypt(row.accessTokenEnc);
+  expect(first.status === "ok" && stored !== first.token).toBe(true);
+  expect(tokens.has(stored)).toBe(true);
+}
+
 describe("keeping a connection alive", () => {
   it("refreshes a token about to expire once, for 20 concurrent requests in two instances", async () => {
-    await connect("oidc:bea", "bea-tr");
-    const first = await h.grants.connections.tokenFor("oidc:bea", "tracker");
-    // Another instance on the same database: its own single-flight, the shared lease.
-    const other = new Connections(h.grants.context, h.grants.lifecycle);
-    clock.advance(3600 * 1000 - REFRESH_AHEAD_MS + 1000);
-    const refreshes = tracker.count("token:refresh_token");
-    const states = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? other : h.grants.connections).tokenFor("oidc:bea", "tracker")));
-    expect(tracker.count("token:refresh_token") - refreshes).toBe(1);
-    const tokens = new Set(states.map((s) => (s.status === "ok" ? s.token : "missing")));
-    expect(tokens.has("missing")).toBe(false);
-    // Each token handed out is one the tracker honours for this user.
-    for (const token of tokens) expect(await loginAtTracker(token)).toBe("bea-tr");
-    // The renewed token is the one stored (encrypted).
-    const row = await h.database.db.connection.findUniqueOrThrow({ where: { subject_name: { subject: "oidc:bea", name: "tracker" } } });
-    const stored = await h.secrets.decrypt(row.accessTokenEnc);
-    expect(first.status === "ok" && stored !== first.token).toBe(true);
-    expect(tokens.has(stored)).toBe(true);
+    await refreshesOnce(h, clock, "oidc:bea", "bea-tr");
   });
 
   it("marks the connection gone when the service refuses the refresh", async () => {
@@ -118,6 +128,20 @@ describe("keeping a connection alive", () => {
     expect(view).toMatchObject({ connected: false, broken: true });
     const events = await h.database.db.auditEvent.findMany({ where: { type: "connection.invalid", subject: "oidc:cal" } });
     expect(events).toHaveLength(1);
+  });
+});
+
+(postgresAvailable ? describe : describe.skip)("keeping a connection alive on PostgreSQL", () => {
+  it("refreshes once for 20 concurrent requests in two instances sharing the database", async () => {
+    const database = await createPostgresDatabase();
+    const time = new ManualClock();
+    const at = await machineGrantsHarness({ BROKER_CONFIG: configFile }, { clock: time, databaseUrl: database.url });
+    try {
+      await refreshesOnce(at, time, "oidc:pia", "pia-tr");
+    } finally {
+      await at.close();
+      await database.drop();
+    }
   });
 });
 

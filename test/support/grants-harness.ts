@@ -24,20 +24,27 @@ export interface GrantsHarness {
   close(): Promise<void>;
 }
 
-/** `clock`: the time the grants decide by (default: the system clock), e.g. a ManualClock to move. */
-export async function grantsHarness(env: Record<string, string>, provider: UpstreamProvider, options: { clock?: Clock } = {}): Promise<GrantsHarness> {
+/**
+ * `clock`: the time the grants decide by (default: the system clock), e.g. a ManualClock to move.
+ * `databaseUrl`: a migrated database to use (the suite's PostgreSQL) instead of a new SQLite file.
+ */
+export async function grantsHarness(
+  env: Record<string, string>,
+  provider: UpstreamProvider,
+  options: { clock?: Clock; databaseUrl?: string } = {},
+): Promise<GrantsHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), "mab-grants-"));
   const config = loadConfig(
     {
       PUBLIC_URL: "http://127.0.0.1:9",
       PORT: "9",
-      DATABASE_URL: `file:${path.join(dir, "broker.db")}`,
+      DATABASE_URL: options.databaseUrl ?? `file:${path.join(dir, "broker.db")}`,
       SECRET_KEY: randomBytes(32).toString("base64"),
       ...env,
     },
     dir,
   );
-  await copyMigratedSqlite(path.join(dir, "broker.db"));
+  if (!options.databaseUrl) await copyMigratedSqlite(path.join(dir, "broker.db"));
   const database = await openDatabase(config.databaseUrl, dir);
   const secrets = new SecretBox(config.secretKey);
   const grants = createGrants({ db: database.db, config, secrets, provider, logger: createLogger("silent"), clock: options.clock });
@@ -58,7 +65,7 @@ export async function grantsHarness(env: Record<string, string>, provider: Upstr
  * A harness for grants that never call upstream (client_credentials): its provider is GitHub's,
  * pointed at a closed port, so any upstream call would fail loudly.
  */
-export async function machineGrantsHarness(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<GrantsHarness> {
+export async function machineGrantsHarness(env: Record<string, string> = {}, options: { clock?: Clock; databaseUrl?: string } = {}): Promise<GrantsHarness> {
   const upstream = {
     UPSTREAM_PROVIDER: "github",
     ALLOW_ANY_USER: "true",
