@@ -16,6 +16,7 @@ import { misfitWarnings } from "./gateway/mcp-server-misfits.ts";
 import { stdioMcpHandler } from "./gateway/stdio-handler.ts";
 import type { OriginPredicate } from "./gateway/origin-check.ts";
 import type { FrontEndOptions } from "./gateway/front-end.ts";
+import { ElicitingGrants } from "./gateway/connection-gate.ts";
 import type { BrokerChallenge } from "./gateway/scope-challenge.ts";
 import type { McpSessionBinding } from "./gateway/session-binding.ts";
 import { SessionRegistry } from "./stdio/session-registry.ts";
@@ -142,6 +143,7 @@ function frontEndOptions(entry: McpServerEntry, deps: FrontingDeps, log: Logger)
             title: (name: string) => connectionByName(config.catalogue, name)?.title ?? name,
             endGrant: (identity: CallerIdentity) => deps.endGrant(identity.grantId),
             challenge,
+            eliciting: new ElicitingGrants(),
           },
         }
       : {}),

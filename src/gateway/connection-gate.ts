@@ -13,10 +13,38 @@ import type { CallerIdentity } from "../grants/caller-identity.ts";
 import { OAuthError } from "../http/errors.ts";
 import { challenge, type ChallengeOptions } from "./bearer.ts";
 import { CHECKED_BODY_BYTES, upstreamBody } from "./request-body.ts";
+import { boundedCache } from "../lib/bounded-cache.ts";
 
 /** MCP's URLElicitationRequiredError code. */
 export const URL_ELICITATION_REQUIRED = -32042;
 const CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities";
+
+/**
+ * The grants whose client declared URL-mode elicitation when it initialized its session (the
+ * 2025-11-25 clients declare capabilities once, at initialize, not per request): their later
+ * requests get -32042 too. Kept in this process, a bounded number; a client that initialized at
+ * another instance gets the 401 path, which also leads the user to connect.
+ */
+export class ElicitingGrants {
+  private readonly grants = boundedCache<string, true>(10_000);
+
+  /** Notes an initialize of this grant's client that declared URL-mode elicitation (a body read whole). */
+  noteInitialize(grantId: string, body: Buffer): void {
+    // Only an initialize is worth parsing: the other requests of a session declare nothing.
+    if (!body.includes('"initialize"')) return;
+    try {
+      const parsed: unknown = JSON.parse(body.toString("utf8"));
+      const messages = (Array.isArray(parsed) ? parsed : [parsed]).map(objectOf);
+      if (messages.some((m) => m?.method === "initialize" && declaresUrlElicitation(m))) this.grants.set(grantId, true);
+    } catch {
+      // Not JSON: the MCP server answers it.
+    }
+  }
+
+  declared(grantId: string): boolean {
+    return this.grants.has(grantId);
+  }
+}
 
 export interface ConnectionGate {
   /** PUBLIC_URL/account/connect/<name>. */
@@ -26,6 +54,7 @@ export interface ConnectionGate {
   /** Ends the caller's grant (the client authorizes again, through the connect step). */
   endGrant(identity: CallerIdentity): Promise<void>;
   readonly challenge: ChallengeOptions;
+  readonly eliciting: ElicitingGrants;
 }
 
 type Json = Record<string, unknown>;
@@ -63,7 +92,7 @@ export async function answerMissingConnection(ctx: Koa.Context, identity: Caller
   if (!connection?.missing) return;
   const { requests, batch } = await requestsOf(ctx);
   const title = gate.title(connection.name);
-  if (requests.length > 0 && requests.every(declaresUrlElicitation)) {
+  if (requests.length > 0 && (gate.eliciting.declared(identity.grantId) || requests.every(declaresUrlElicitation))) {
     const message = `Connect your ${title} account to continue: this server acts on ${title} with your own account.`;
     const elicitation = { mode: "url", elicitationId: randomUUID(), url: gate.connectUrl(connection.name), message };
     const errors = requests.map((r) => ({

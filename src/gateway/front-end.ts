@@ -110,6 +110,7 @@ function parsedJson(body: Buffer): { value: unknown } | undefined {
 function screenBody(ctx: Koa.Context, identity: CallerIdentity, options: FrontEndOptions, log: () => Logger) {
   return (body: Buffer, parsed?: { readonly value: unknown }): ScreenedBody | undefined => {
     ctx.state.rpcMethods = rpcMethods(body);
+    options.connectionGate?.eliciting.noteInitialize(identity.grantId, body);
     const message = parsed ?? (mirrorsBody(ctx.req.headers) ? parsedJson(body) : undefined);
     const mismatch = message && headerMismatch(ctx.req.headers, message.value);
     if (message && mismatch !== undefined) {
@@ -150,7 +151,8 @@ export function mcpFrontEnd(backend: McpBackend, options: FrontEndOptions): McpH
       identity,
       sessionId,
       log,
-      readWhole: mirrorsBody(ctx.req.headers) || policy?.needsAnalysis === true,
+      // A server that needs a connected account reads what its clients declare at initialize.
+      readWhole: mirrorsBody(ctx.req.headers) || policy?.needsAnalysis === true || options.connectionGate !== undefined,
       screen: screenBody(ctx, identity, options, log),
       listFilter: (headers, answers) => toolListFilter(policy, identity, headers, answers, log),
       listAnswer: toolListAnswers(policy, identity),

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { UrlElicitationRequiredError } from "@modelcontextprotocol/client";
+import { UrlElicitationRequiredError as V1UrlElicitationRequiredError } from "@modelcontextprotocol/sdk/types.js";
 import { connectWithOAuth } from "../support/mcp-oauth-client.ts";
 import { AccountVisitor } from "../account/account-visitor.ts";
 import { sha256Hex } from "../../src/crypto/tokens.ts";
@@ -20,7 +21,7 @@ import { fixtureCommand } from "../stdio/stdio-support.ts";
 import { toolText } from "../gateway/harness.ts";
 import { connectingBrowser, startConnectedAccounts, type ConnectedAccounts } from "../support/connections.ts";
 
-const GROUPS: Record<string, string[]> = { ada: ["staff"], bo: ["staff"], cy: ["staff"], di: ["staff"], eli: ["staff"], fay: ["staff"] };
+const GROUPS: Record<string, string[]> = { ada: ["staff"], bo: ["staff"], cy: ["staff"], di: ["staff"], eli: ["staff"], fay: ["staff"], gil: ["staff"] };
 
 let records: V2McpServer;
 let world: ConnectedAccounts;
@@ -207,6 +208,32 @@ describe("a connection revoked at the service", () => {
       expect(await githubLoginOf(token)).toBe("ada-gh");
       // No new registration was needed.
       expect(await world.at.broker.broker.database.db.client.count()).toBe(clients);
+    } finally {
+      await connected.client.close();
+    }
+  });
+
+  it("answers -32042 to a session client that declared URL elicitation at initialize (SDK v1, 2025-11-25)", async () => {
+    // The 2025 revisions declare capabilities once, in initialize; later requests carry none.
+    const connected = await connectWithOAuth(
+      mcpAt("code"),
+      world.at.callback,
+      connectingBrowser(world.at.callback.url, "gil", "gil-gh"),
+      undefined,
+      { elicitation: { url: {} } },
+    );
+    try {
+      expect(connected.transport.sessionId).toBeDefined();
+      expect(toolText(await connected.client.callTool({ name: "echo", arguments: { message: "before" } }))).toBe("before");
+      world.github.revokeUser("gil-gh");
+      const before = records.requests.length;
+      const thrown = await connected.client.callTool({ name: "echo", arguments: { message: "after" } }).catch((err: unknown) => err);
+      expect(thrown).toBeInstanceOf(V1UrlElicitationRequiredError);
+      expect((thrown as V1UrlElicitationRequiredError).elicitations[0]!.url).toBe(`${world.at.broker.url}/account/connect/github`);
+      expect(records.requests.length).toBe(before);
+      // The grant stays: reconnecting is all it takes.
+      await reconnectAtAccount("gil", "gil-gh");
+      expect(toolText(await connected.client.callTool({ name: "echo", arguments: { message: "again" } }))).toBe("again");
     } finally {
       await connected.client.close();
     }

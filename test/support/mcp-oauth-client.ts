@@ -2,6 +2,7 @@
 // the 401, dynamic registration, PKCE, `resource`. The user's part (consent, upstream login) is
 // done by `authorize`, which gets the authorization URL and must lead the user agent through it;
 // the redirect lands on a loopback callback server here that captures the code.
+import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -155,10 +156,12 @@ export async function connectWithOAuth(
   callback: CallbackServer,
   authorize: (url: URL) => Promise<void>,
   provider?: TestOAuthProvider,
+  /** What the client declares at initialize (e.g. `{ elicitation: { url: {} } }`). */
+  capabilities?: ClientCapabilities,
 ): Promise<ConnectedClient> {
   const p = provider ?? new TestOAuthProvider(callback.url, authorize);
   const first = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: p });
-  const client = new Client({ name: "mcp-auth-broker-e2e", version: "1.0.0" });
+  const client = new Client({ name: "mcp-auth-broker-e2e", version: "1.0.0" }, capabilities ? { capabilities } : undefined);
   try {
     await client.connect(first);
     return { client, transport: first, provider: p };
