@@ -215,13 +215,9 @@ describe("a connection revoked at the service", () => {
 
   it("answers -32042 to a session client that declared URL elicitation at initialize (SDK v1, 2025-11-25)", async () => {
     // The 2025 revisions declare capabilities once, in initialize; later requests carry none.
-    const connected = await connectWithOAuth(
-      mcpAt("code"),
-      world.at.callback,
-      connectingBrowser(world.at.callback.url, "gil", "gil-gh"),
-      undefined,
-      { elicitation: { url: {} } },
-    );
+    const connected = await connectWithOAuth(mcpAt("code"), world.at.callback, connectingBrowser(world.at.callback.url, "gil", "gil-gh"), undefined, {
+      elicitation: { url: {} },
+    });
     try {
       expect(connected.transport.sessionId).toBeDefined();
       expect(toolText(await connected.client.callTool({ name: "echo", arguments: { message: "before" } }))).toBe("before");
