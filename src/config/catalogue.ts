@@ -97,12 +97,6 @@ export function connectionByName(catalogue: Catalogue, name: string): Connection
   return catalogue.connections?.find((c) => c.name === name);
 }
 
-/** The connections a server needs, as configured (none, or the one it names). */
-export function connectionsNeeded(catalogue: Catalogue, server: McpServerEntry): readonly ConnectionConfig[] {
-  const needed = server.connection && connectionByName(catalogue, server.connection.name);
-  return needed ? [needed] : [];
-}
-
 /** Whether the user's upstream access token reaches this server (a header, or the stdio child's tokenEnv). */
 export function passesUpstreamToken(server: McpServerEntry): boolean {
   return server.forwardUpstreamToken || (server.backend.kind === "stdio" && server.backend.server.tokenEnv !== undefined);
