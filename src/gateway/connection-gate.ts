@@ -92,7 +92,15 @@ export async function answerMissingConnection(ctx: Koa.Context, identity: Caller
   if (!connection?.missing) return;
   const { requests, batch } = await requestsOf(ctx);
   const title = gate.title(connection.name);
-  if (requests.length > 0 && (gate.eliciting.declared(identity.grantId) || requests.every(declaresUrlElicitation))) {
+  const eliciting = gate.eliciting.declared(identity.grantId) || (requests.length > 0 && requests.every(declaresUrlElicitation));
+  if (eliciting && requests.length === 0) {
+    // A client that can be sent to connect keeps its grant: what is not a request (a
+    // notification, a response, the standalone stream, the session's end) is taken and dropped.
+    ctx.status = ctx.method === "GET" ? 405 : ctx.method === "DELETE" ? 204 : 202;
+    if (ctx.status === 405) ctx.set("Allow", "POST, DELETE");
+    return;
+  }
+  if (eliciting) {
     const message = `Connect your ${title} account to continue: this server acts on ${title} with your own account.`;
     const elicitation = { mode: "url", elicitationId: randomUUID(), url: gate.connectUrl(connection.name), message };
     const errors = requests.map((r) => ({

@@ -226,6 +226,19 @@ describe("a connection revoked at the service", () => {
       const thrown = await connected.client.callTool({ name: "echo", arguments: { message: "after" } }).catch((err: unknown) => err);
       expect(thrown).toBeInstanceOf(V1UrlElicitationRequiredError);
       expect((thrown as V1UrlElicitationRequiredError).elicitations[0]!.url).toBe(`${world.at.broker.url}/account/connect/github`);
+      // What is not a request is taken and dropped meanwhile: the grant must not end over a notification.
+      const notified = await fetch(mcpAt("code"), {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${connected.provider.tokens()?.access_token}`,
+          "mcp-session-id": connected.transport.sessionId!,
+          "mcp-protocol-version": "2025-11-25",
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 99 } }),
+      });
+      expect(notified.status).toBe(202);
       expect(records.requests.length).toBe(before);
       // The grant stays: reconnecting is all it takes.
       await reconnectAtAccount("gil", "gil-gh");
