@@ -191,15 +191,18 @@ export class Connections {
       return this.gone(row, "connection_expired", "the token expired and the service gave no refresh token");
     }
     const lease = new Date(now + 2 * this.ctx.config.upstream.timeoutMs);
+    // Only the tokens read here may be refreshed: another instance that renewed them meanwhile
+    // (and released its lease) has spent the refresh token this row still holds.
     const claimed = await this.ctx.db.connection.updateMany({
-      where: { id: row.id, status: "active", OR: [{ refreshingUntil: null }, { refreshingUntil: { lt: dateOf(this.ctx.clock) } }] },
+      where: {
+        id: row.id,
+        status: "active",
+        accessTokenEnc: row.accessTokenEnc,
+        OR: [{ refreshingUntil: null }, { refreshingUntil: { lt: dateOf(this.ctx.clock) } }],
+      },
       data: { refreshingUntil: lease },
     });
-    if (claimed.count !== 1) {
-      // Another instance is refreshing it: the current token serves until then.
-      if (expiresAt !== undefined && expiresAt > now) return this.ok(tokens.accessToken, Math.min(expiresAt, lease.getTime()), expiresAt);
-      throw new UpstreamUnavailable(`the ${config.title} token is being renewed; retry in a moment`, 1);
-    }
+    if (claimed.count !== 1) return this.renewedElsewhere(config, row, tokens.accessToken, lease.getTime(), now);
     this.stats.refreshes++;
     let fresh: UpstreamTokens;
     try {
@@ -224,6 +227,20 @@ export class Connections {
     });
     await audit(this.ctx.db, { type: "connection.refreshed", subject: row.subject, detail: { connection: row.name } });
     return this.ok(fresh.accessToken, now + this.ctx.config.upstreamRecheckSeconds * 1000, fresh.accessExpiresAt?.getTime());
+  }
+
+  /**
+   * Another instance renewed the token (its new one is stored) or is renewing it now (the current
+   * one serves while it is still valid); otherwise the caller retries shortly.
+   */
+  private async renewedElsewhere(config: ConnectionConfig, read: ConnectionRow, current: string, leaseEnd: number, now: number): Promise<ConnectionState> {
+    const row = await this.ctx.db.connection.findUnique({ where: { id: read.id } });
+    if (row?.status !== "active") return { status: "missing", reason: row ? "revoked" : "not_connected" };
+    const expiresAt = row.accessExpiresAt?.getTime();
+    if (row.accessTokenEnc !== read.accessTokenEnc)
+      return this.ok(await this.ctx.secrets.decrypt(row.accessTokenEnc), now + this.ctx.config.upstreamRecheckSeconds * 1000, expiresAt);
+    if (expiresAt !== undefined && expiresAt > now) return this.ok(current, Math.min(expiresAt, leaseEnd), expiresAt);
+    throw new UpstreamUnavailable(`the ${config.title} token is being renewed; retry in a moment`, 1);
   }
 
   private ok(token: string, recheckAt: number, expiresAt: number | undefined): ConnectionState {
