@@ -100,7 +100,10 @@ async function refreshesOnce(at: GrantsHarness, time: ManualClock, subject: stri
   await connect(subject, account, at);
   const first = await at.grants.connections.tokenFor(subject, "tracker");
   const other = new Connections(at.grants.context, at.grants.lifecycle);
-  time.advance(3600 * 1000 - REFRESH_AHEAD_MS + 1000);
+  // To a second inside the refresh margin of the expiry the service gave (stamped by the wall
+  // clock at the exchange, which runs on while the injected one stands still).
+  const linked = await at.database.db.connection.findUniqueOrThrow({ where: { subject_name: { subject, name: "tracker" } } });
+  time.advance(Math.max(0, linked.accessExpiresAt!.getTime() - REFRESH_AHEAD_MS + 1000 - time.now()));
   const refreshes = tracker.count("token:refresh_token");
   const states = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? other : at.grants.connections).tokenFor(subject, "tracker")));
   expect(tracker.count("token:refresh_token") - refreshes).toBe(1);
