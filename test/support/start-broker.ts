@@ -4,7 +4,7 @@ import { poolConnectionsClosed } from "./pool-connections.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import { loadConfig, missingMcpServer, type Config } from "../../src/config/load.ts";
 import { startDemoMcpServer, type DemoMcpServer } from "../../src/demo/mcp-server.ts";
 import { createBroker, type Broker, type BrokerOptions } from "../../src/broker.ts";
@@ -24,15 +24,28 @@ export interface TestBroker {
   stop(options?: { keepDir?: boolean }): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Whether nothing listens on `port` of 127.0.0.1 now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
+}
+
+/**
+ * A port for a process that will listen on it later. Taken below Linux's ephemeral range
+ * (32768–60999), from which every outgoing connection and every listen(0) draws its port: under a
+ * loaded suite one of those can take a port listen(0) has just given back, and a process started
+ * later on it fails to listen (seen as `npm start` exiting 1 in a full run). Here only another
+ * caller of this function can collide.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = 20000 + randomInt(12768);
+    if (await canListen(port)) return port;
+  }
+  throw new Error("no free port between 20000 and 32767 on 127.0.0.1 after 100 tries");
 }
 
 /**
