@@ -19,9 +19,18 @@ import { connectV2WithOAuth } from "../support/v2-client.ts";
 import { startV2McpServer, type V2McpServer } from "../support/v2-mcp-server.ts";
 import { fixtureCommand } from "../stdio/stdio-support.ts";
 import { toolText } from "../gateway/harness.ts";
-import { connectingBrowser, startConnectedAccounts, type ConnectedAccounts } from "../support/connections.ts";
+import { cancellingBrowser, connectingBrowser, startConnectedAccounts, type ConnectedAccounts } from "../support/connections.ts";
 
-const GROUPS: Record<string, string[]> = { ada: ["staff"], bo: ["staff"], cy: ["staff"], di: ["staff"], eli: ["staff"], fay: ["staff"], gil: ["staff"] };
+const GROUPS: Record<string, string[]> = {
+  ada: ["staff"],
+  bo: ["staff"],
+  cy: ["staff"],
+  di: ["staff"],
+  eli: ["staff"],
+  fay: ["staff"],
+  gil: ["staff"],
+  hal: ["staff"],
+};
 
 let records: V2McpServer;
 let world: ConnectedAccounts;
@@ -46,8 +55,9 @@ beforeAll(async () => {
     ],
     { UPSTREAM_RECHECK_SECONDS: "0" },
   );
-  // The servers' own registrations (as `clients add` makes them), for the token exchange.
-  for (const id of ["mab_c_code-server", "mab_c_issues-server"])
+  // The servers' own registrations (as `clients add` makes them), for the token exchange; and a
+  // confidential client no server names.
+  for (const id of ["mab_c_code-server", "mab_c_issues-server", "mab_c_stranger"])
     await world.at.broker.broker.database.db.client.create({
       data: {
         id,
@@ -322,6 +332,19 @@ describe("the connections on /account", () => {
   });
 });
 
+describe("cancel at the connect step", () => {
+  it("sends the client access_denied from this issuer, and makes no grant", async () => {
+    const landed: URL[] = [];
+    await expect(connectWithOAuth(mcpAt("code"), world.at.callback, cancellingBrowser(world.at.callback.url, "hal", landed))).rejects.toThrow(
+      "authorization failed: access_denied",
+    );
+    expect(landed).toHaveLength(1);
+    expect(landed[0]!.searchParams.get("error_description")).toBe("The user did not connect the account the server needs.");
+    expect(landed[0]!.searchParams.get("iss")).toBe(world.at.broker.url);
+    expect(await world.at.broker.broker.database.db.grant.count({ where: { subject: "oidc:hal" } })).toBe(0);
+  });
+});
+
 /** The token endpoint, as a server authenticating with its client secret calls it. */
 async function exchange(clientId: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${world.at.broker.url}/token`, {
@@ -393,5 +416,27 @@ describe("token exchange (RFC 8693) for a server that fetches the token itself",
     } finally {
       await connected.client.close();
     }
+  });
+
+  it("answers each malformed exchange request with the OAuth error that names its fault", async () => {
+    const github = { subject_token: "not-yet-checked", resource: "github" };
+    // A confidential client the operator registered, that no server names in exchangeClients.
+    expect(await exchange("mab_c_stranger", github)).toMatchObject({ status: 400, body: { error: "unauthorized_client" } });
+    // No connection named, or two different ones.
+    expect(await exchange("mab_c_code-server", { subject_token: "x" })).toMatchObject({ status: 400, body: { error: "invalid_request" } });
+    expect(await exchange("mab_c_code-server", { ...github, audience: "tracker" })).toMatchObject({ status: 400, body: { error: "invalid_target" } });
+    // A subject token of another type, or another token type asked for.
+    expect(await exchange("mab_c_code-server", { ...github, subject_token_type: "urn:ietf:params:oauth:token-type:access_token" })).toMatchObject({
+      status: 400,
+      body: { error: "invalid_request" },
+    });
+    expect(await exchange("mab_c_code-server", { ...github, requested_token_type: "urn:ietf:params:oauth:token-type:refresh_token" })).toMatchObject({
+      status: 400,
+      body: { error: "invalid_request" },
+    });
+    // A subject token that is no JWT at all.
+    const notJwt = await exchange("mab_c_code-server", github);
+    expect(notJwt).toMatchObject({ status: 400, body: { error: "invalid_grant" } });
+    expect(String(notJwt.body.error_description)).toContain("not an identity assertion the broker made for this server");
   });
 });

@@ -105,3 +105,18 @@ export function connectingBrowser(callbackUrl: string, user: string, githubUser:
     await fetch(back);
   };
 }
+
+/**
+ * A fresh browser that signs in as `user` and cancels at the connect step; the URL the broker sent
+ * it back to the client with goes to `landed`.
+ */
+export function cancellingBrowser(callbackUrl: string, user: string, landed: URL[]) {
+  const signIn = answerAs(user);
+  return async (url: URL): Promise<void> => {
+    const back = await new HttpBrowser().walk(url.href, callbackUrl, (at, html) =>
+      html.includes('id="connect-heading"') ? { action: "consent", form: { ...hidden(html), decision: "cancel" } } : signIn(at, html),
+    );
+    landed.push(back);
+    await fetch(back);
+  };
+}
