@@ -18,6 +18,8 @@ export interface LoadOptions {
   readonly body?: (worker: number, i: number) => string;
   readonly concurrency: number;
   readonly requests: number;
+  /** Requests per second: request i starts no sooner than i / rate seconds in (closed loop otherwise). */
+  readonly rate?: number;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -27,9 +29,16 @@ function percentile(sorted: number[], p: number): number {
 
 /**
  * Closed loop: `concurrency` workers each run `call` back to back until `requests` calls have
- * completed. `call` resolves true for a success, false (or throws) for an error.
+ * completed. `call` resolves true for a success, false (or throws) for an error. With `rate`, the
+ * calls are paced: call i starts no sooner than i / rate seconds after the first, so that two
+ * kinds of request can be compared at the same throughput.
  */
-export async function runClosedLoop(concurrency: number, requests: number, call: (worker: number, i: number) => Promise<boolean>): Promise<LoadResult> {
+export async function runClosedLoop(
+  concurrency: number,
+  requests: number,
+  call: (worker: number, i: number) => Promise<boolean>,
+  rate?: number,
+): Promise<LoadResult> {
   const latencies: number[] = [];
   let errors = 0;
   let issued = 0;
@@ -37,6 +46,10 @@ export async function runClosedLoop(concurrency: number, requests: number, call:
   const worker = async (w: number) => {
     while (issued < requests) {
       const i = issued++;
+      if (rate !== undefined) {
+        const wait = started + (i * 1000) / rate - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      }
       const t0 = performance.now();
       try {
         if (!(await call(w, i))) errors++;
@@ -63,16 +76,21 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const url = new URL(options.url);
   const pool = new Pool(url.origin, { connections: options.concurrency, pipelining: 1 });
   try {
-    return await runClosedLoop(options.concurrency, options.requests, async (w, i) => {
-      const res = await pool.request({
-        path: url.pathname + url.search,
-        method: options.method ?? "POST",
-        headers: options.headers(w),
-        ...(options.body ? { body: options.body(w, i) } : {}),
-      });
-      await res.body.text();
-      return res.statusCode < 400;
-    });
+    return await runClosedLoop(
+      options.concurrency,
+      options.requests,
+      async (w, i) => {
+        const res = await pool.request({
+          path: url.pathname + url.search,
+          method: options.method ?? "POST",
+          headers: options.headers(w),
+          ...(options.body ? { body: options.body(w, i) } : {}),
+        });
+        await res.body.text();
+        return res.statusCode < 400;
+      },
+      options.rate,
+    );
   } finally {
     await pool.close();
   }

@@ -29,11 +29,12 @@ export async function mcpSession(url: string, headers: Record<string, string>): 
   return id;
 }
 
-/** tools/call echo requests: REQUESTS of them at `concurrency` clients, or `requests` when given. */
-export function toolCalls(url: string, headers: Record<string, string>, session: string, concurrency = CONCURRENCY, requests?: number) {
+/** tools/call echo requests: REQUESTS of them at `concurrency` clients, or `requests` when given; `rate` paces them (per second). */
+export function toolCalls(url: string, headers: Record<string, string>, session: string, concurrency = CONCURRENCY, requests?: number, rate?: number) {
   return runLoad({
     url,
     concurrency,
+    ...(rate !== undefined ? { rate } : {}),
     requests: requests ?? (concurrency === 1 ? SEQUENTIAL_REQUESTS : REQUESTS),
     headers: () => ({
       "content-type": "application/json",
@@ -54,10 +55,11 @@ const MODERN_META = {
 };
 
 /** 2026-07-28 stateless tools/call echo requests, with the request metadata headers. */
-export function statelessToolCalls(url: string, headers: Record<string, string>, concurrency = CONCURRENCY, requests?: number) {
+export function statelessToolCalls(url: string, headers: Record<string, string>, concurrency = CONCURRENCY, requests?: number, rate?: number) {
   return runLoad({
     url,
     concurrency,
+    ...(rate !== undefined ? { rate } : {}),
     requests: requests ?? (concurrency === 1 ? SEQUENTIAL_REQUESTS : REQUESTS),
     headers: () => ({
       "content-type": "application/json",
