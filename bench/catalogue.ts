@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ChildProcess } from "node:child_process";
+import { median } from "./load.ts";
 import { mcpSession, toolCalls } from "./mcp-calls.ts";
 import { cpuMs, stop } from "./processes.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
@@ -53,7 +54,6 @@ export async function catalogueRows(start: StartBroker, mcpUrl: string): Promise
         s.cpuUs.push(((cpuMs(s.child.pid) - before) / run.requests) * 1000);
       }
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const spread = (s: Subject) => `${Math.min(...s.cpuUs).toFixed(0)}–${Math.max(...s.cpuUs).toFixed(0)}`;
     const [one, fifty] = subjects as [Subject, Subject];
     const change = (median(fifty.cpuUs) / median(one.cpuUs) - 1) * 100;

@@ -22,6 +22,13 @@ export interface LoadOptions {
   readonly rate?: number;
 }
 
+/** The middle value (the mean of the two middle ones for an even count): a burst on the shared cores moves it least. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;

@@ -3,19 +3,13 @@
 // the figure to compare: the stateless request carries the mirrored headers the broker checks
 // against the body, and no session to look up.
 import type { ChildProcess } from "node:child_process";
-import type { LoadResult } from "./load.ts";
+import { median, type LoadResult } from "./load.ts";
 import { CONCURRENCY, mcpSession, REQUESTS, statelessToolCalls, toolCalls } from "./mcp-calls.ts";
 import { cpuMs, startProcess, stop } from "./processes.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 
 /** Paired rounds of both kinds: enough for a median that one busy moment of the machine does not move. */
 const ROUNDS = 5;
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 type StartBroker = (recheck: string, db: string, extra?: Record<string, string>) => Promise<{ child: ChildProcess; url: string }>;
 
