@@ -1,8 +1,9 @@
-// The benchmark's anchor: node-oidc-provider (a mature, fast OAuth server) on an SQLite adapter with
-// the broker's settings — the `libsql` package's synchronous API, statements prepared once, WAL, the
-// same `synchronous` level and busy_timeout on its connection — serving the same token requests:
+// The benchmark's anchor: node-oidc-provider (a mature, fast OAuth server) on an SQLite adapter at
+// its fastest sensible setting — the `libsql` package's synchronous API (better-sqlite3's, without
+// its download of a prebuilt binary), statements prepared once, WAL with `synchronous=NORMAL` (no
+// fsync per commit; the broker keeps FULL), the broker's busy_timeout — serving the same requests:
 // a public client, PKCE, a resource indicator, refresh tokens rotated on every use, opaque access
-// tokens, no ID token. Its own process, so its CPU time is its own. Prints `ANCHOR_URL <url>`.
+// tokens, no ID token. Its own process, so its CPU time is its own. Prints `ANCHOR_URL <url> <synchronous level>`.
 //
 // POST /bench/codes?n=N mints N authorization codes (with their PKCE verifiers) straight through the
 // provider's models, as a finished login would leave them: the benchmark measures the token
@@ -17,12 +18,14 @@ import { s256Challenge } from "../src/grants/pkce.ts";
 
 const file = process.argv[2];
 if (!file) throw new Error("usage: anchor-provider.ts <sqlite file>");
+const ANCHOR_SYNCHRONOUS = process.env.BENCH_ANCHOR_SYNCHRONOUS === "FULL" ? "FULL" : "NORMAL";
 const ANCHOR_CLIENT = { client_id: "bench-client", redirect_uri: "http://127.0.0.1:7777/callback" };
 
 const db = new Database(file);
 db.prepare(SQLITE_CONNECTION_PRAGMAS.withRow).get();
-db.exec(SQLITE_CONNECTION_PRAGMAS.rowless);
 db.prepare("PRAGMA journal_mode = WAL").get();
+// The anchor's durability: NORMAL unless BENCH_ANCHOR_SYNCHRONOUS says otherwise (FULL: the broker's).
+db.exec(`PRAGMA synchronous = ${ANCHOR_SYNCHRONOUS}`);
 db.exec(`CREATE TABLE IF NOT EXISTS oidc_model (
   model TEXT NOT NULL, id TEXT NOT NULL, payload TEXT NOT NULL, grant_id TEXT, user_code TEXT, uid TEXT,
   expires_at INTEGER, consumed_at INTEGER, PRIMARY KEY (model, id))`);
@@ -158,7 +161,7 @@ server.on("request", (req, res) => {
   void callback(req, res);
 });
 
-process.stdout.write(`ANCHOR_URL ${issuer}\n`);
+process.stdout.write(`ANCHOR_URL ${issuer} ${ANCHOR_SYNCHRONOUS}\n`);
 process.on("SIGTERM", () => {
   server.close();
   db.close();

@@ -285,7 +285,8 @@ async function main(): Promise<void> {
   } finally {
     await stop(mcpChild);
     await gh.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP_DIR) process.stdout.write(`bench folder kept: ${dir}\n`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 
   report(rows);

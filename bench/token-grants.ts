@@ -1,5 +1,5 @@
-// The token endpoint against its anchor, node-oidc-provider on SQLite with the same settings
-// (anchor-provider.ts), in the same run: rounds alternate between the two servers so that whatever
+// The token endpoint against its anchor, node-oidc-provider on SQLite at its fastest sensible
+// setting (anchor-provider.ts: WAL, synchronous=NORMAL; the broker keeps FULL), in the same run: rounds alternate between the two servers so that whatever
 // else loads the machine weighs on both alike. Refresh: 20 chains, each request using the previous
 // answer's refresh token, with client_id and resource as the MCP SDK sends them. Code exchange:
 // codes minted beforehand (not timed), exchanged by 20 concurrent clients. Each server's CPU time
@@ -245,7 +245,8 @@ export async function brokerRefreshRate(broker: TokenServer, databaseUrl: string
 
 /** Runs the comparison against a running broker (SQLite); returns the report's rows. */
 export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl: string, dir: string): Promise<Array<[string, string]>> {
-  const { child, match } = await startProcess(["bench/anchor-provider.ts", path.join(dir, "anchor.db")], {}, /ANCHOR_URL (\S+)/);
+  const { child, match } = await startProcess(["bench/anchor-provider.ts", path.join(dir, "anchor.db")], {}, /ANCHOR_URL (\S+) (\S+)/);
+  const anchorSynchronous = match[2]!;
   const ours = await brokerSide(broker, brokerDatabaseUrl, dir);
   const sides: Side[] = [ours, anchorSide({ name: "node-oidc-provider", url: match[1]!, pid: child.pid })];
   try {
@@ -272,13 +273,14 @@ export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl:
       }));
       rows.push([label, `broker ${broker!.perSecond.toFixed(0)}/s, node-oidc-provider ${anchor!.perSecond.toFixed(0)}/s`]);
       rows.push([`    ratio broker / node-oidc-provider (${unit}/s)`, `${(broker!.perSecond / anchor!.perSecond).toFixed(2)}×`]);
-      rows.push([`    server CPU per ${unit}`, `broker ${broker!.cpu.toFixed(0)} µs, node-oidc-provider ${anchor!.cpu.toFixed(0)} µs`]);
+      rows.push([`    server CPU per ${unit}, all threads`, `broker ${broker!.cpu.toFixed(0)} µs, node-oidc-provider ${anchor!.cpu.toFixed(0)} µs (${(broker!.cpu / anchor!.cpu).toFixed(2)}×)`]);
       rows.push([`    of it on the event-loop thread`, `broker ${broker!.loop.toFixed(0)} µs, node-oidc-provider ${anchor!.loop.toFixed(0)} µs`]);
       rows.push([
         `    rounds (broker / anchor, ${unit}/s)`,
         rounds[0]!.map((r, i) => `${r.perSecond.toFixed(0)}/${rounds[1]![i]!.perSecond.toFixed(0)}`).join(", "),
       ]);
     };
+    rows.push([`(d) anchor: node-oidc-provider, SQLite WAL, synchronous=${anchorSynchronous}`, "broker: WAL, synchronous=FULL"]);
     report(`(d) refresh_token grant, ${CHAINS} chains, SQLite (median of ${ROUNDS} alternating rounds)`, refresh, "refresh");
     rows.push([`    warm-up rounds until steady (broker / anchor)`, `${warmUpRounds.join(" / ")} of ${CHAINS * REFRESHES_PER_CHAIN} refreshes`]);
     report(`(h) authorization_code grant, ${CHAINS} clients, SQLite`, exchange, "exchange");

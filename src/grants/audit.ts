@@ -1,5 +1,5 @@
 // The audit trail of security events. Never records a token, code or secret.
-import { randomUUID } from "node:crypto";
+import { timeOrderedRowId } from "../store/row-id.ts";
 import type { Db } from "../store/db.ts";
 import type { AuditEvent } from "../store/hot-store.ts";
 
@@ -51,7 +51,7 @@ type AuditWriter = Pick<Db, "auditEvent">;
 /** The row of one event, stamped with the system time as Prisma's default would (not the grants clock). */
 export function auditRow(entry: AuditEntry): AuditEvent {
   return {
-    id: randomUUID(),
+    id: timeOrderedRowId(),
     at: new Date(),
     type: entry.type,
     clientId: entry.clientId ?? null,

@@ -1,6 +1,6 @@
 // The token rows every grant creates: an access token (and, unless told otherwise, a refresh
 // token) for a grant, inside the caller's transaction. Neither outlives the grant.
-import { randomUUID } from "node:crypto";
+import { timeOrderedRowId } from "../../store/row-id.ts";
 import type { Tx } from "../../store/db.ts";
 import type { GrantUse, IssuedRows } from "../../store/hot-store.ts";
 import type { GrantsContext } from "../context.ts";
@@ -48,7 +48,7 @@ export function issuedTokens(
   const minted = options.refresh === null ? null : (options.refresh ?? mintSecret("refreshToken"));
   const createdAt = new Date();
   const refresh = minted && {
-    id: randomUUID(),
+    id: timeOrderedRowId(),
     tokenHash: minted.hash,
     prefix: minted.prefix,
     grantId: grant.id,
@@ -67,7 +67,7 @@ export function issuedTokens(
   const rows: IssuedRows = {
     refresh,
     access: {
-      id: randomUUID(),
+      id: timeOrderedRowId(),
       tokenHash: access.hash,
       prefix: access.prefix,
       grantId: grant.id,
