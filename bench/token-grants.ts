@@ -273,7 +273,10 @@ export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl:
       }));
       rows.push([label, `broker ${broker!.perSecond.toFixed(0)}/s, node-oidc-provider ${anchor!.perSecond.toFixed(0)}/s`]);
       rows.push([`    ratio broker / node-oidc-provider (${unit}/s)`, `${(broker!.perSecond / anchor!.perSecond).toFixed(2)}×`]);
-      rows.push([`    server CPU per ${unit}, all threads`, `broker ${broker!.cpu.toFixed(0)} µs, node-oidc-provider ${anchor!.cpu.toFixed(0)} µs (${(broker!.cpu / anchor!.cpu).toFixed(2)}×)`]);
+      rows.push([
+        `    server CPU per ${unit}, all threads`,
+        `broker ${broker!.cpu.toFixed(0)} µs, node-oidc-provider ${anchor!.cpu.toFixed(0)} µs (${(broker!.cpu / anchor!.cpu).toFixed(2)}×)`,
+      ]);
       rows.push([`    of it on the event-loop thread`, `broker ${broker!.loop.toFixed(0)} µs, node-oidc-provider ${anchor!.loop.toFixed(0)} µs`]);
       rows.push([
         `    rounds (broker / anchor, ${unit}/s)`,

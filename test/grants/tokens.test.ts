@@ -34,6 +34,22 @@ describe("client_credentials", () => {
     expect(row.resource).toBe("http://127.0.0.1:9/mcp");
   });
 
+  it("gives the rows it inserts per token request time-ordered ids (UUID version 7), so their index inserts append", async () => {
+    const client = await insertClient(h.database);
+    for (let i = 0; i < 5; i++) await issueFor(client);
+    const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const where = { where: { clientId: client.id }, orderBy: { createdAt: "asc" as const } };
+    const tokens = (await h.database.db.accessToken.findMany(where)).map((r) => r.id);
+    const events = (await h.database.db.auditEvent.findMany({ where: { clientId: client.id }, orderBy: { at: "asc" } })).map((r) => r.id);
+    expect(tokens).toHaveLength(5);
+    expect(events.length).toBeGreaterThanOrEqual(5);
+    for (const ids of [tokens, events]) {
+      for (const id of ids) expect(id).toMatch(V7);
+      // Later rows sort after earlier ones (random version 4 ids would land anywhere).
+      expect([...ids].sort()).toEqual(ids);
+    }
+  });
+
   it("refuses public clients and clients not registered for the grant", async () => {
     const publicClient = await insertClient(h.database, { tokenEndpointAuthMethod: "none" });
     await expect(issueFor(publicClient)).rejects.toMatchObject({ code: "unauthorized_client", description: expect.stringContaining("confidential") });
