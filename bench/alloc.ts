@@ -14,7 +14,7 @@ export type StartBroker = (db: string, extra: Record<string, string>) => Promise
 
 const ALLOC_REQUESTS = Number(process.env.BENCH_ALLOC_REQUESTS ?? 10_000);
 const WINDOWS = 3;
-const TOP = 10;
+const TOP = Number(process.env.BENCH_ALLOC_TOP ?? 10);
 
 /** One window of ALLOC_REQUESTS tools/call at CONCURRENCY clients, counted by the probe in the broker. */
 async function measured(

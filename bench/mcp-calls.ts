@@ -73,3 +73,30 @@ export function statelessToolCalls(url: string, headers: Record<string, string>,
       JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: `w${w}` }, _meta: MODERN_META } }),
   });
 }
+
+/** Blocks of SEQUENTIAL_REQUESTS calls by one client, alternating direct and through the broker. */
+export const ONE_CLIENT_BLOCKS = 5;
+
+export interface OneClientBlock {
+  readonly addedP50Ms: number;
+  readonly addedP99Ms: number;
+  readonly directP50Ms: number;
+}
+
+/**
+ * One client's latency through the broker against the same calls direct, in ONE_CLIENT_BLOCKS
+ * pairs of blocks: each block's added p50 and p99 (the broker's block minus the direct block just
+ * before it), so a pause that hits one block shows as that block's figure, not a blur over all.
+ */
+export async function oneClientBlocks(
+  direct: { url: string; session: string },
+  through: { url: string; session: string; headers: Record<string, string> },
+): Promise<OneClientBlock[]> {
+  const blocks: OneClientBlock[] = [];
+  for (let b = 0; b < ONE_CLIENT_BLOCKS; b++) {
+    const d = await toolCalls(direct.url, {}, direct.session, 1);
+    const t = await toolCalls(through.url, through.headers, through.session, 1);
+    blocks.push({ addedP50Ms: t.p50Ms - d.p50Ms, addedP99Ms: t.p99Ms - d.p99Ms, directP50Ms: d.p50Ms });
+  }
+  return blocks;
+}

@@ -25,7 +25,7 @@ const OPENING_CONCURRENCY = 32;
 const FD_MARGIN = 256;
 
 /** Functions listed among those that allocated what an open stream keeps in the broker. */
-const RETAINED_TOP = 6;
+const RETAINED_TOP = Number(process.env.BENCH_RETAINED_TOP ?? 6);
 /** Runs of the other client's 1,000 sequential calls while the streams are open. */
 const RUNS = 3;
 /**

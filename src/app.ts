@@ -30,11 +30,12 @@ export function createApp({ config, logger, routers, metrics }: AppParts): Koa {
   // Only when tracing is on: without it, requests pay nothing for it.
   const tracer = activeTracer();
   if (tracer) app.use(requestSpans(tracer));
-  app.use(requestContext(logger, ["/healthz", "/readyz"], publicPaths(config.publicUrl, "/mcp")));
+  const mcpPaths = publicPaths(config.publicUrl, "/mcp");
+  app.use(requestContext(logger, ["/healthz", "/readyz"], mcpPaths));
   app.use(securityHeaders({ https: config.publicUrl.startsWith("https:") }));
   app.use(errorHandler({ frontPage: `${config.publicUrl}/` }));
   const https = config.publicUrl.startsWith("https:");
-  app.use(browserSession(app, { https, keys: cookieKeys(config.secretKey, config.previousSecretKeys) }));
+  app.use(browserSession(app, { https, keys: cookieKeys(config.secretKey, config.previousSecretKeys), without: mcpPaths }));
   for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());

@@ -4,11 +4,18 @@
 import type Koa from "koa";
 import session from "koa-session";
 import { BROWSER_SESSION_ID, newBrowserSessionId } from "../grants/browser-identities.ts";
+import { isUnder } from "./public-paths.ts";
 
 export interface BrowserSessionOptions {
   readonly https: boolean;
   /** Signing keys (newest first); see cookieKeys() in crypto/keys.ts. */
   readonly keys: readonly string[];
+  /**
+   * Request paths (and below) that never use the browser session: the MCP endpoint, an API called
+   * with bearer tokens. Each of its requests then saves koa-session's frame and the objects it makes,
+   * and an open event stream no longer keeps them for as long as it stays open.
+   */
+  readonly without?: readonly string[];
 }
 
 export function browserSessionCookieName(https: boolean): string {
@@ -41,12 +48,14 @@ export function browserSession(app: Koa, options: BrowserSessionOptions): Koa.Mi
     },
     app,
   );
-  return async (ctx, next) => {
+  const without = options.without ?? [];
+  return (ctx, next) => {
+    if (isUnder(without, ctx.path)) return next();
     httpsOf.set(ctx, options.https);
     // PUBLIC_URL is https, so browsers reach us over TLS even when a proxy in front terminates it
     // (without TRUST_PROXY Koa would refuse to set a Secure cookie on the plain hop).
     if (options.https) (ctx.cookies as unknown as { secure: boolean }).secure = true;
-    await sessions(ctx, next);
+    return sessions(ctx, next);
   };
 }
 

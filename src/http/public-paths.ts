@@ -12,3 +12,8 @@ export function publicPaths(publicUrl: string, path: string): string[] {
   const prefix = publicPathPrefix(publicUrl);
   return prefix ? [path, `${prefix}${path}`] : [path];
 }
+
+/** Whether a request path is one of `paths` or below one of them. */
+export function isUnder(paths: readonly string[], path: string): boolean {
+  return paths.some((p) => path === p || path.startsWith(`${p}/`));
+}

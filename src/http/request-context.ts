@@ -4,6 +4,7 @@ import type Koa from "koa";
 import { redactUrl, type Logger } from "../logger.ts";
 import type { ErrorFormat } from "./errors.ts";
 import type { CallerIdentity } from "../grants/caller-identity.ts";
+import { isUnder } from "./public-paths.ts";
 
 /** What the broker's middleware keep in `ctx.state`, for every route. */
 export interface RequestState {
@@ -69,7 +70,6 @@ export function sessionTag(sessionId: string): string {
  * says how long it stayed open). `quietPaths` (the probes) log at debug.
  */
 export function requestContext(logger: Logger, quietPaths: readonly string[] = [], mcpPaths: readonly string[] = []): Koa.Middleware {
-  const under = (paths: readonly string[], path: string) => paths.some((q) => path === q || path.startsWith(`${q}/`));
   return async (ctx, next) => {
     const incoming = ctx.get("x-request-id");
     const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -85,7 +85,7 @@ export function requestContext(logger: Logger, quietPaths: readonly string[] = [
     try {
       await next();
     } finally {
-      if (under(mcpPaths, ctx.path)) {
+      if (isUnder(mcpPaths, ctx.path)) {
         if (logger.isLevelEnabled("info")) {
           const line = () => state.log.info(mcpAccessFields(ctx, ms(), mark), "mcp");
           // A streamed answer (the proxy's) is still going: its line is written when it ends.
@@ -93,7 +93,7 @@ export function requestContext(logger: Logger, quietPaths: readonly string[] = [
           else line();
         }
       } else {
-        const level = under(quietPaths, ctx.path) ? "debug" : "info";
+        const level = isUnder(quietPaths, ctx.path) ? "debug" : "info";
         if (logger.isLevelEnabled(level)) state.log[level]({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms: ms() }, "request");
       }
     }
