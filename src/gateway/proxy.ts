@@ -119,6 +119,11 @@ interface Exchange {
 
 type Upstream = Awaited<ReturnType<Pool["request"]>>;
 
+/** An event stream whose relay goes on after the middleware returned (in an object: a promise returned by an async function would be awaited with it). */
+interface StillStreaming {
+  readonly ended: Promise<void>;
+}
+
 /** What went up: the MCP server's answer, the body when read whole, this request's tools/list answers to filter. */
 interface Sent {
   readonly upstream: Upstream;
@@ -262,8 +267,11 @@ async function bindSession({ options }: ProxyParts, x: Exchange, upstream: Upstr
   return typeof issued !== "string" || (await options.sessionBinding.claim(issued, owner)) === owner;
 }
 
-/** The MCP server's answer: refused by the broker (its challenge, another's session), or streamed to the client. */
-async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<void> {
+/**
+ * The MCP server's answer: refused by the broker (its challenge, another's session), or streamed
+ * to the client. Resolves with an event stream still being relayed (see streamAnswer).
+ */
+async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<StillStreaming | undefined> {
   const { options } = parts;
   const { ctx, request } = x;
   const { upstream } = sent;
@@ -291,14 +299,21 @@ async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<void>
     });
     if (!bound) {
       discard(upstream.body);
-      return refuseForeignSession(ctx, request.identity, request.log(), "MCP session claimed by another caller first");
+      refuseForeignSession(ctx, request.identity, request.log(), "MCP session claimed by another caller first");
+      return undefined;
     }
   }
-  await streamAnswer(parts, x, sent);
+  return streamAnswer(parts, x, sent);
 }
 
-/** Writes the MCP server's answer to the client as it comes (its tools/list answers filtered for the caller). */
-async function streamAnswer({ options }: ProxyParts, x: Exchange, { upstream, body, listed }: Sent): Promise<void> {
+/**
+ * Writes the MCP server's answer to the client as it comes (its tools/list answers filtered for the
+ * caller). An event stream may stay open for hours (the GET stream of server messages): its relay
+ * is returned, not awaited, so the middleware above return and keep nothing of theirs while it
+ * runs (the access line and the metrics wait for the response's close; measured in bench row (s)).
+ * A JSON answer is relayed before this resolves.
+ */
+async function streamAnswer({ options }: ProxyParts, x: Exchange, { upstream, body, listed }: Sent): Promise<StillStreaming | undefined> {
   const { ctx, request } = x;
   ctx.respond = false;
   let headers = clientResponseHeaders(upstream.headers);
@@ -315,15 +330,20 @@ async function streamAnswer({ options }: ProxyParts, x: Exchange, { upstream, bo
   const streamed = /^text\/event-stream/i.test(answerHeaders.contentType ?? "")
     ? options.streams?.opened(ctx.res, upstream.body, ctx.method === "POST" ? (body ?? Buffer.alloc(0)) : null)
     : undefined;
-  try {
-    await pump(filter ? upstream.body.pipe(filter) : upstream.body, ctx.res);
-  } catch (err) {
-    if (!(x.controller.signal.reason instanceof ClientGone)) {
-      request.log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
-    }
-  } finally {
-    streamed?.();
-  }
+  const relayed = pump(filter ? upstream.body.pipe(filter) : upstream.body, ctx.res).then(
+    () => {
+      streamed?.();
+    },
+    (err: unknown) => {
+      streamed?.();
+      if (!(x.controller.signal.reason instanceof ClientGone)) {
+        request.log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
+      }
+    },
+  );
+  if (streamed) return { ended: relayed };
+  await relayed;
+  return undefined;
 }
 
 /** The HTTP backend: relays a request the front end let through to the MCP server, and its answer back. */
@@ -338,11 +358,13 @@ function httpBackend(parts: ProxyParts, mountPaths: readonly string[]): McpBacke
       const release = admitUpload(ctx);
       if (release === "refused") return;
       const x = openExchange(parts, ctx, request, path, release);
+      let stillStreaming: StillStreaming | undefined;
       try {
         const sent = await send(parts, x);
-        if (sent) await answer(parts, x, sent);
+        if (sent) stillStreaming = await answer(parts, x, sent);
       } finally {
-        closeExchange(parts, x);
+        if (stillStreaming) void stillStreaming.ended.finally(() => closeExchange(parts, x));
+        else closeExchange(parts, x);
       }
     },
   };

@@ -47,7 +47,9 @@ export function requestSpans(tracer: Tracer): Koa.Middleware {
       if (clientId) span.setAttribute("oauth.client.id", clientId);
       if (ctx.state.rpcMethods?.length) span.setAttribute("mcp.method.name", ctx.state.rpcMethods.join(","));
       if (ctx.state.grantType) span.setAttribute("oauth.grant_type", ctx.state.grantType);
-      span.end();
+      // An event stream the proxy still relays ends after the middleware returned: so does its span.
+      if (ctx.respond === false && !ctx.res.writableFinished) ctx.res.once("close", () => span.end());
+      else span.end();
     }
   };
 }

@@ -12,6 +12,7 @@ import { obtainTokens } from "../support/oauth-flow.ts";
 import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { mcpPost } from "../support/mcp-probe.ts";
 import { preparedDatabaseUrl } from "../support/broker-process.ts";
+import { until } from "../support/wait.ts";
 
 interface LogLine {
   readonly msg: string;
@@ -82,6 +83,42 @@ describe("the /mcp access line", () => {
       expect(line.bytesOut).toBeGreaterThan(50);
     }
     for (const secret of [tokens.access_token, tokens.refresh_token, session]) expect(output).not.toContain(secret);
+  });
+
+  it("writes an event stream's line when the stream ends, not when its headers went out", async () => {
+    const { tokens } = await obtainTokens(t.url, { user: "bea" });
+    const opened = await post(tokens.access_token, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    });
+    await opened.text();
+    const session = opened.headers.get("mcp-session-id")!;
+    const streamLines = () =>
+      output
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as LogLine)
+        .filter((l) => l.msg === "mcp" && l.method === "GET" && l.subject === "demo:bea");
+    const closing = new AbortController();
+    const stream = await fetch(`${t.url}/mcp`, {
+      headers: { authorization: `Bearer ${tokens.access_token}`, accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+      signal: closing.signal,
+    });
+    expect(stream.status).toBe(200);
+    const headersAt = performance.now();
+    // The broker relays the stream after its middleware returned (bench row (s)); a call on the same
+    // session still goes through, and the stream has no line while it stays open.
+    const called = await post(tokens.access_token, { jsonrpc: "2.0", id: 2, method: "tools/list" }, session);
+    await called.text();
+    expect(called.status).toBe(200);
+    expect(streamLines()).toEqual([]);
+    closing.abort();
+    const closedAt = performance.now();
+    await until(() => streamLines().length === 1, "the stream's access line");
+    expect(streamLines()[0]).toMatchObject({ level: 30, url: "/mcp", status: 200, session: createHash("sha256").update(session).digest("hex").slice(0, 12) });
+    expect(streamLines()[0]!.ms).toBeGreaterThanOrEqual(Math.floor(closedAt - headersAt));
   });
 });
 
