@@ -35,17 +35,21 @@ describe("the /mcp access line", () => {
   afterAll(async () => t.stop());
 
   const post = (token: string, body: unknown, session?: string) => mcpPost(t.url, token, body, session);
-
-  it("says who called what, how it went and how big it was, at info", async () => {
-    const { tokens, client } = await obtainTokens(t.url, { user: "ann" });
-    const opened = await post(tokens.access_token, {
+  /** Opens an MCP session; its id. */
+  const initialize = async (token: string): Promise<string> => {
+    const opened = await post(token, {
       jsonrpc: "2.0",
       id: 1,
       method: "initialize",
       params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
     });
     await opened.text();
-    const session = opened.headers.get("mcp-session-id")!;
+    return opened.headers.get("mcp-session-id")!;
+  };
+
+  it("says who called what, how it went and how big it was, at info", async () => {
+    const { tokens, client } = await obtainTokens(t.url, { user: "ann" });
+    const session = await initialize(tokens.access_token);
     const called = await post(
       tokens.access_token,
       { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { text: "hi" } } },
@@ -87,14 +91,7 @@ describe("the /mcp access line", () => {
 
   it("writes an event stream's line when the stream ends, not when its headers went out", async () => {
     const { tokens } = await obtainTokens(t.url, { user: "bea" });
-    const opened = await post(tokens.access_token, {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-    });
-    await opened.text();
-    const session = opened.headers.get("mcp-session-id")!;
+    const session = await initialize(tokens.access_token);
     const streamLines = () =>
       output
         .split("\n")
