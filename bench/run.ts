@@ -151,7 +151,7 @@ async function main(): Promise<void> {
     }
     // BENCH_ONLY=alloc: bytes allocated per cached /mcp request (row m) alone.
     if (process.env.BENCH_ONLY === "alloc") {
-      rows.push(...(await allocRows((db, extra) => startBrokerProcess("30", db, extra))));
+      rows.push(...(await allocRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
       return report(rows);
     }
     // BENCH_ONLY=tools: permissions per tool (row p), in this process, alone.
@@ -230,7 +230,7 @@ async function main(): Promise<void> {
     rows.push(...(await postgresRows()));
     rows.push(...(await toolListFilterRows()));
     rows.push(...(await catalogueRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
-    rows.push(...(await allocRows((db, extra) => startBrokerProcess("30", db, extra))));
+    rows.push(...(await allocRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
     rows.push(...(await streamRows((db, extra) => startBrokerProcess("30", db, extra))));
     // (e) start-up to /healthz 200: on a fresh database (the migrations run), then a restart on it
     // (nothing pending: no migration engine).
