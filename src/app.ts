@@ -15,13 +15,15 @@ import { activeTracer } from "./telemetry/span.ts";
 export interface AppParts {
   readonly config: Config;
   readonly logger: Logger;
+  /** The MCP endpoint (PUBLIC_URL/mcp and below), before the routers: it passes every other path on. */
+  readonly mcp?: Koa.Middleware;
   /** The routers, in order. */
   readonly routers: readonly Router[];
   /** Counts and times every request (http/metrics.ts); runs first, so it sees the final status. */
   readonly metrics?: Koa.Middleware;
 }
 
-export function createApp({ config, logger, routers, metrics }: AppParts): Koa {
+export function createApp({ config, logger, mcp, routers, metrics }: AppParts): Koa {
   const app = new Koa({ proxy: config.trustProxy });
   // Errors are handled (and logged with their request id) by errorHandler; Koa's own stderr
   // printing would duplicate them and could leak details.
@@ -36,6 +38,7 @@ export function createApp({ config, logger, routers, metrics }: AppParts): Koa {
   app.use(errorHandler({ frontPage: `${config.publicUrl}/` }));
   const https = config.publicUrl.startsWith("https:");
   app.use(browserSession(app, { https, keys: cookieKeys(config.secretKey, config.previousSecretKeys), without: mcpPaths }));
+  if (mcp) app.use(mcp);
   for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());

@@ -199,7 +199,6 @@ function brokerRouters(
     services: Services;
     metrics: BrokerMetrics;
     demoIdp: MountedDemoIdentityProvider | undefined;
-    served: ServedCatalogue;
   },
 ): Router[] {
   const { grants } = parts.services;
@@ -213,9 +212,6 @@ function brokerRouters(
     connect: { flow: grants.connectFlow, connections: grants.connections },
   };
   return [
-    // First: no other router has a path under /mcp, and each router before it would match every
-    // MCP request's path against all of its routes (about 4 KB of garbage per request).
-    parts.served.router(config.publicUrl),
     healthRouter(parts.database, parts.logger),
     // On the public listener only behind METRICS_TOKEN; METRICS_PORT serves it on loopback.
     ...(config.metricsToken ? [metricsRouter(parts.metrics, config.metricsToken)] : []),
@@ -454,7 +450,9 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     config,
     logger,
     metrics: metrics.middleware(),
-    routers: brokerRouters(config, { database, logger, services, metrics, demoIdp, served }),
+    // Before every router: no router has a path under /mcp, and each would match every MCP request's path against all of its routes.
+    mcp: served.middleware(config.publicUrl),
+    routers: brokerRouters(config, { database, logger, services, metrics, demoIdp }),
   });
   const background = startBackgroundWork(config, options, services, database, logger);
   return brokerHandle({

@@ -4,12 +4,12 @@
 // issued for one server is refused at every other. Wiring only: the pieces live in gateway/ and stdio/.
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import Router from "@koa/router";
+import type Koa from "koa";
 import { jsonRpcError } from "./gateway/json-rpc-error.ts";
 import type { Config } from "./config/load.ts";
 import { connectionByName, type McpServerEntry } from "./config/catalogue.ts";
 import type { Logger } from "./logger.ts";
-import { mcpRouter, type McpHandler } from "./gateway/router.ts";
+import { mcpRoute, type McpHandler } from "./gateway/router.ts";
 import { createMcpProxy, type McpProxy, type McpProxyOptions } from "./gateway/proxy.ts";
 import type { OpenStreams } from "./gateway/open-streams.ts";
 import { misfitWarnings } from "./gateway/mcp-server-misfits.ts";
@@ -29,7 +29,7 @@ import type { AccessValidator } from "./grants/access-validation.ts";
 import type { RevocationBus } from "./grants/context.ts";
 import { DEFAULT_SCOPE } from "./grants/types.ts";
 import { knownScopes } from "./grants/scope.ts";
-import { publicPaths } from "./http/public-paths.ts";
+import { isUnder, publicPaths } from "./http/public-paths.ts";
 import { ToolPolicy } from "./grants/tool-policy.ts";
 import type { AuditEntry } from "./grants/audit.ts";
 import type { CallerIdentity } from "./grants/caller-identity.ts";
@@ -43,10 +43,10 @@ export interface FrontedServer {
   readonly ownPaths: readonly string[];
   /** /mcp itself, where the default server of a larger catalogue also answers. */
   readonly aliasPaths: readonly string[];
-  /** Its routes at its own paths: Origin check, bearer authentication with its audience, its backend. */
-  readonly routes: ReturnType<Router["routes"]>;
+  /** Its route at its own paths: Origin check, bearer authentication with its audience, its backend. */
+  readonly route: Koa.Middleware;
   /** The same at /mcp (challenges there point at /mcp's metadata), when it is the default of a larger catalogue. */
-  readonly aliasRoutes: ReturnType<Router["routes"]> | undefined;
+  readonly aliasRoute: Koa.Middleware | undefined;
   /** Its stdio sessions and their children (a stdio server). */
   readonly stdioSessions: SessionRegistry | undefined;
   /** The demo MCP server's URL (the demo entry without an in-process handler). */
@@ -200,7 +200,7 @@ async function backendOf(
 
 /**
  * The one route of every MCP server: PUBLIC_URL/mcp and below, dispatched by path to the server
- * mounted there (its own router then checks Origin, authenticates with its audience and serves).
+ * mounted there (its own route then checks Origin, authenticates with its audience and serves).
  * The set of servers can be replaced while the broker runs (a reload): requests already dispatched
  * keep the server they were given. A path no server answers at gets a JSON-RPC 404.
  */
@@ -226,35 +226,38 @@ export class ServedCatalogue {
   }
 
   /**
-   * The routes answering at `path`: a server's mount exactly, or its own mount above it (the /mcp
+   * The route answering at `path`: a server's mount exactly, or its own mount above it (the /mcp
    * alias has no sub-paths: those are the other servers'). A few map lookups, however many servers.
    */
-  routesAt(path: string): { readonly name: string; readonly routes: ReturnType<Router["routes"]> } | undefined {
+  routeAt(path: string): { readonly name: string; readonly route: Koa.Middleware } | undefined {
     const exact = this.mounts.get(path);
     if (exact) {
-      const routes = exact.alias ? exact.server.aliasRoutes : exact.server.routes;
-      return routes && { name: exact.server.entry.name, routes };
+      const route = exact.alias ? exact.server.aliasRoute : exact.server.route;
+      return route && { name: exact.server.entry.name, route };
     }
     for (let cut = path.lastIndexOf("/"); cut > 0; cut = path.lastIndexOf("/", cut - 1)) {
       const mount = this.mounts.get(path.slice(0, cut));
-      if (mount) return mount.alias ? undefined : { name: mount.server.entry.name, routes: mount.server.routes };
+      if (mount) return mount.alias ? undefined : { name: mount.server.entry.name, route: mount.server.route };
     }
     return undefined;
   }
 
-  router(publicUrl: string): Router {
-    const router = new Router();
-    const paths = publicPaths(publicUrl, "/mcp").flatMap((mount) => [mount, `${mount}/{*rest}`]);
-    router.all(paths, (ctx, next) => {
-      const found = this.routesAt(ctx.path);
+  /**
+   * PUBLIC_URL/mcp and below, before every router: a path test and a map lookup, where a router
+   * would match the path against its patterns and compose a chain for every request.
+   */
+  middleware(publicUrl: string): Koa.Middleware {
+    const paths = publicPaths(publicUrl, "/mcp");
+    return (ctx, next) => {
+      if (!isUnder(paths, ctx.path)) return next();
+      const found = this.routeAt(ctx.path);
       if (!found) {
         ctx.state.errorFormat = "jsonrpc";
         return jsonRpcError(ctx, 404, -32000, "No MCP server answers at this path: check the URL (PUBLIC_URL/mcp/<name>).");
       }
       ctx.state.server = found.name;
-      return found.routes(ctx, next);
-    });
-    return router;
+      return found.route(ctx, next);
+    };
   }
 }
 
@@ -266,24 +269,22 @@ async function frontServer(entry: McpServerEntry, deps: FrontingDeps): Promise<F
   // paths are the other servers').
   const alias = entry.isDefault && entry.path !== "/mcp" ? publicPaths(config.publicUrl, "/mcp") : [];
   const backend = await backendOf(entry, deps, [...own, ...alias]);
-  const routerFor = (mounts: readonly string[], metadataPath: string, subPaths: boolean) =>
-    mcpRouter({
+  const routeFor = (metadataPath: string) =>
+    mcpRoute({
       validator: deps.validator,
       resource: entry.resourceUrl,
       resourceMetadataUrl: resourceMetadataUrl(config.publicUrl, metadataPath),
       requiredScope: DEFAULT_SCOPE,
       scopeImplies: entry.scopes.implies,
       handler: backend.handler,
-      mountPaths: mounts,
-      subPaths,
       allowedOrigin: deps.allowedOrigin,
     });
   return {
     entry,
     ownPaths: own,
     aliasPaths: alias,
-    routes: routerFor(own, entry.path, true).routes(),
-    aliasRoutes: alias.length ? routerFor(alias, "/mcp", false).routes() : undefined,
+    route: routeFor(entry.path),
+    aliasRoute: alias.length ? routeFor("/mcp") : undefined,
     stdioSessions: backend.stdioSessions,
     demoMcpUrl: backend.demo?.url,
     beginShutdown: () => backend.stdioSessions?.beginShutdown(),

@@ -38,7 +38,9 @@ export function cors(options: CorsOptions): Koa.Middleware {
     // ctx.res.setHeader, not ctx.set: see security-headers.ts (headers are not sent before next()).
     if (allowOrigin === undefined) ctx.res.setHeader("Access-Control-Allow-Origin", "*");
     else {
-      ctx.vary("Origin");
+      // Vary is usually not set yet: set it outright; else merge (the vary package parses the value, about 1 KB per call).
+      if (ctx.res.hasHeader("vary")) ctx.vary("Origin");
+      else ctx.res.setHeader("Vary", "Origin");
       const origin = ctx.get("origin");
       if (origin !== "" && allowOrigin(origin)) ctx.res.setHeader("Access-Control-Allow-Origin", origin);
     }

@@ -207,4 +207,21 @@ describe("a catalogue of four servers", () => {
     for (const name of ["alpha", "beta", "tools"]) expect(page).toContain(mcpAt(name));
     expect(page).toContain("The first team&#39;s documents");
   });
+
+  it("dispatches every path under /mcp by its mount: a JSON-RPC 404 where no server is, a server's own sub-paths to it, other paths to the rest", async () => {
+    const post = (path: string) => fetch(`${t.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    for (const nowhere of ["/mcp", "/mcp/gamma", "/mcp/gamma/sub"]) {
+      const res = await post(nowhere);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ jsonrpc: "2.0", error: { message: expect.stringContaining("No MCP server answers at this path") } });
+    }
+    // Below a server's mount: that server's route, which authenticates with its audience.
+    const below = await post("/mcp/alpha/sub");
+    expect(below.status).toBe(401);
+    expect(below.headers.get("www-authenticate")).toContain(`resource_metadata="${t.url}/.well-known/oauth-protected-resource/mcp/alpha"`);
+    // A path that merely starts with the same letters is not the MCP endpoint's.
+    const other = await post("/mcpx");
+    expect(other.status).toBe(404);
+    expect(await other.json()).not.toHaveProperty("jsonrpc");
+  });
 });
