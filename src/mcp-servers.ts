@@ -198,6 +198,12 @@ async function backendOf(
   return { handler: proxy.middleware, proxy, ...(demo ? { demo } : {}) };
 }
 
+/** The server answering at a path: its name (for the access line and metrics) and its route. */
+interface RouteFound {
+  readonly name: string;
+  readonly route: Koa.Middleware;
+}
+
 /**
  * The one route of every MCP server: PUBLIC_URL/mcp and below, dispatched by path to the server
  * mounted there (its own route then checks Origin, authenticates with its audience and serves).
@@ -205,8 +211,8 @@ async function backendOf(
  * keep the server they were given. A path no server answers at gets a JSON-RPC 404.
  */
 export class ServedCatalogue {
-  /** Mount path → server, and whether paths below the mount belong to it. */
-  private mounts = new Map<string, { server: FrontedServer; alias: boolean }>();
+  /** Mount path → the route answering there (none: an alias mount of a server without an alias route), and whether paths below the mount belong to it. */
+  private mounts = new Map<string, { server: FrontedServer; alias: boolean; found: RouteFound | undefined }>();
 
   constructor(servers: readonly FrontedServer[]) {
     this.replace(servers);
@@ -217,10 +223,12 @@ export class ServedCatalogue {
   }
 
   replace(servers: readonly FrontedServer[]): void {
-    const mounts = new Map<string, { server: FrontedServer; alias: boolean }>();
+    const mounts = new Map<string, { server: FrontedServer; alias: boolean; found: RouteFound | undefined }>();
     for (const server of servers) {
-      for (const mount of server.ownPaths) mounts.set(mount, { server, alias: false });
-      for (const mount of server.aliasPaths) if (!mounts.has(mount)) mounts.set(mount, { server, alias: true });
+      const own = { name: server.entry.name, route: server.route };
+      const alias = server.aliasRoute && { name: server.entry.name, route: server.aliasRoute };
+      for (const mount of server.ownPaths) mounts.set(mount, { server, alias: false, found: own });
+      for (const mount of server.aliasPaths) if (!mounts.has(mount)) mounts.set(mount, { server, alias: true, found: alias });
     }
     this.mounts = mounts;
   }
@@ -229,15 +237,12 @@ export class ServedCatalogue {
    * The route answering at `path`: a server's mount exactly, or its own mount above it (the /mcp
    * alias has no sub-paths: those are the other servers'). A few map lookups, however many servers.
    */
-  routeAt(path: string): { readonly name: string; readonly route: Koa.Middleware } | undefined {
+  routeAt(path: string): RouteFound | undefined {
     const exact = this.mounts.get(path);
-    if (exact) {
-      const route = exact.alias ? exact.server.aliasRoute : exact.server.route;
-      return route && { name: exact.server.entry.name, route };
-    }
+    if (exact) return exact.found;
     for (let cut = path.lastIndexOf("/"); cut > 0; cut = path.lastIndexOf("/", cut - 1)) {
       const mount = this.mounts.get(path.slice(0, cut));
-      if (mount) return mount.alias ? undefined : { name: mount.server.entry.name, route: mount.server.route };
+      if (mount) return mount.alias ? undefined : mount.found;
     }
     return undefined;
   }

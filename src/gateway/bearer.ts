@@ -122,6 +122,7 @@ export function bearerAuth(options: BearerOptions): Koa.Middleware {
       throw reject(403, "insufficient_scope", `This endpoint needs the "${options.requiredScope}" scope.`, options.requiredScope);
     }
     ctx.state.identity = identityOf(access);
-    await next();
+    // Returned, not awaited: this frame is not kept while the request is relayed.
+    return next();
   };
 }

@@ -27,7 +27,8 @@ export function allowedOrigin(publicUrl: string, allowed: AllowedOrigins): Origi
 }
 
 export function originCheck(allowed: OriginPredicate): Koa.Middleware {
-  return async (ctx, next) => {
+  // Not async, and next() returned rather than awaited: no suspended frame per request.
+  return (ctx, next) => {
     const origin = ctx.get("origin");
     if (origin !== "" && !allowed(origin)) {
       ctx.state.log?.info({ origin: origin.slice(0, 200) }, "MCP request refused: Origin not allowed");
@@ -38,6 +39,6 @@ export function originCheck(allowed: OriginPredicate): Koa.Middleware {
         `Forbidden: web pages from ${JSON.stringify(origin.slice(0, 200))} may not call this MCP endpoint. The operator can allow an origin with ALLOWED_ORIGINS.`,
       );
     }
-    await next();
+    return next();
   };
 }

@@ -51,10 +51,10 @@ export function mcpRoute(options: McpRouteOptions): Koa.Middleware {
   const origins: Koa.Middleware | undefined = options.allowedOrigin && originCheck(options.allowedOrigin);
   // Browser-based clients (the MCP Inspector) preflight without a token.
   const allowBrowsers = cors({ methods: "GET, POST, DELETE, OPTIONS", ...(options.allowedOrigin ? { allowOrigin: options.allowedOrigin } : {}) });
-  const forward = async (ctx: Koa.Context) => {
+  const forward = (ctx: Koa.Context) => {
     const { identity } = ctx.state;
-    if (!identity) throw new Error("the MCP route's authentication set no caller identity");
-    await options.handler(ctx, identity);
+    if (!identity) return Promise.reject(new Error("the MCP route's authentication set no caller identity"));
+    return options.handler(ctx, identity);
   };
   const authenticated = (ctx: Koa.Context) => auth(ctx, () => forward(ctx));
   const browsers = (ctx: Koa.Context) => allowBrowsers(ctx, () => authenticated(ctx));
