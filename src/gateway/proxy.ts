@@ -30,6 +30,7 @@ import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES } 
 import { endProxySpan, proxyAnswered, startProxySpan, withProxyTraceContext, type ProxySpan } from "./proxy-span.ts";
 import { OAuthError } from "../http/errors.ts";
 import { backendRefusal, type BrokerChallenge } from "./scope-challenge.ts";
+import { ExchangeAbort } from "./exchange-abort.ts";
 import { ClientGone, requestDeadline, ShuttingDown, SlowUpload, UpstreamTimeout, type RequestDeadline } from "./upstream-deadline.ts";
 
 export interface McpProxyOptions extends FrontEndOptions {
@@ -102,7 +103,7 @@ interface ProxyParts {
   readonly options: McpProxyOptions;
   readonly target: URL;
   readonly pool: Pool;
-  readonly inFlight: Set<AbortController>;
+  readonly inFlight: Set<ExchangeAbort>;
 }
 
 /** One forwarded request: what its steps share. */
@@ -111,7 +112,8 @@ interface Exchange {
   readonly request: McpRequest;
   /** The request's path at the MCP server. */
   readonly path: string;
-  readonly controller: AbortController;
+  /** Cuts the request to the MCP server, and says why it was cut. */
+  readonly cut: ExchangeAbort;
   readonly deadline: RequestDeadline;
   /** The client address's place for a body still arriving (http/slow-requests.ts). */
   readonly release: (() => void) | undefined;
@@ -179,14 +181,14 @@ function admitUpload(ctx: Koa.Context): (() => void) | undefined | "refused" {
 }
 
 function openExchange({ options, inFlight }: ProxyParts, ctx: Koa.Context, request: McpRequest, path: string, release: (() => void) | undefined): Exchange {
-  const controller = new AbortController();
-  inFlight.add(controller);
-  const deadline = requestDeadline(options.timeoutMs, ctx.req, release && slowClientLimits(ctx.app), (reason) => controller.abort(reason));
+  const cut = new ExchangeAbort();
+  inFlight.add(cut);
+  const deadline = requestDeadline(options.timeoutMs, ctx.req, release && slowClientLimits(ctx.app), (reason) => cut.abort(reason));
   const onClose = () => {
-    if (!ctx.res.writableFinished) controller.abort(new ClientGone());
+    if (!ctx.res.writableFinished) cut.abort(new ClientGone());
   };
   ctx.res.once("close", onClose);
-  return { ctx, request, path, controller, deadline, release, onClose };
+  return { ctx, request, path, cut, deadline, release, onClose };
 }
 
 function closeExchange({ inFlight }: ProxyParts, x: Exchange): void {
@@ -194,12 +196,12 @@ function closeExchange({ inFlight }: ProxyParts, x: Exchange): void {
   x.deadline.disarm();
   x.release?.();
   x.ctx.res.off("close", x.onClose);
-  inFlight.delete(x.controller);
+  inFlight.delete(x.cut);
 }
 
 /** The body to send, read and checked by the front end when read whole; undefined when the front end answered. */
 async function screenedBody(x: Exchange): Promise<{ body: UpstreamBody; listed: RequestCalls | undefined } | undefined> {
-  const body = await upstreamBody(x.ctx.req, x.controller.signal, x.request.readWhole);
+  const body = await upstreamBody(x.ctx.req, x.cut, x.request.readWhole);
   if (x.release !== undefined) {
     if (isStreamed(body)) {
       x.deadline.streaming();
@@ -237,15 +239,15 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
       headers: withProxyTraceContext(x.span, headers),
       // undici documents AsyncIterable bodies (Dispatcher.md); its type declarations lag.
       body: screened.body as Buffer | Readable | null,
-      signal: x.controller.signal,
+      signal: x.cut,
     });
     options.observer?.mcpServerAnswered((performance.now() - asked) / 1000);
     return { upstream, body: Buffer.isBuffer(screened.body) ? screened.body : null, listed: screened.listed };
   } catch (err) {
     // The broker's own answer (the tool rules' step-up challenge), not a failure of the MCP server.
     if (err instanceof OAuthError) throw err;
-    endProxySpan(x.span, x.controller.signal.reason ?? err);
-    failed(parts, ctx, request.log(), x.controller.signal.reason, err);
+    endProxySpan(x.span, x.cut.reason ?? err);
+    failed(parts, ctx, request.log(), x.cut.reason, err);
     return undefined;
   } finally {
     x.deadline.disarm();
@@ -338,7 +340,7 @@ async function streamAnswer({ options }: ProxyParts, x: Exchange, { upstream, bo
     },
     (err: unknown) => {
       streamed?.();
-      if (!(x.controller.signal.reason instanceof ClientGone)) {
+      if (!(x.cut.reason instanceof ClientGone)) {
         request.log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
       }
     },
@@ -382,11 +384,11 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
   // Our own deadline (upstream-deadline.ts) replaces undici's header/body timeouts: SSE bodies
   // never time out, and a slow but progressing upload is not cut.
   const pool = new Pool(target.origin, { connect: { timeout: options.timeoutMs }, headersTimeout: 0, bodyTimeout: 0 });
-  const inFlight = new Set<AbortController>();
+  const inFlight = new Set<ExchangeAbort>();
   return {
     middleware: mcpFrontEnd(httpBackend({ options, target, pool, inFlight }, mountPaths), options),
     async close() {
-      for (const controller of inFlight) controller.abort(new ShuttingDown());
+      for (const cut of inFlight) cut.abort(new ShuttingDown());
       await pool.destroy();
     },
   };

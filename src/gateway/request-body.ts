@@ -5,6 +5,7 @@
 // a body that has not arrived: a client trickling its upload holds only its own connection, until
 // the deadlines of proxy.ts (http/slow-requests.ts limits) cut it.
 import type { IncomingMessage } from "node:http";
+import { whenCut, type CutSignal } from "./exchange-abort.ts";
 
 export const SMALL_BODY_BYTES = 64 * 1024;
 
@@ -27,7 +28,7 @@ export class BodyTooLarge extends Error {
 }
 
 /** `whole`: the body is read whole (it is to be checked), never streamed; BodyTooLarge beyond CHECKED_BODY_BYTES. */
-export async function upstreamBody(request: IncomingMessage, signal: AbortSignal, whole = false): Promise<UpstreamBody> {
+export async function upstreamBody(request: IncomingMessage, signal: CutSignal, whole = false): Promise<UpstreamBody> {
   if (request.method !== "POST") return null;
   const head = await readHead(request, signal, whole ? CHECKED_BODY_BYTES : SMALL_BODY_BYTES);
   if (head.ended) return head.data;
@@ -51,13 +52,14 @@ async function* prefixed(head: Buffer, rest: AsyncIterable<Buffer>): AsyncGenera
  * Reads until the body ends (`ended`: data is all of it) or more than `limit` bytes have come
  * (data is its head; the request is left paused with the rest unread).
  */
-function readHead(request: IncomingMessage, signal: AbortSignal, limit: number): Promise<{ data: Buffer; ended: boolean }> {
+function readHead(request: IncomingMessage, signal: CutSignal, limit: number): Promise<{ data: Buffer; ended: boolean }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let unlisten: (() => void) | undefined;
     const settle = (err: unknown | null, ended = false) => {
       request.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
-      signal.removeEventListener("abort", onAbort);
+      unlisten?.();
       if (err === null) resolve({ data: Buffer.concat(chunks), ended });
       else reject(err instanceof Error ? err : new Error(String(err)));
     };
@@ -75,6 +77,6 @@ function readHead(request: IncomingMessage, signal: AbortSignal, limit: number):
     if (signal.aborted) return onAbort();
     if (request.destroyed) return onClose();
     request.on("data", onData).once("end", onEnd).once("error", settle).once("close", onClose);
-    signal.addEventListener("abort", onAbort, { once: true });
+    unlisten = whenCut(signal, onAbort);
   });
 }
