@@ -30,7 +30,10 @@ export class BodyTooLarge extends Error {
 /** `whole`: the body is read whole (it is to be checked), never streamed; BodyTooLarge beyond CHECKED_BODY_BYTES. */
 export async function upstreamBody(request: IncomingMessage, signal: CutSignal, whole = false): Promise<UpstreamBody> {
   if (request.method !== "POST") return null;
-  const head = await readHead(request, signal, whole ? CHECKED_BODY_BYTES : SMALL_BODY_BYTES);
+  const limit = whole ? CHECKED_BODY_BYTES : SMALL_BODY_BYTES;
+  const arrived = signal.aborted ? undefined : arrivedWhole(request, limit);
+  if (arrived) return arrived;
+  const head = await readHead(request, signal, limit);
   if (head.ended) return head.data;
   if (whole) throw new BodyTooLarge();
   // An iterator that undici may abandon on failure without destroying the client's request (and
@@ -46,6 +49,24 @@ export function isStreamed(body: UpstreamBody): body is AsyncIterable<Buffer> {
 async function* prefixed(head: Buffer, rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   yield head;
   yield* rest;
+}
+
+/**
+ * The body, when all of it has arrived and waits in the request's buffer (a small JSON-RPC message
+ * usually comes in the same packet as its headers): all its Content-Length bytes, taken in one read
+ * with no listener added and removed and no promise. Undefined otherwise (still arriving, chunked,
+ * already being read, over `limit`).
+ */
+function arrivedWhole(request: IncomingMessage, limit: number): Buffer | undefined {
+  const declared = request.headers["content-length"];
+  if (declared === undefined || request.readableFlowing !== null || request.destroyed) return undefined;
+  const length = Number(declared);
+  if (length > limit || request.readableLength !== length) return undefined;
+  const data = length === 0 ? Buffer.alloc(0) : (request.read() as Buffer);
+  // Nothing can follow the declared length; the parser may not have marked the end yet. Flowing,
+  // the request ends ("end") as a body read by events does.
+  request.resume();
+  return data;
 }
 
 /**
