@@ -198,10 +198,12 @@ async function backendOf(
   return { handler: proxy.middleware, proxy, ...(demo ? { demo } : {}) };
 }
 
-/** The server answering at a path: its name (for the access line and metrics) and its route. */
+/** The server answering at a path: its name (for the access line and metrics), its route, and the route's pattern (for traces). */
 interface RouteFound {
   readonly name: string;
   readonly route: Koa.Middleware;
+  /** The mount, or the mount and `/{*rest}` below it: a bounded set of names, never the path. */
+  readonly pattern: string;
 }
 
 /**
@@ -211,8 +213,11 @@ interface RouteFound {
  * keep the server they were given. A path no server answers at gets a JSON-RPC 404.
  */
 export class ServedCatalogue {
-  /** Mount path → the route answering there (none: an alias mount of a server without an alias route), and whether paths below the mount belong to it. */
-  private mounts = new Map<string, { server: FrontedServer; alias: boolean; found: RouteFound | undefined }>();
+  /**
+   * Mount path → its server, the route answering at the mount itself (none: an alias mount of a
+   * server without an alias route) and the one below it (none for an alias: those paths are other servers').
+   */
+  private mounts = new Map<string, { server: FrontedServer; at: RouteFound | undefined; below: RouteFound | undefined }>();
 
   constructor(servers: readonly FrontedServer[]) {
     this.replace(servers);
@@ -223,12 +228,16 @@ export class ServedCatalogue {
   }
 
   replace(servers: readonly FrontedServer[]): void {
-    const mounts = new Map<string, { server: FrontedServer; alias: boolean; found: RouteFound | undefined }>();
+    const mounts = new Map<string, { server: FrontedServer; at: RouteFound | undefined; below: RouteFound | undefined }>();
     for (const server of servers) {
-      const own = { name: server.entry.name, route: server.route };
-      const alias = server.aliasRoute && { name: server.entry.name, route: server.aliasRoute };
-      for (const mount of server.ownPaths) mounts.set(mount, { server, alias: false, found: own });
-      for (const mount of server.aliasPaths) if (!mounts.has(mount)) mounts.set(mount, { server, alias: true, found: alias });
+      const { name } = server.entry;
+      for (const mount of server.ownPaths) {
+        mounts.set(mount, { server, at: { name, route: server.route, pattern: mount }, below: { name, route: server.route, pattern: `${mount}/{*rest}` } });
+      }
+      for (const mount of server.aliasPaths) {
+        const at = server.aliasRoute && { name, route: server.aliasRoute, pattern: mount };
+        if (!mounts.has(mount)) mounts.set(mount, { server, at, below: undefined });
+      }
     }
     this.mounts = mounts;
   }
@@ -239,10 +248,10 @@ export class ServedCatalogue {
    */
   routeAt(path: string): RouteFound | undefined {
     const exact = this.mounts.get(path);
-    if (exact) return exact.found;
+    if (exact) return exact.at;
     for (let cut = path.lastIndexOf("/"); cut > 0; cut = path.lastIndexOf("/", cut - 1)) {
       const mount = this.mounts.get(path.slice(0, cut));
-      if (mount) return mount.alias ? undefined : mount.found;
+      if (mount) return mount.below;
     }
     return undefined;
   }
@@ -261,6 +270,7 @@ export class ServedCatalogue {
         return jsonRpcError(ctx, 404, -32000, "No MCP server answers at this path: check the URL (PUBLIC_URL/mcp/<name>).");
       }
       ctx.state.server = found.name;
+      ctx.state.route = found.pattern;
       return found.route(ctx, next);
     };
   }

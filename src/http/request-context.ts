@@ -24,6 +24,8 @@ export interface RequestState {
   rpcMethods?: string[];
   /** The catalogue server an /mcp request was for (its name), for its access line and metrics. */
   server?: string;
+  /** The route's pattern (a mount, not the path), for the request span; routers leave theirs in ctx._matchedRoute. */
+  route?: string;
 }
 
 // The one declaration of the state's type: every Koa and @koa/router middleware sees it as

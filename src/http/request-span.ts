@@ -34,7 +34,7 @@ export function requestSpans(tracer: Tracer): Koa.Middleware {
       throw err;
     } finally {
       // Known once the router has matched: the pattern, not the path (a bounded set of names).
-      const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+      const route = ctx.state.route ?? (ctx as { _matchedRoute?: unknown })._matchedRoute;
       if (typeof route === "string") {
         span.setAttribute("http.route", route);
         span.updateName(`${ctx.method} ${route}`);
