@@ -67,8 +67,9 @@ export class OpenStreams {
     this.streams.delete(stream);
     const { res, source } = stream;
     if (res.writableEnded || res.destroyed) return;
-    // The MCP server's events stop here; the stream is closed by the broker, not cut.
-    source.unpipe(res);
+    // The MCP server's events stop here (the relay takes nothing for an ended response, pump.ts);
+    // the stream is closed by the broker, not cut.
+    source.pause();
     const events = requestIds(stream.body).map((id) => `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32603, message } })}\n\n`);
     res.end(events.join(""), () => {
       // What the MCP server still sends goes nowhere; undici's body errors when destroyed.
