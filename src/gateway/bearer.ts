@@ -27,6 +27,8 @@ export interface BearerState extends RequestState {
 }
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+/** A Content-Type that may name a form (ctx.is then decides). */
+const FORM = /x-www-form-urlencoded/i;
 
 function quote(value: string): string {
   return `"${value.replace(/[\\"]/g, "\\$&")}"`;
@@ -92,12 +94,18 @@ export function bearerAuth(options: BearerOptions): Koa.Middleware {
       headers: { "WWW-Authenticate": challenge(options, { code, description, ...(scope ? { scope } : {}) }) },
     });
 
+  // Per validated access (the validation cache hands out the same object until the entry ends): the
+  // caller's identity, or null when its scopes do not cover the endpoint's. Decided once per entry
+  // instead of a set of implied scopes and an identity object per request.
+  const decided = new WeakMap<ValidatedAccess, CallerIdentity | null>();
+
   return async (ctx, next) => {
     // RFC 6750 §2.2/§2.3 token transports are refused: a token in a URL ends up in logs and history.
     if (ctx.querystring && new URLSearchParams(ctx.querystring).has("access_token")) {
       throw reject(400, "invalid_request", "Send the access token in the Authorization header, never in the URL.");
     }
-    if (ctx.is("application/x-www-form-urlencoded")) {
+    // The cheap test first: parsing the media type (ctx.is) only for a body that may be a form.
+    if (FORM.test(ctx.req.headers["content-type"] ?? "") && ctx.is("application/x-www-form-urlencoded")) {
       throw reject(400, "invalid_request", "Send the access token in the Authorization header, never in the request body.");
     }
     const header = ctx.get("authorization");
@@ -118,10 +126,15 @@ export function bearerAuth(options: BearerOptions): Koa.Middleware {
       if (err instanceof CredentialRejected) throw reject(401, "invalid_token", err.reason);
       throw err;
     }
-    if (!covers(access.scopes, [options.requiredScope], options.scopeImplies)) {
+    let identity = decided.get(access);
+    if (identity === undefined) {
+      identity = covers(access.scopes, [options.requiredScope], options.scopeImplies) ? identityOf(access) : null;
+      decided.set(access, identity);
+    }
+    if (identity === null) {
       throw reject(403, "insufficient_scope", `This endpoint needs the "${options.requiredScope}" scope.`, options.requiredScope);
     }
-    ctx.state.identity = identityOf(access);
+    ctx.state.identity = identity;
     // Returned, not awaited: this frame is not kept while the request is relayed.
     return next();
   };
