@@ -109,7 +109,8 @@ function parsedJson(body: Buffer): { value: unknown } | undefined {
 /** The checks of a body read whole (McpRequest.screen). */
 function screenBody(ctx: Koa.Context, identity: CallerIdentity, options: FrontEndOptions, log: () => Logger) {
   return (body: Buffer, parsed?: { readonly value: unknown }): ScreenedBody | undefined => {
-    ctx.state.rpcMethods = rpcMethods(body);
+    let methods: readonly string[] | undefined;
+    ctx.state.rpcMethods = () => (methods ??= rpcMethods(body));
     options.connectionGate?.eliciting.noteInitialize(identity.grantId, body);
     const message = parsed ?? (mirrorsBody(ctx.req.headers) ? parsedJson(body) : undefined);
     const mismatch = message && headerMismatch(ctx.req.headers, message.value);
@@ -147,7 +148,8 @@ export function mcpFrontEnd(backend: McpBackend, options: FrontEndOptions): McpH
     // Nothing goes to a server that needs an account the user has not connected (or lost).
     if (identity.connection?.missing && options.connectionGate) return answerMissingConnection(ctx, identity, options.connectionGate);
     const policy = options.toolPolicy;
-    await backend.relay(ctx, {
+    // Returned, not awaited: this frame is not kept while the answer is relayed.
+    return backend.relay(ctx, {
       identity,
       sessionId,
       log,

@@ -20,8 +20,11 @@ export interface RequestState {
   refusal?: "session_owner" | "policy_denied" | "tool_denied";
   /** The grant type of a /token request (metrics count successful ones). */
   grantType?: string;
-  /** The JSON-RPC method(s) of an /mcp request, for its access line. */
-  rpcMethods?: string[];
+  /**
+   * The JSON-RPC method(s) of an /mcp request, for its access line and span: scanned from the body
+   * on the first call, which only a log line or a span makes.
+   */
+  rpcMethods?: () => readonly string[];
   /** The catalogue server an /mcp request was for (its name), for its access line and metrics. */
   server?: string;
   /** The route's pattern (a mount, not the path), for the request span; routers leave theirs in ctx._matchedRoute. */
@@ -41,7 +44,8 @@ interface ByteMark {
 }
 
 function mcpAccessFields(ctx: Koa.Context, ms: number, mark: ByteMark): Record<string, unknown> {
-  const { identity, rpcMethods, server } = ctx.state;
+  const { identity, server } = ctx.state;
+  const rpcMethods = ctx.state.rpcMethods?.();
   const session = ctx.get("mcp-session-id") || ctx.response.get("mcp-session-id");
   return {
     method: ctx.method,

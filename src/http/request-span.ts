@@ -45,7 +45,8 @@ export function requestSpans(tracer: Tracer): Koa.Middleware {
       if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       const clientId = ctx.state.identity?.clientId ?? (typeof ctx.query.client_id === "string" ? ctx.query.client_id : undefined);
       if (clientId) span.setAttribute("oauth.client.id", clientId);
-      if (ctx.state.rpcMethods?.length) span.setAttribute("mcp.method.name", ctx.state.rpcMethods.join(","));
+      const rpcMethods = ctx.state.rpcMethods?.();
+      if (rpcMethods?.length) span.setAttribute("mcp.method.name", rpcMethods.join(","));
       if (ctx.state.grantType) span.setAttribute("oauth.grant_type", ctx.state.grantType);
       // An event stream the proxy still relays ends after the middleware returned: so does its span.
       if (ctx.respond === false && !ctx.res.writableFinished) ctx.res.once("close", () => span.end());
