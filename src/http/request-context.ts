@@ -62,7 +62,29 @@ function mcpAccessFields(ctx: Koa.Context, ms: number, mark: ByteMark): Record<s
   };
 }
 
+/** Milliseconds since `started` (performance.now()), to a tenth. */
+const msSince = (started: number) => Math.round((performance.now() - started) * 10) / 10;
+
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{8,128}$/;
+
+/**
+ * ctx.state as requestContext makes it: the request id, and the child logger made on first use
+ * (most /mcp requests log nothing). A class: its getter is shared, where a property defined per
+ * request cost a closure and a new shape each time.
+ */
+class BrokerRequestState {
+  #child: Logger | undefined;
+
+  constructor(
+    readonly requestId: string,
+    private readonly logger: Logger,
+  ) {}
+
+  get log(): Logger {
+    this.#child ??= this.logger.child({ requestId: this.requestId });
+    return this.#child;
+  }
+}
 
 /** A short, stable name for an MCP session in logs: never the session id itself (it is a credential of sorts). */
 export function sessionTag(sessionId: string): string {
@@ -79,28 +101,27 @@ export function requestContext(logger: Logger, quietPaths: readonly string[] = [
   return async (ctx, next) => {
     const incoming = ctx.get("x-request-id");
     const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    const state = ctx.state;
-    state.requestId = requestId;
-    // The child logger (with its redaction setup) is made on first use: most /mcp requests log nothing.
-    let child: Logger | undefined;
-    Object.defineProperty(state, "log", { get: () => (child ??= logger.child({ requestId })), enumerable: true, configurable: true });
+    // Nothing has written to the state before this middleware: it is replaced whole.
+    const state: RequestState = new BrokerRequestState(requestId, logger);
+    ctx.state = state;
     ctx.res.setHeader("X-Request-Id", requestId);
     const started = performance.now();
-    const mark: ByteMark = { read: ctx.req.socket.bytesRead, written: ctx.req.socket.bytesWritten };
-    const ms = () => Math.round((performance.now() - started) * 10) / 10;
+    // Only when the access line will be written: the bytes the connection had carried before this request.
+    const mark: ByteMark | undefined = logger.isLevelEnabled("info") ? { read: ctx.req.socket.bytesRead, written: ctx.req.socket.bytesWritten } : undefined;
     try {
       await next();
     } finally {
       if (isUnder(mcpPaths, ctx.path)) {
-        if (logger.isLevelEnabled("info")) {
-          const line = () => state.log.info(mcpAccessFields(ctx, ms(), mark), "mcp");
+        if (mark && logger.isLevelEnabled("info")) {
+          const line = () => state.log.info(mcpAccessFields(ctx, msSince(started), mark), "mcp");
           // A streamed answer (the proxy's) is still going: its line is written when it ends.
           if (ctx.respond === false && !ctx.res.writableEnded) ctx.res.once("close", line);
           else line();
         }
       } else {
         const level = isUnder(quietPaths, ctx.path) ? "debug" : "info";
-        if (logger.isLevelEnabled(level)) state.log[level]({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms: ms() }, "request");
+        if (logger.isLevelEnabled(level))
+          state.log[level]({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms: msSince(started) }, "request");
       }
     }
   };
