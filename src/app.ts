@@ -34,7 +34,7 @@ export function createApp({ config, logger, mcp, routers, metrics }: AppParts): 
   if (tracer) app.use(requestSpans(tracer));
   const mcpPaths = publicPaths(config.publicUrl, "/mcp");
   app.use(requestContext(logger, ["/healthz", "/readyz"], mcpPaths));
-  app.use(securityHeaders({ https: config.publicUrl.startsWith("https:") }));
+  app.use(securityHeaders({ https: config.publicUrl.startsWith("https:"), apiPaths: mcpPaths }));
   app.use(errorHandler({ frontPage: `${config.publicUrl}/` }));
   const https = config.publicUrl.startsWith("https:");
   app.use(browserSession(app, { https, keys: cookieKeys(config.secretKey, config.previousSecretKeys), without: mcpPaths }));

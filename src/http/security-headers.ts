@@ -2,9 +2,15 @@
 // images of their own (no page loads anything from a host a client chose); nothing may frame any
 // response.
 import type Koa from "koa";
+import { isUnder } from "./public-paths.ts";
 
-export function securityHeaders(options: { https: boolean }): Koa.Middleware {
-  return async (ctx, next) => {
+const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'";
+const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+
+/** `apiPaths`: paths that never answer a page (the MCP endpoint), whose CSP is set before anything else runs. */
+export function securityHeaders(options: { https: boolean; apiPaths?: readonly string[] }): Koa.Middleware {
+  const apiPaths = options.apiPaths ?? [];
+  return (ctx, next) => {
     // Straight onto the response: Koa's ctx.set builds three arrays and a closure per call, about
     // 4 KB of garbage per /mcp request over this and the other per-request headers.
     const res = ctx.res;
@@ -13,13 +19,19 @@ export function securityHeaders(options: { https: boolean }): Koa.Middleware {
     res.setHeader("Referrer-Policy", "no-referrer");
     res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
     if (options.https) res.setHeader("Strict-Transport-Security", "max-age=31536000; includeSubDomains");
-    await next();
-    // A relayed MCP answer has written its own head already: nothing to add, nothing to parse.
-    if (ctx.headerSent) return;
-    if (ctx.response.is("html")) {
-      ctx.set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'");
-    } else if (!ctx.response.get("Content-Security-Policy")) {
-      ctx.set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+    if (isUnder(apiPaths, ctx.path)) {
+      // Known now, so next() is returned rather than awaited: no frame is kept while an answer is relayed.
+      res.setHeader("Content-Security-Policy", API_CSP);
+      return next();
     }
+    return withContentSecurityPolicy(ctx, next);
   };
+}
+
+/** The CSP of what the route answered: a page's, or none at all for anything else (unless the route set one). */
+async function withContentSecurityPolicy(ctx: Koa.Context, next: Koa.Next): Promise<void> {
+  await next();
+  if (ctx.headerSent) return;
+  if (ctx.response.is("html")) ctx.set("Content-Security-Policy", PAGE_CSP);
+  else if (!ctx.response.get("Content-Security-Policy")) ctx.set("Content-Security-Policy", API_CSP);
 }

@@ -9,6 +9,8 @@ import { listen } from "../../src/http/server.ts";
 import { runToEnd, startServer, waitForOutput } from "../support/spawn.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
 import { until } from "../support/wait.ts";
+import { obtainTokens } from "../support/oauth-flow.ts";
+import { INITIALIZE_MESSAGE, mcpPostTo } from "../support/mcp-probe.ts";
 
 describe("application skeleton", () => {
   let t: TestBroker;
@@ -24,6 +26,17 @@ describe("application skeleton", () => {
     const ready = await fetch(`${t.url}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: "ready" });
+  });
+
+  it("sets the security headers and the API's CSP on an MCP answer relayed from the MCP server too", async () => {
+    const { tokens } = await obtainTokens(t.url, { user: "alice" });
+    const res = await mcpPostTo(`${t.url}/mcp`, tokens.access_token, INITIALIZE_MESSAGE);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("mcp-session-id")).toBeTruthy();
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("content-security-policy")).toBe("default-src 'none'; frame-ancestors 'none'");
+    expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it("sets security headers and a request id on every response", async () => {
