@@ -87,12 +87,17 @@ export function forwardedConnection(ctx: ForwardingContext, publicUrl: string | 
   return { ip: ctx.ip, protocol: ctx.protocol, host: address && localPort ? `${address}:${localPort}` : "" };
 }
 
+/** Printable ASCII and tabs: a header value as it may go. */
+const PLAIN_HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
 /**
  * A header value that cannot break the header block: control characters are removed and
  * non-ASCII text is sent as its UTF-8 bytes (HTTP header values are bytes; Node and undici
  * refuse characters above U+00FF).
  */
 export function headerValue(value: string): string {
+  // The usual value (an id, a login, a host) is printable ASCII already: tested, not copied.
+  if (PLAIN_HEADER_VALUE.test(value)) return value;
   return Buffer.from(value.replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, ""), "utf8").toString("latin1");
 }
 
