@@ -37,15 +37,19 @@ export function cors(options: CorsOptions): Koa.Middleware {
   // Not async, and next() returned rather than awaited: no suspended frame per request.
   return (ctx, next) => {
     // ctx.res.setHeader, not ctx.set: see security-headers.ts (headers are not sent before next()).
+    let granted = true;
     if (allowOrigin === undefined) ctx.res.setHeader("Access-Control-Allow-Origin", "*");
     else {
       // Vary is usually not set yet: set it outright; else merge (the vary package parses the value, about 1 KB per call).
       if (ctx.res.hasHeader("vary")) ctx.vary("Origin");
       else ctx.res.setHeader("Vary", "Origin");
       const origin = ctx.get("origin");
-      if (origin !== "" && allowOrigin(origin)) ctx.res.setHeader("Access-Control-Allow-Origin", origin);
+      granted = origin !== "" && allowOrigin(origin);
+      if (granted) ctx.res.setHeader("Access-Control-Allow-Origin", origin);
     }
-    ctx.res.setHeader("Access-Control-Expose-Headers", EXPOSED_HEADERS);
+    // Read by a browser only along with a grant: a native client's answers (and the head an open
+    // event stream keeps) go without it.
+    if (granted) ctx.res.setHeader("Access-Control-Expose-Headers", EXPOSED_HEADERS);
     if (ctx.method === "OPTIONS") {
       ctx.set("Access-Control-Allow-Methods", options.methods);
       ctx.set("Access-Control-Allow-Headers", allowedHeaders(ctx.get("access-control-request-headers")));

@@ -84,10 +84,13 @@ describe("Origin at /mcp", () => {
     await refused(listed, { origin, authorization: `Bearer ${token}`, "mcp-session-id": "x" }, { method: "DELETE" });
   });
 
-  it("lets requests without Origin through (native clients, servers)", async () => {
+  it("lets requests without Origin through (native clients, servers), with no CORS grant or exposed headers, but Vary", async () => {
     const res = await post(listed, { authorization: `Bearer ${token}` });
     expect(res.status).toBe(200);
     await res.text();
+    expect(res.headers.get("access-control-allow-origin")).toBeNull();
+    expect(res.headers.get("access-control-expose-headers")).toBeNull();
+    expect(res.headers.get("vary")).toMatch(/Origin/i);
   });
 
   it.each([
@@ -101,6 +104,7 @@ describe("Origin at /mcp", () => {
     expect(res.status).toBe(200);
     await res.text();
     expect(res.headers.get("access-control-allow-origin")).toBe(origin);
+    expect(res.headers.get("access-control-expose-headers")).toMatch(/Mcp-Session-Id/);
     expect(res.headers.get("vary")).toMatch(/Origin/i);
     expect(server.requests.slice(before).map((r) => r.headers.origin)).toEqual([origin]);
     const preflight = await fetch(`${listed.url}/mcp`, {
