@@ -145,21 +145,31 @@ export function withConnectionToken(headers: Record<string, string>, inject: Con
 }
 
 /**
+ * The header names the upstream's Connection header lists (RFC 9110 §7.6.1), lower case; undefined
+ * for the usual answer that lists none ("keep-alive", "close"), as found on every response.
+ */
+function connectionNamed(connection: string | string[] | undefined): Set<string> | undefined {
+  if (connection === undefined || connection === "keep-alive" || connection === "close") return undefined;
+  return new Set(
+    String(connection)
+      .split(",")
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean),
+  );
+}
+
+/**
  * The MCP server's response headers for the client: hop-by-hop headers (and those the upstream
  * named in Connection) belong to the upstream connection; Set-Cookie would plant cookies on the
  * broker's origin. CORS headers too: the broker's own CORS policy (http/cors.ts, which exposes
  * Mcp-Session-Id and WWW-Authenticate) is the one for its origin, not the MCP server's.
  */
 export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const connectionTokens = new Set(
-    String(upstream.connection ?? "")
-      .split(",")
-      .map((t) => t.trim().toLowerCase())
-      .filter(Boolean),
-  );
+  const named = connectionNamed(upstream.connection);
   const headers: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(upstream)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || connectionTokens.has(name) || name === "set-cookie" || name.startsWith("access-control-")) continue;
+  for (const name in upstream) {
+    const value = upstream[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || named?.has(name) || name === "set-cookie" || name.startsWith("access-control-")) continue;
     headers[name] = value;
   }
   if (String(headers["content-type"] ?? "").startsWith("text/event-stream")) {
