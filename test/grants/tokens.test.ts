@@ -24,7 +24,7 @@ afterAll(async () => h.close());
 describe("client_credentials", () => {
   it("issues an opaque 256-bit access token bound to the resource, and no refresh token", async () => {
     const res = await issueFor(service);
-    expect(res.access_token).toMatch(/^mab_at_[A-Za-z0-9_-]{43}$/);
+    expect(res.access_token).toMatch(/^mab_at_[A-Za-z0-9_-]{43}[0-9a-f]{12}$/);
     expect(res.token_type).toBe("Bearer");
     expect(res.expires_in).toBe(60);
     expect(res.scope).toBe("mcp");

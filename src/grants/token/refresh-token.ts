@@ -8,7 +8,7 @@ import { dateOf } from "../../lib/clock.ts";
 import { InvalidGrant, InvalidScope, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { covers, parseScope, scopeList } from "../scope.ts";
-import { deriveSecret, hashPresentedToken, type MintedSecret } from "../token-format.ts";
+import { deriveSecret, hashPresentedToken, stampOfKey, tokenStamp, type MintedSecret } from "../token-format.ts";
 import type { RegisteredClient, TokenResponse } from "../types.ts";
 import type { RefreshTokenWithGrant } from "../../store/hot-store.ts";
 import { upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
@@ -23,18 +23,28 @@ interface SuccessorPair {
   readonly successor: MintedSecret;
 }
 
+/** The pair a refresh token rotates to, stamped `stamp` (see token-format.ts). */
+function successorPair(t: TokenContext, presented: string, stamp: string | null): SuccessorPair {
+  return {
+    access: deriveSecret("accessToken", t.rotationKey, presented, stamp),
+    successor: deriveSecret("refreshToken", t.rotationKey, presented, stamp),
+  };
+}
+
 /**
  * A rotated refresh token presented again. Within the grace window, and while its successor has
  * not been used, it is a retry of a lost response: the same successor pair is returned (derived,
  * so nothing was stored in plaintext). Otherwise it is reuse, a sign of theft: the grant dies.
  */
-async function presentedAgain(t: TokenContext, token: RefreshTokenWithGrant, pair: SuccessorPair, now: Date): Promise<TokenResponse> {
+async function presentedAgain(t: TokenContext, token: RefreshTokenWithGrant, presented: string, now: Date): Promise<TokenResponse> {
   const { clientId, grantId } = token;
   const row = await t.hot.refreshTokenById(token.id);
   if (!row) throw new InvalidGrant(INVALID_REFRESH);
   const next = row.successorId ? await t.hot.refreshTokenById(row.successorId) : null;
   const inGrace = row.graceUntil !== null && now < row.graceUntil;
-  if (inGrace && next && !next.firstUsedAt && !next.revokedAt && next.tokenHash === pair.successor.hash) {
+  // The pair is rebuilt with the stamp its successor was stored under.
+  const pair = inGrace && next && !next.firstUsedAt && !next.revokedAt ? successorPair(t, presented, stampOfKey(next.tokenHash)) : null;
+  if (next && pair && next.tokenHash === pair.successor.hash) {
     const access = await t.hot.accessTokenByHash(pair.access.hash);
     if (access && !access.revokedAt) {
       return {
@@ -94,11 +104,8 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     const rejected = await upstreamRejection(t, row.grant);
     if (rejected) throw new InvalidGrant(rejected.reason);
 
-    const pair: SuccessorPair = {
-      access: deriveSecret("accessToken", t.rotationKey, p.refresh_token),
-      successor: deriveSecret("refreshToken", t.rotationKey, p.refresh_token),
-    };
-    if (row.consumedAt) return presentedAgain(t, row, pair, now);
+    if (row.consumedAt) return presentedAgain(t, row, p.refresh_token, now);
+    const pair = successorPair(t, p.refresh_token, tokenStamp());
     const { rows, response } = issuedTokens(t, row.grant, scope, row.resource, now, { access: pair.access, refresh: pair.successor, parentRefreshId: row.id });
     // One atomic step: the claim (only an unconsumed, unrevoked token), the token's first use (it is
     // its parent's successor: that ends the parent's grace window), its successor link, the new
@@ -111,7 +118,7 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
       use: grantUse(t, row.grantId, now),
       audit: auditRow({ type: "token.refreshed", clientId: row.clientId, grantId: row.grantId, subject: row.grant.subject }),
     });
-    if (!rotated) return presentedAgain(t, row, pair, dateOf(t.clock));
+    if (!rotated) return presentedAgain(t, row, p.refresh_token, dateOf(t.clock));
     return response;
   };
 }
