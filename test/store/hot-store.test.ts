@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import type { AccessToken, AuditEvent, GrantUse, RefreshToken } from "../../src/store/hot-store.ts";
 import { databaseTargets } from "../support/database-targets.ts";
+import { hashPresentedToken } from "../../src/grants/token-format.ts";
 
 const at = (iso: string) => new Date(iso);
 const T0 = at("2031-05-06T07:08:09.123Z");
@@ -395,6 +396,42 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     });
     expect(await hot.revokedSince(later(55))).toEqual({ grants: [], tokens: [{ tokenHash: single.tokenHash, revokedAt: later(60) }] });
     expect(await hot.revokedSince(later(60))).toEqual({ grants: [], tokens: [] });
+  });
+
+  it("announces any number of revoked grants and token keys, every one heard (PostgreSQL: one NOTIFY holds under 8,000 bytes)", async () => {
+    if (target.name !== "postgres") return; // SQLite instances poll the file instead (hot-store-sqlite.ts).
+    const { hot } = database;
+    const grantIds = Array.from({ length: 150 }, () => randomUUID());
+    // Full-size keys as tokens are stored now: a 12-digit stamp and a SHA-256 (grants/token-format.ts).
+    const tokenHashes = Array.from({ length: 250 }, (_, i) =>
+      hashPresentedToken(`mab_at_${"x".repeat(43)}${(0x19000000000 + i).toString(16).padStart(12, "0")}`),
+    );
+    expect(tokenHashes[0]).toHaveLength(76);
+    const heard = { grantIds: new Set<string>(), tokenHashes: new Set<string>() };
+    let done!: () => void;
+    const all = new Promise<void>((resolve) => (done = resolve));
+    let failed: unknown;
+    const stop = hot.listenForRevocations(
+      (r) => {
+        for (const id of r.grantIds ?? []) heard.grantIds.add(id);
+        for (const hash of r.tokenHashes ?? []) heard.tokenHashes.add(hash);
+        if (heard.grantIds.size === grantIds.length && heard.tokenHashes.size === tokenHashes.length) done();
+      },
+      (err) => (failed = err),
+    );
+    try {
+      // The listener's LISTEN is in place once an announcement of its own comes back.
+      const ready = randomUUID();
+      while (!heard.grantIds.has(ready)) await hot.announceRevocation({ grantIds: [ready] });
+      heard.grantIds.delete(ready);
+      await hot.announceRevocation({ grantIds, tokenHashes });
+      await all;
+    } finally {
+      await stop();
+    }
+    expect(failed).toBeUndefined();
+    expect(heard.tokenHashes).toEqual(new Set(tokenHashes));
+    expect(heard.grantIds).toEqual(new Set(grantIds));
   });
 
   it("binds MCP sessions first-claim-wins and releases them", async () => {
