@@ -20,13 +20,11 @@ export const TOKEN_PREFIX = {
   authorizationCode: "mab_ac_",
 } as const;
 
-/** Every prefix above has this length; the stamp's position follows from it. */
-const PREFIX_LENGTH = 7;
 /** 256 bits in base64url. */
 const SECRET_LENGTH = 43;
 const STAMP_LENGTH = 12;
-const STAMPED_LENGTH = PREFIX_LENGTH + SECRET_LENGTH + STAMP_LENGTH;
 const STAMP = /^[0-9a-f]{12}$/;
+const PREFIXES = Object.values(TOKEN_PREFIX);
 
 export interface MintedSecret {
   readonly value: string;
@@ -40,8 +38,10 @@ export function tokenStamp(ms: number = Date.now()): string {
   return Math.trunc(ms).toString(16).padStart(STAMP_LENGTH, "0").slice(-STAMP_LENGTH);
 }
 
+/** The stamp of a token of ours minted with one (its prefix, 43 characters, the stamp); null for any other string. */
 function stampIn(token: string): string | null {
-  if (token.length !== STAMPED_LENGTH) return null;
+  const prefix = PREFIXES.find((p) => token.startsWith(p));
+  if (prefix === undefined || token.length !== prefix.length + SECRET_LENGTH + STAMP_LENGTH) return null;
   const stamp = token.slice(-STAMP_LENGTH);
   return STAMP.test(stamp) ? stamp : null;
 }

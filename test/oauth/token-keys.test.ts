@@ -79,6 +79,24 @@ describe("stamped tokens", () => {
   });
 });
 
+describe("the key of a presented string", () => {
+  it("has a stamp only for a token of ours of the stamped shape; anything else is keyed by its bare SHA-256", () => {
+    const secret = "A".repeat(43);
+    const stamp = "019ac3b2f0e1";
+    for (const prefix of ["mab_at_", "mab_rt_", "mab_ac_"])
+      expect(hashPresentedToken(prefix + secret + stamp)).toBe(stamp + sha256Hex(prefix + secret + stamp));
+    for (const other of [
+      `mab_at_${secret}`, // minted before stamps
+      `mab_at_${secret}019AC3B2F0E1`, // not lowercase hex
+      `mab_at_${secret}${stamp}0`, // too long
+      `xyz_at_${secret}${stamp}`, // not our prefix
+      `mab_at_${secret.slice(1)}${stamp}`, // too short
+      "",
+    ])
+      expect(hashPresentedToken(other)).toBe(sha256Hex(other));
+  });
+});
+
 describe("tokens stored before stamps", () => {
   it("still call /mcp, introspect, and are revoked", async () => {
     const tokens = await tokensFor(basic);
