@@ -15,6 +15,7 @@ import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
 import { cpuMs, METRICS_TOKEN, metricsText, root, startProcess, stop } from "./processes.ts";
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
+import { walPageRows } from "./wal-pages.ts";
 import { recheckRows } from "./recheck.ts";
 import { modernRows } from "./modern-calls.ts";
 import { tracingRows } from "./tracing.ts";
@@ -127,6 +128,7 @@ async function main(): Promise<void> {
       } finally {
         await stop(broker.child);
       }
+      rows.push(...walPageRows(path.join(dir, "tokens.db")));
       return report(rows);
     }
     // BENCH_ONLY=modern: the MCP 2026-07-28 stateless row and its session-based neighbour alone.
@@ -221,6 +223,7 @@ async function main(): Promise<void> {
       } finally {
         await stop(broker.child);
       }
+      if (recheck === "30" && process.env.BENCH_ONLY !== "cached") rows.push(...walPageRows(path.join(dir, `broker-${recheck}.db`)));
     }
     // BENCH_ONLY=cached: rows (a) to (c) alone.
     if (process.env.BENCH_ONLY === "cached") return report(rows);
