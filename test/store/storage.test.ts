@@ -2,6 +2,9 @@
 // the suite's server is available: same code, same behaviour.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { projectRoot } from "../../src/project-root.ts";
 import { migrateDatabase, pendingMigrations } from "../../src/store/migrate.ts";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import { databaseTargets } from "../support/database-targets.ts";
@@ -27,11 +30,48 @@ describe.each(databaseTargets("migration tests", { migrated: false }))("migratio
     try {
       expect(database.kind).toBe(target.name);
       expect(await pendingMigrations(database)).toEqual([]);
+      // The migrations leave exactly the indexes the schema declares: a schema edit without its
+      // migration (or the reverse) fails here, whichever database.
+      const schema = readFileSync(path.join(projectRoot, "prisma", target.name, "schema.prisma"), "utf8");
+      // PostgreSQL cuts identifiers at 63 bytes.
+      expect(await databaseIndexes(database)).toEqual(declaredIndexes(schema, target.name === "postgres" ? 63 : Infinity));
     } finally {
       await database.close();
     }
   });
 });
+
+/** The names Prisma gives the indexes a schema declares (`Model_a_b_idx`, `Model_a_key`), sorted. */
+function declaredIndexes(schema: string, maxLength: number): string[] {
+  const names: string[] = [];
+  for (const [, model, body] of schema.matchAll(/^model (\w+) \{\n([\s\S]*?)^\}/gm)) {
+    for (const line of body!.split("\n").map((l) => l.trim())) {
+      const block = /^@@(index|unique)\(\[([^\]]+)\]/.exec(line);
+      if (block)
+        names.push(
+          `${model}_${block[2]!
+            .split(",")
+            .map((f) => f.trim())
+            .join("_")}_${block[1] === "index" ? "idx" : "key"}`,
+        );
+      else if (/^\w+\s+\S+.*\s@unique\b/.test(line)) names.push(`${model}_${line.split(/\s+/)[0]}_key`);
+    }
+  }
+  return names.map((name) => name.slice(0, maxLength)).sort();
+}
+
+/** The indexes of the database's tables other than primary keys, sorted (Prisma's own table excluded). */
+async function databaseIndexes(database: Database): Promise<string[]> {
+  const rows =
+    database.kind === "sqlite"
+      ? await database.db.$queryRawUnsafe<{ name: string }[]>(
+          `SELECT "name" FROM sqlite_master WHERE "type" = 'index' AND "name" NOT LIKE 'sqlite_autoindex_%' AND "tbl_name" <> '_prisma_migrations'`,
+        )
+      : await database.db.$queryRawUnsafe<{ name: string }[]>(
+          `SELECT "indexname"::text AS "name" FROM pg_indexes WHERE "schemaname" = current_schema() AND "indexname" NOT LIKE '%_pkey' AND "tablename" <> '_prisma_migrations'`,
+        );
+  return rows.map((r) => r.name).sort();
+}
 
 describe.each(databaseTargets("storage tests"))("storage on $name", (target) => {
   let database: Database;

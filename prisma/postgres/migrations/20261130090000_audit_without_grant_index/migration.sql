@@ -1,0 +1,3 @@
+-- DropIndex
+DROP INDEX "AuditEvent_grantId_idx";
+
