@@ -79,6 +79,25 @@ describe("stamped tokens", () => {
   });
 });
 
+describe("who must not get in", () => {
+  it("a token with its stamp changed, cut off, or moved is no token: refused at /mcp and /token", async () => {
+    const tokens = await tokensFor(pub);
+    const altered = (token: string) => {
+      const stamp = token.slice(-12);
+      const other = (BigInt(`0x${stamp}`) + 1n).toString(16).padStart(12, "0");
+      return [token.slice(0, -12) + other, token.slice(0, -12), token.slice(0, 7) + stamp + token.slice(7, -12)];
+    };
+    for (const forged of altered(tokens.access_token)) expect(await mcpStatus(t.url, forged)).toBe(401);
+    for (const forged of altered(tokens.refresh_token)) {
+      const res = await refresh(pub, forged);
+      expect({ status: res.status, error: res.json?.error }).toEqual({ status: 400, error: "invalid_grant" });
+    }
+    // The real ones still work: nothing above was taken for a use of them.
+    expect(await mcpStatus(t.url, tokens.access_token)).toBe(200);
+    expect((await refresh(pub, tokens.refresh_token)).status).toBe(200);
+  });
+});
+
 describe("the key of a presented string", () => {
   it("has a stamp only for a token of ours of the stamped shape; anything else is keyed by its bare SHA-256", () => {
     const secret = "A".repeat(43);
