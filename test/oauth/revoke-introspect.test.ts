@@ -1,10 +1,9 @@
 // /revoke (RFC 7009) and /introspect (RFC 7662) over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
-import { authorize } from "../support/oauth-flow.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { mcpStatus as probeMcp } from "../support/mcp-probe.ts";
-import { basicAuth, clientAuth, postForm, registerClientSet, send, type HttpResult, type TestClient } from "../support/oauth-client.ts";
+import { basicAuth, postForm, registerClientSet, send, tokensThroughFlow, type HttpResult, type TestClient, type TokenPair } from "../support/oauth-client.ts";
 
 let t: TestBroker;
 let pub: TestClient;
@@ -17,22 +16,9 @@ beforeAll(async () => {
 });
 afterAll(async () => t.stop());
 
-type Tokens = { access_token: string; refresh_token: string };
+type Tokens = TokenPair;
 /** Tokens for `client` through the whole flow (login as `user`), authenticated by the client's method. */
-async function tokensFor(client: TestClient, user = "alice"): Promise<Tokens> {
-  const { callback, verifier } = await authorize(t.url, client, { user });
-  const auth = clientAuth(client);
-  const form = {
-    grant_type: "authorization_code",
-    code: callback.searchParams.get("code")!,
-    code_verifier: verifier,
-    redirect_uri: client.redirect_uri,
-    ...auth.form,
-  };
-  const res = await postForm(`${t.url}/token`, form, auth.headers);
-  if (res.status !== 200) throw new Error(`token request failed: ${res.text}`);
-  return res.json as Tokens;
-}
+const tokensFor = (client: TestClient, user = "alice"): Promise<Tokens> => tokensThroughFlow(t.url, client, user);
 const asBasic = (c: TestClient) => ({ authorization: basicAuth(c.client_id, c.client_secret!) });
 const revoke = (form: Record<string, string>, headers: Record<string, string> = {}) => postForm(`${t.url}/revoke`, form, headers);
 const introspect = (form: Record<string, string>, headers: Record<string, string> = {}) => postForm(`${t.url}/introspect`, form, headers);

@@ -8,9 +8,8 @@ import { randomBytes } from "node:crypto";
 import { purposeKey } from "../../src/crypto/keys.ts";
 import { randomToken, sha256Hex } from "../../src/crypto/tokens.ts";
 import { deriveSecret, hashPresentedToken } from "../../src/grants/token-format.ts";
-import { authorize } from "../support/oauth-flow.ts";
 import { mcpStatus } from "../support/mcp-probe.ts";
-import { basicAuth, clientAuth, postForm, registerClientSet, type TestClient } from "../support/oauth-client.ts";
+import { basicAuth, clientAuth, postForm, registerClientSet, tokensThroughFlow, type TestClient, type TokenPair } from "../support/oauth-client.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 
 const secretKey = randomBytes(32);
@@ -23,21 +22,8 @@ beforeAll(async () => {
 });
 afterAll(async () => t.stop());
 
-type Tokens = { access_token: string; refresh_token: string };
-async function tokensFor(client: TestClient): Promise<Tokens> {
-  const { callback, verifier } = await authorize(t.url, client);
-  const auth = clientAuth(client);
-  const form = {
-    grant_type: "authorization_code",
-    code: callback.searchParams.get("code")!,
-    code_verifier: verifier,
-    redirect_uri: client.redirect_uri,
-    ...auth.form,
-  };
-  const res = await postForm(`${t.url}/token`, form, auth.headers);
-  if (res.status !== 200) throw new Error(`token request failed: ${res.text}`);
-  return res.json as Tokens;
-}
+type Tokens = TokenPair;
+const tokensFor = (client: TestClient): Promise<Tokens> => tokensThroughFlow(t.url, client);
 const refresh = (client: TestClient, refreshToken: string) =>
   postForm(`${t.url}/token`, { grant_type: "refresh_token", refresh_token: refreshToken, ...clientAuth(client).form }, clientAuth(client).headers);
 

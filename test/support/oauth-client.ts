@@ -8,7 +8,7 @@ import { ClientRegistry } from "../../src/grants/clients.ts";
 import { parseClientMetadata } from "../../src/grants/client-metadata.ts";
 import { clientMetadataResponse } from "../../src/oauth/register.ts";
 import { HttpBrowser } from "./http-browser.ts";
-import type { RegisteredTestClient } from "./oauth-flow.ts";
+import { authorize, type RegisteredTestClient } from "./oauth-flow.ts";
 
 export interface HttpResult {
   readonly status: number;
@@ -266,4 +266,26 @@ export async function registerClientSet(brokerUrl: string, db: Db): Promise<Clie
     registerOperatorClient(db),
   ]);
   return { pub, basic, post, machine };
+}
+
+/** A token response's two tokens. */
+export type TokenPair = { access_token: string; refresh_token: string };
+
+/**
+ * Tokens for `client` from the broker at `brokerUrl` through the whole flow (login as `user`), the
+ * code redeemed with the client's own authentication method.
+ */
+export async function tokensThroughFlow(brokerUrl: string, client: TestClient, user = "alice"): Promise<TokenPair> {
+  const { callback, verifier } = await authorize(brokerUrl, client, { user });
+  const auth = clientAuth(client);
+  const form = {
+    grant_type: "authorization_code",
+    code: callback.searchParams.get("code")!,
+    code_verifier: verifier,
+    redirect_uri: client.redirect_uri,
+    ...auth.form,
+  };
+  const res = await postForm(`${brokerUrl}/token`, form, auth.headers);
+  if (res.status !== 200) throw new Error(`token request failed: ${res.text}`);
+  return res.json as TokenPair;
 }
