@@ -5,7 +5,8 @@
 // what they cost each side: resident memory per stream (each process's, read after a full GC by
 // bench/broker-probe.ts inside it), the broker's event-loop lag while they are open
 // (monitorEventLoopDelay, read from the broker's /metrics), and the latency of another client's
-// cached tools/call next to them against the same with no stream open.
+// cached tools/call next to them against the same with no stream open, with the same calls direct
+// to the MCP server as the control.
 import { readdirSync, readFileSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import { Pool } from "undici";
@@ -114,6 +115,13 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
     const otherSession = await mcpSession(url, otherAuth);
     await toolCalls(url, otherAuth, otherSession); // warm-up: the validation cache, the optimizing compiler
     const idle = await medianRun(() => toolCalls(url, otherAuth, otherSession, 1));
+    // The control: the same client's calls straight to the MCP server, which holds every stream's
+    // session too, from this process, which holds every stream's client end. What the streams cost
+    // these two shows here as well; what the broker adds is the difference.
+    const directUrl = match[1]!;
+    const directSession = await mcpSession(directUrl, {});
+    await toolCalls(directUrl, {}, directSession); // warm-up
+    const idleDirect = await medianRun(() => toolCalls(directUrl, {}, directSession, 1));
 
     const memory = async () => {
       const [b, m] = await Promise.all([probes.broker.call<Memory>("gc"), probes.mcp.call<Memory>("gc")]);
@@ -153,6 +161,7 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
       await metricsText(broker.url);
       const busy = await medianRun(() => toolCalls(url, otherAuth, otherSession, 1));
       const metrics = await metricsText(broker.url);
+      const busyDirect = await medianRun(() => toolCalls(directUrl, {}, directSession, 1));
       const stillOpen = n - ended;
       await streamPool.destroy();
 
@@ -190,6 +199,10 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
         [
           "    that client's p50, streams open vs idle",
           `${busy.p50Ms.toFixed(2)} ms vs ${idle.p50Ms.toFixed(2)} ms (p99 ${busy.p99Ms.toFixed(2)} vs ${idle.p99Ms.toFixed(2)} ms; the median of ${RUNS} runs of ${busy.requests} sequential calls each): ${ratio.toFixed(2)}×; target ≤ ${TARGET_P50_RATIO}×: ${verdict(ratio <= TARGET_P50_RATIO)}`,
+        ],
+        [
+          "    the control: the same calls direct to the MCP server",
+          `${busyDirect.p50Ms.toFixed(2)} ms vs ${idleDirect.p50Ms.toFixed(2)} ms (${(busyDirect.p50Ms / idleDirect.p50Ms).toFixed(2)}×); the broker's added p50 ${(busy.p50Ms - busyDirect.p50Ms).toFixed(2)} ms with the streams open vs ${(idle.p50Ms - idleDirect.p50Ms).toFixed(2)} ms idle`,
         ],
       ];
     } finally {
