@@ -102,7 +102,15 @@ function errorCode(err: unknown): string | undefined {
 interface ProxyParts {
   readonly options: McpProxyOptions;
   readonly target: URL;
+  /** Connections for requests that end within the call (POST, DELETE). */
   readonly pool: Pool;
+  /**
+   * Connections for the standalone GET streams, which hold theirs for as long as the client stays
+   * connected. Apart because undici's Pool looks for a free connection by walking all of its own:
+   * with 5,000 GET streams open in one pool, every POST walked 5,000 busy connections first (bench
+   * row (s)).
+   */
+  readonly streamPool: Pool;
   readonly inFlight: Set<ExchangeAbort>;
 }
 
@@ -215,8 +223,9 @@ async function screenedBody(x: Exchange): Promise<{ body: UpstreamBody; listed: 
 
 /** Sends the request up; undefined when it was answered here (the front end's refusal, a failure). */
 async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
-  const { options, target, pool } = parts;
+  const { options, target } = parts;
   const { ctx, request } = x;
+  const pool = ctx.method === "GET" ? parts.streamPool : parts.pool;
   // Before the try: a failure to sign is the broker's own (its store), not the MCP server's.
   const assertion = options.assertion ? await options.assertion(request.identity) : undefined;
   try {
@@ -383,13 +392,15 @@ export function createMcpProxy(options: McpProxyOptions): McpProxy {
   const mountPaths = [...(options.mountPaths ?? ["/mcp"])].sort((a, b) => b.length - a.length);
   // Our own deadline (upstream-deadline.ts) replaces undici's header/body timeouts: SSE bodies
   // never time out, and a slow but progressing upload is not cut.
-  const pool = new Pool(target.origin, { connect: { timeout: options.timeoutMs }, headersTimeout: 0, bodyTimeout: 0 });
+  const poolOptions = { connect: { timeout: options.timeoutMs }, headersTimeout: 0, bodyTimeout: 0 };
+  const pool = new Pool(target.origin, poolOptions);
+  const streamPool = new Pool(target.origin, poolOptions);
   const inFlight = new Set<ExchangeAbort>();
   return {
-    middleware: mcpFrontEnd(httpBackend({ options, target, pool, inFlight }, mountPaths), options),
+    middleware: mcpFrontEnd(httpBackend({ options, target, pool, streamPool, inFlight }, mountPaths), options),
     async close() {
       for (const cut of inFlight) cut.abort(new ShuttingDown());
-      await pool.destroy();
+      await Promise.all([pool.destroy(), streamPool.destroy()]);
     },
   };
 }
