@@ -5,6 +5,7 @@
 //   POST /alloc/start?sample=1  the same, and starts the sampling heap profiler (every allocation);
 //   POST /alloc/start?sample=live  the same, the profile keeping only what is still alive at the end;
 //   POST /alloc/stop            stops them and answers { allocatedBytes, gcs, sampledBytes?, profile? };
+//   POST /cpu/start, /cpu/stop  a V8 CPU profile of this thread over a window (the profile's JSON);
 //   POST /gc                    a full garbage collection, then { rssBytes, heapUsedBytes }: memory
 //                               read without the garbage a moment's work happens to leave.
 // Bytes allocated = the heap's growth over the window + what every GC in it freed: exact for the
@@ -86,7 +87,21 @@ async function collected(): Promise<unknown> {
   return { rssBytes: rss, heapUsedBytes: heapUsed };
 }
 
+/** Starts V8's CPU profiler on this thread (a window of one row's requests, not the whole run). */
+async function startCpuProfile(): Promise<unknown> {
+  await inspector().post("Profiler.enable");
+  await inspector().post("Profiler.start");
+  return {};
+}
+
+/** Stops it and answers the profile (.cpuprofile JSON, for Chrome DevTools). */
+async function stopCpuProfile(): Promise<unknown> {
+  return (await inspector().post("Profiler.stop")).profile;
+}
+
 const ACTIONS: Record<string, () => Promise<unknown>> = {
+  "/cpu/start": startCpuProfile,
+  "/cpu/stop": stopCpuProfile,
   "/alloc/start": () => startWindow("none"),
   "/alloc/start?sample=1": () => startWindow("all"),
   "/alloc/start?sample=live": () => startWindow("live"),

@@ -7,13 +7,14 @@
 // (monitorEventLoopDelay, read from the broker's /metrics), and the latency of another client's
 // cached tools/call next to them against the same with no stream open, with the same calls direct
 // to the MCP server as the control.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { Pool } from "undici";
 import type { LoadResult } from "./load.ts";
 import { mcpSession, toolCalls } from "./mcp-calls.ts";
 import { metricsText, raiseOpenFileLimit, startProcess, stop } from "./processes.ts";
-import { probe } from "./probe-control.ts";
+import { probe, type Probe } from "./probe-control.ts";
 import { type AllocationWindow, bytesByFunction, originShares, topRows } from "./heap-profile.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 
@@ -38,6 +39,18 @@ const MONITOR_TICK_MS = 10;
 const TARGET_RSS_PER_STREAM = 20 * 1024;
 const TARGET_LAG_P99_MS = 20;
 const TARGET_P50_RATIO = 1.1;
+
+/** BENCH_PROFILE_DIR: the broker's CPU profiles of the other client's calls, idle and with the streams open. */
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+
+/** `run`, profiled in the broker into PROFILE_DIR/streams-`name`.cpuprofile when that is set. */
+async function profiled<T>(broker: Probe, name: string, run: () => Promise<T>): Promise<T> {
+  if (!PROFILE_DIR) return run();
+  await broker.call("cpu/start");
+  const result = await run();
+  writeFileSync(path.join(PROFILE_DIR, `streams-${name}.cpuprofile`), JSON.stringify(await broker.call("cpu/stop")));
+  return result;
+}
 
 /** The run with the median p50 of RUNS: a burst of other work on the shared cores is an outlier, not the figure. */
 async function medianRun(run: () => Promise<LoadResult>): Promise<LoadResult> {
@@ -114,7 +127,7 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
     const otherAuth = { authorization: `Bearer ${other.tokens.access_token}` };
     const otherSession = await mcpSession(url, otherAuth);
     await toolCalls(url, otherAuth, otherSession); // warm-up: the validation cache, the optimizing compiler
-    const idle = await medianRun(() => toolCalls(url, otherAuth, otherSession, 1));
+    const idle = await profiled(probes.broker, "idle", () => medianRun(() => toolCalls(url, otherAuth, otherSession, 1)));
     // The control: the same client's calls straight to the MCP server, which holds every stream's
     // session too, from this process, which holds every stream's client end. What the streams cost
     // these two shows here as well; what the broker adds is the difference.
@@ -159,7 +172,7 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
       // The event loop's lag while the streams are open and another client calls a tool: /metrics
       // reads and resets the broker's histogram, so the second read covers the other client's calls alone.
       await metricsText(broker.url);
-      const busy = await medianRun(() => toolCalls(url, otherAuth, otherSession, 1));
+      const busy = await profiled(probes.broker, "open", () => medianRun(() => toolCalls(url, otherAuth, otherSession, 1)));
       const metrics = await metricsText(broker.url);
       const busyDirect = await medianRun(() => toolCalls(directUrl, {}, directSession, 1));
       const stillOpen = n - ended;
