@@ -195,7 +195,8 @@ function openExchange({ options, inFlight }: ProxyParts, ctx: Koa.Context, reque
   const onClose = () => {
     if (!ctx.res.writableFinished) cut.abort(new ClientGone());
   };
-  ctx.res.once("close", onClose);
+  // `on`: "close" comes once, and a `once` wrapper is kept for as long as an event stream is open.
+  ctx.res.on("close", onClose);
   return { ctx, request, path, cut, deadline, release, onClose };
 }
 
@@ -205,6 +206,22 @@ function closeExchange({ inFlight }: ProxyParts, x: Exchange): void {
   x.release?.();
   x.ctx.res.off("close", x.onClose);
   inFlight.delete(x.cut);
+}
+
+/**
+ * What an event stream still being relayed keeps of its exchange: what closeExchange undoes, taken
+ * out of it. Its request (the front end's closures) and its deadline (already disarmed: a GET has no
+ * upload) are not kept for the hours a GET stream may stay open: about 1 KB each (bench row (s)).
+ */
+function streamCloser({ inFlight }: ProxyParts, x: Exchange): () => void {
+  const { span, release, cut, onClose } = x;
+  const res = x.ctx.res;
+  return () => {
+    endProxySpan(span);
+    release?.();
+    res.off("close", onClose);
+    inFlight.delete(cut);
+  };
 }
 
 /** The body to send, read and checked by the front end when read whole; undefined when the front end answered. */
@@ -343,23 +360,29 @@ async function streamAnswer({ options }: ProxyParts, x: Exchange, { upstream, bo
   const streamed = /^text\/event-stream/i.test(answerHeaders.contentType ?? "")
     ? options.streams?.opened(ctx.res, upstream.body, ctx.method === "POST" ? (body ?? Buffer.alloc(0)) : null)
     : undefined;
-  const relayed = pump(filter ? upstream.body.pipe(filter) : upstream.body, ctx.res).then(
-    () => {
-      streamed?.();
-    },
-    (err: unknown) => {
-      streamed?.();
-      if (!(x.cut.reason instanceof ClientGone)) {
-        request.log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
-      }
-    },
-  );
+  const relayed = relayEnd(pump(filter ? upstream.body.pipe(filter) : upstream.body, ctx.res), x.cut, streamed, request.log);
   // Only the GET stream: a POST's event stream usually ends within the call, and letting it outlive
   // the middleware cost every such call close listeners instead of direct writes (+8% broker CPU
   // per cached tools/call in bench row (t)'s paired rounds).
   if (streamed && ctx.method === "GET") return { ended: relayed };
   await relayed;
   return undefined;
+}
+
+/**
+ * The relay's end: the stream leaves the open ones, and an abnormal end is logged. Made apart from
+ * streamAnswer, so that an open stream's callbacks keep these three, not that function's frame.
+ */
+function relayEnd(relay: Promise<void>, cut: ExchangeAbort, streamed: (() => void) | undefined, log: () => Logger): Promise<void> {
+  return relay.then(
+    () => {
+      streamed?.();
+    },
+    (err: unknown) => {
+      streamed?.();
+      if (!(cut.reason instanceof ClientGone)) log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
+    },
+  );
 }
 
 /** The HTTP backend: relays a request the front end let through to the MCP server, and its answer back. */
@@ -379,7 +402,7 @@ function httpBackend(parts: ProxyParts, mountPaths: readonly string[]): McpBacke
         const sent = await send(parts, x);
         if (sent) stillStreaming = await answer(parts, x, sent);
       } finally {
-        if (stillStreaming) void stillStreaming.ended.finally(() => closeExchange(parts, x));
+        if (stillStreaming) void stillStreaming.ended.finally(streamCloser(parts, x));
         else closeExchange(parts, x);
       }
     },

@@ -2,7 +2,7 @@
 // its per-call AbortController (Node's pipeline aborts it on every normal finish, and building the
 // AbortError, a DOMException with a stack, cost ~6% of the proxy's CPU per request), and without
 // Readable.pipe: its bookkeeping for many destinations kept about 2 KB per open event stream
-// (bench row (s)). Six listeners, removed when it settles.
+// (bench row (s)). Five listeners, removed when it settles.
 import type { Readable, Writable } from "node:stream";
 
 const ignore = () => {};
@@ -27,7 +27,7 @@ export function pump(source: Readable, destination: Writable): Promise<void> {
       if (settled) return;
       settled = true;
       source.off("data", onData).off("end", onEnd).off("error", settle);
-      destination.off("drain", onDrain).off("error", settle).off("finish", onFinish).off("close", onClose);
+      destination.off("drain", onDrain).off("error", settle).off("close", onClose);
       if (err === undefined) return resolve();
       // Late errors from a side being torn down have nowhere useful to go; they must not crash.
       source.on("error", ignore);
@@ -36,9 +36,11 @@ export function pump(source: Readable, destination: Writable): Promise<void> {
       destination.destroy();
       reject(err instanceof Error ? err : new Error(String(err)));
     };
-    const onFinish = () => settle();
+    // "close" follows "finish" (a ServerResponse's, and any writable's that emits close): one
+    // listener tells both ends apart. `on`, not `once`: settle removes them, and each `once` wrapper
+    // is kept for as long as an event stream stays open (bench row (s)).
     const onClose = () => settle(destination.writableFinished ? undefined : new Error("the destination closed before the end of the stream"));
-    destination.on("drain", onDrain).once("error", settle).once("finish", onFinish).once("close", onClose);
-    source.once("end", onEnd).once("error", settle).on("data", onData);
+    destination.on("drain", onDrain).on("error", settle).on("close", onClose);
+    source.on("end", onEnd).on("error", settle).on("data", onData);
   });
 }

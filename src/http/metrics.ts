@@ -147,8 +147,9 @@ export class BrokerMetrics {
           if (ctx.state.server !== undefined) this.mcpRequests.inc({ server: ctx.state.server, status });
           this.latency.observe({ route, method: ctx.method }, (performance.now() - started) / 1000);
         };
-        // Streamed answers (the proxy's) end after the middleware returns.
-        if (ctx.respond === false && !ctx.res.writableFinished) ctx.res.once("close", observe);
+        // Streamed answers (the proxy's) end after the middleware returns. `on`: "close" comes once,
+        // and a `once` wrapper would be kept for as long as an event stream is open.
+        if (ctx.respond === false && !ctx.res.writableFinished) ctx.res.on("close", observe);
         else observe();
         const refusal = ctx.state.refusal ?? refusalOf(ctx, route);
         if (refusal) this.refusals.inc({ reason: refusal });

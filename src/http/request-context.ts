@@ -115,7 +115,8 @@ export function requestContext(logger: Logger, quietPaths: readonly string[] = [
         if (mark && logger.isLevelEnabled("info")) {
           const line = () => state.log.info(mcpAccessFields(ctx, msSince(started), mark), "mcp");
           // A streamed answer (the proxy's) is still going: its line is written when it ends.
-          if (ctx.respond === false && !ctx.res.writableEnded) ctx.res.once("close", line);
+          // `on`: "close" comes once, and a `once` wrapper would be kept for as long as the stream is open.
+          if (ctx.respond === false && !ctx.res.writableEnded) ctx.res.on("close", line);
           else line();
         }
       } else {

@@ -49,7 +49,8 @@ export function requestSpans(tracer: Tracer): Koa.Middleware {
       if (rpcMethods?.length) span.setAttribute("mcp.method.name", rpcMethods.join(","));
       if (ctx.state.grantType) span.setAttribute("oauth.grant_type", ctx.state.grantType);
       // An event stream the proxy still relays ends after the middleware returned: so does its span.
-      if (ctx.respond === false && !ctx.res.writableFinished) ctx.res.once("close", () => span.end());
+      // `on`: "close" comes once (a `once` wrapper would be kept while the stream is open).
+      if (ctx.respond === false && !ctx.res.writableFinished) ctx.res.on("close", () => span.end());
       else span.end();
     }
   };

@@ -69,7 +69,8 @@ class RequestTracker {
 
   connected(socket: Socket): void {
     this.sockets.set(socket, 0);
-    socket.once("close", () => this.sockets.delete(socket));
+    // `on`: "close" comes once, and a `once` wrapper would be kept for as long as the connection is open.
+    socket.on("close", () => this.sockets.delete(socket));
   }
 
   request(req: http.IncomingMessage, res: http.ServerResponse): void {
