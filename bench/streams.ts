@@ -6,7 +6,8 @@
 // bench/broker-probe.ts inside it), the broker's event-loop lag while they are open
 // (monitorEventLoopDelay, read from the broker's /metrics), and the latency of another client's
 // cached tools/call next to them against the same with no stream open, with the same calls direct
-// to the MCP server as the control.
+// to the MCP server as the control. For comparison, the same streams through the bare proxies of
+// the cached rows (bench/bare-proxy.ts), each in a process of its own.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ChildProcess } from "node:child_process";
@@ -106,6 +107,52 @@ interface Memory {
   readonly heapUsedBytes: number;
 }
 
+/** Counts what the streams receive, and how many ended. */
+interface StreamTally {
+  received: number;
+  ended: number;
+}
+
+/** Opens one standalone GET stream of `session` through `pool` and keeps reading it. */
+async function openStream(pool: Pool, path: string, session: string, auth: Record<string, string>, tally: StreamTally): Promise<void> {
+  const res = await pool.request({
+    method: "GET",
+    path,
+    headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18", ...auth },
+  });
+  if (res.statusCode !== 200) throw new Error(`GET stream: ${res.statusCode} ${await res.body.text()}`);
+  res.body.on("data", (chunk: Buffer) => {
+    tally.received += chunk.length;
+  });
+  res.body.once("end", () => tally.ended++);
+  res.body.once("error", () => tally.ended++);
+}
+
+/**
+ * For comparison: the same streams through a bare proxy of the cached rows (bench/bare-proxy.ts,
+ * Koa and undici, or node:http and undici alone), in a process of its own, to the same MCP
+ * server. Written the plain way, it is not a lower bound: each keeps per stream what the broker's
+ * relay (gateway/pump.ts) does not, Readable.pipe's bookkeeping under Koa's stream body, and
+ * stream.pipeline's AbortController and end-of-stream listeners under node:http.
+ */
+async function floorPerStream(kind: "koa" | "plain", mcpUrl: string, n: number): Promise<{ rss: number; heap: number }> {
+  const control = await probe();
+  const { child, match } = await startProcess(["bench/bare-proxy.ts", mcpUrl, ...(kind === "plain" ? ["plain"] : [])], control.env, /BARE_PROXY_URL (\S+)/);
+  const pool = new Pool(new URL(match[1]!).origin, { headersTimeout: 0, bodyTimeout: 0 });
+  try {
+    raiseOpenFileLimit(child.pid);
+    const url = new URL(match[1]!);
+    const sessions = await inParallel(n, OPENING_CONCURRENCY, () => mcpSession(url.href, {}));
+    const before = await control.call<Memory>("gc");
+    await inParallel(n, OPENING_CONCURRENCY, (i) => openStream(pool, url.pathname, sessions[i]!, {}, { received: 0, ended: 0 }));
+    const open = await control.call<Memory>("gc");
+    return { rss: (open.rssBytes - before.rssBytes) / n, heap: (open.heapUsedBytes - before.heapUsedBytes) / n };
+  } finally {
+    await pool.destroy();
+    await stop(child);
+  }
+}
+
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 const verdict = (met: boolean) => (met ? "met" : "not met");
 
@@ -144,26 +191,13 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
     const setupStarted = performance.now();
     const sessions = await inParallel(n, OPENING_CONCURRENCY, () => mcpSession(url, auth));
     const withSessions = await memory();
-    let ended = 0;
-    let received = 0;
+    const tally: StreamTally = { received: 0, ended: 0 };
     // One connection per stream (a pool without a connection limit); SSE bodies never time out.
     const streamPool = new Pool(broker.url, { headersTimeout: 0, bodyTimeout: 0 });
     // What the streams keep alive in the broker, and which functions allocated it.
     await probes.broker.call("alloc/start?sample=live");
     try {
-      await inParallel(n, OPENING_CONCURRENCY, async (i) => {
-        const res = await streamPool.request({
-          method: "GET",
-          path: "/mcp",
-          headers: { accept: "text/event-stream", "mcp-session-id": sessions[i]!, "mcp-protocol-version": "2025-06-18", ...auth },
-        });
-        if (res.statusCode !== 200) throw new Error(`GET stream ${i}: ${res.statusCode} ${await res.body.text()}`);
-        res.body.on("data", (chunk: Buffer) => {
-          received += chunk.length;
-        });
-        res.body.once("end", () => ended++);
-        res.body.once("error", () => ended++);
-      });
+      await inParallel(n, OPENING_CONCURRENCY, (i) => openStream(streamPool, "/mcp", sessions[i]!, auth, tally));
       const setupSeconds = (performance.now() - setupStarted) / 1000;
       await probes.broker.call("gc");
       const retained = await probes.broker.call<AllocationWindow>("alloc/stop");
@@ -175,8 +209,11 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
       const busy = await profiled(probes.broker, "open", () => medianRun(() => toolCalls(url, otherAuth, otherSession, 1)));
       const metrics = await metricsText(broker.url);
       const busyDirect = await medianRun(() => toolCalls(directUrl, {}, directSession, 1));
-      const stillOpen = n - ended;
+      const stillOpen = n - tally.ended;
+      const { received } = tally;
       await streamPool.destroy();
+      // The broker's streams are closed first: the floors' take the same descriptors and ports.
+      const floors = { koa: await floorPerStream("koa", directUrl, n), plain: await floorPerStream("plain", directUrl, n) };
 
       const per = (from: typeof before, to: typeof before, key: keyof Memory) => ({
         broker: (to.broker[key] - from.broker[key]) / n,
@@ -198,6 +235,10 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
         [
           "    RSS per GET stream: broker / MCP server",
           `${kb(perStream.broker)} / ${kb(perStream.mcp)} (of it V8 heap ${kb(heapPerStream.broker)} / ${kb(heapPerStream.mcp)}; broker ${(open.broker.rssBytes / 2 ** 20).toFixed(0)} MB with them open); target ≤ 20 KB each: ${verdict(rssMet)}`,
+        ],
+        [
+          "    the same streams through a bare proxy, per stream",
+          `Koa + undici ${kb(floors.koa.rss)} (V8 heap ${kb(floors.koa.heap)}), node:http + undici ${kb(floors.plain.rss)} (V8 heap ${kb(floors.plain.heap)}); the broker against Koa + undici: ${kb(perStream.broker - floors.koa.rss)} (V8 heap ${kb(heapPerStream.broker - floors.koa.heap)})`,
         ],
         [
           "    RSS per MCP session before its stream: broker / MCP server",
