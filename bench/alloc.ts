@@ -8,7 +8,7 @@
 import type { ChildProcess } from "node:child_process";
 import { CONCURRENCY, mcpSession, toolCalls } from "./mcp-calls.ts";
 import { startProcess, stop } from "./processes.ts";
-import { type AllocationWindow, bytesByFunction, originShares, topRows } from "./heap-profile.ts";
+import { type AllocationWindow, bytesByFunction, collectionsPer1000, originShares, topRows } from "./heap-profile.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { probe, type Probe } from "./probe-control.ts";
 
@@ -89,16 +89,6 @@ async function brokerAllocRows(start: StartBroker): Promise<{ figure: number; ro
     const perRequest = windows.map((w) => w.allocatedBytes / w.requests).sort((a, b) => a - b);
     const figure = median(perRequest);
     const requests = windows.reduce((sum, w) => sum + w.requests, 0);
-    const gcs = new Map<string, { count: number; us: number }>();
-    for (const w of windows) {
-      for (const [type, g] of Object.entries(w.gcs)) {
-        const sum = gcs.get(type) ?? { count: 0, us: 0 };
-        gcs.set(type, { count: sum.count + g.count, us: sum.us + g.us });
-      }
-    }
-    const collections = [...gcs]
-      .filter(([type]) => type === "Scavenge" || type === "MinorMarkCompact" || type === "MarkSweepCompact")
-      .map(([type, g]) => `${((g.count / requests) * 1000).toFixed(1)} ${type} (${(g.us / 1000 / g.count).toFixed(1)} ms each)`);
     const sampledTotal = sampledWindow.sampledBytes ?? 0;
     const sampledPerRequest = sampledTotal / sampledWindow.requests;
     const byFunction = sampledWindow.profile ? bytesByFunction(sampledWindow.profile.head) : [];
@@ -107,7 +97,7 @@ async function brokerAllocRows(start: StartBroker): Promise<{ figure: number; ro
         `(m) bytes allocated per cached /mcp tools/call, ${CONCURRENCY} clients (V8 heap)`,
         `${figure.toFixed(0)} B, median of ${WINDOWS} windows of ${ALLOC_REQUESTS} requests (${perRequest.map((b) => b.toFixed(0)).join(", ")}: spread ${(((perRequest.at(-1)! - perRequest[0]!) / figure) * 100).toFixed(1)}%); target: printed, then halved`,
       ],
-      ["    collections per 1,000 requests", collections.join(", ") || "none"],
+      ["    collections per 1,000 requests", collectionsPer1000(windows, requests)],
       ["    sampled (one more window): by origin", `${sampledPerRequest.toFixed(0)} B per request: ${originShares(byFunction, sampledTotal)}`],
       ...topRows(`    top ${TOP} functions by self size, per request`, byFunction, TOP, sampledWindow.requests, sampledTotal),
     ];

@@ -24,6 +24,21 @@ export interface AllocationWindow {
   readonly profile?: { readonly head: ProfileNode };
 }
 
+/** The collections of some windows, per 1,000 requests, with each kind's mean pause: "3.4 Scavenge (3.1 ms each), …". */
+export function collectionsPer1000(windows: readonly Pick<AllocationWindow, "gcs">[], requests: number): string {
+  const gcs = new Map<string, { count: number; us: number }>();
+  for (const w of windows) {
+    for (const [type, g] of Object.entries(w.gcs)) {
+      const sum = gcs.get(type) ?? { count: 0, us: 0 };
+      gcs.set(type, { count: sum.count + g.count, us: sum.us + g.us });
+    }
+  }
+  const collections = [...gcs]
+    .filter(([type]) => type === "Scavenge" || type === "MinorMarkCompact" || type === "MarkSweepCompact")
+    .map(([type, g]) => `${((g.count / requests) * 1000).toFixed(1)} ${type} (${(g.us / 1000 / g.count).toFixed(1)} ms each)`);
+  return collections.join(", ") || "none";
+}
+
 /** A file's name, short: the project's files from its root, a package's from node_modules/. */
 function shortFile(url: string): string {
   const file = url.startsWith("file://") ? path.relative(root, new URL(url).pathname) : url;
