@@ -5,8 +5,9 @@
 // what they cost each side: resident memory per stream (each process's, read after a full GC by
 // bench/broker-probe.ts inside it), the broker's event-loop lag while they are open
 // (monitorEventLoopDelay, read from the broker's /metrics), and the latency of another client's
-// cached tools/call next to them against the same with no stream open, with the same calls direct
-// to the MCP server as the control. For comparison, the same streams through the bare proxies of
+// cached tools/call next to them against the same with no stream open (each after the same
+// warm-up, with the broker's collections over them), with the same calls direct to the MCP server
+// as the control. For comparison, the same streams through the bare proxies of
 // the cached rows (bench/bare-proxy.ts), each in a process of its own.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
