@@ -201,27 +201,35 @@ function openExchange({ options, inFlight }: ProxyParts, ctx: Koa.Context, reque
 }
 
 function closeExchange({ inFlight }: ProxyParts, x: Exchange): void {
-  endProxySpan(x.span);
   x.deadline.disarm();
-  x.release?.();
-  x.ctx.res.off("close", x.onClose);
-  inFlight.delete(x.cut);
+  endExchange(inFlight, x.span, x.release, x.ctx.res, x.onClose, x.cut);
+}
+
+/** What ending an exchange undoes (its parts as arguments: streamCloser keeps them without the exchange). */
+function endExchange(
+  inFlight: Set<ExchangeAbort>,
+  span: ProxySpan | undefined,
+  release: (() => void) | undefined,
+  res: Koa.Context["res"],
+  onClose: () => void,
+  cut: ExchangeAbort,
+): void {
+  endProxySpan(span);
+  release?.();
+  res.off("close", onClose);
+  inFlight.delete(cut);
 }
 
 /**
- * What an event stream still being relayed keeps of its exchange: what closeExchange undoes, taken
- * out of it. Its request (the front end's closures) and its deadline (already disarmed: a GET has no
- * upload) are not kept for the hours a GET stream may stay open: about 1 KB each (bench row (s)).
+ * closeExchange for an event stream still being relayed, made when its relay starts. It keeps only
+ * what endExchange needs: not the request (the front end's closures) nor the deadline (already
+ * disarmed: a GET has no upload), which a GET stream would keep for hours, about 1 KB each (bench
+ * row (s)).
  */
 function streamCloser({ inFlight }: ProxyParts, x: Exchange): () => void {
   const { span, release, cut, onClose } = x;
   const res = x.ctx.res;
-  return () => {
-    endProxySpan(span);
-    release?.();
-    res.off("close", onClose);
-    inFlight.delete(cut);
-  };
+  return () => endExchange(inFlight, span, release, res, onClose, cut);
 }
 
 /** The body to send, read and checked by the front end when read whole; undefined when the front end answered. */
