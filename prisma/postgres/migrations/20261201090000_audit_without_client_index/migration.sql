@@ -1,0 +1,2 @@
+-- DropIndex
+DROP INDEX "AuditEvent_clientId_idx";
