@@ -16,6 +16,7 @@ import { freePort } from "../test/support/start-broker.ts";
 import { cpuMs, METRICS_TOKEN, metricsText, root, startProcess, stop } from "./processes.ts";
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
 import { walPageRows } from "./wal-pages.ts";
+import { heapOnlyShares, walPosition } from "./postgres-writes.ts";
 import { recheckRows } from "./recheck.ts";
 import { modernRows } from "./modern-calls.ts";
 import { tracingRows } from "./tracing.ts";
@@ -87,8 +88,10 @@ async function main(): Promise<void> {
         await admin.query("CREATE DATABASE bench");
         await admin.end();
         const broker = await startBrokerProcess("30", `${postgres.baseUrl}/bench`);
+        const stats = new pg.Client({ connectionString: `${postgres.baseUrl}/bench` });
+        await stats.connect();
         try {
-          const round = await brokerRefreshRate({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir);
+          const round = await brokerRefreshRate({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir, () => walPosition(stats));
           rows.push([
             "(g) refresh_token grant, 20 chains, PostgreSQL (same machine)",
             `${round.perSecond.toFixed(0)} refreshes/s, broker CPU ${round.cpuUsPerRequest.toFixed(0)} µs per refresh (event-loop thread ${round.loopUsPerRequest.toFixed(0)} µs)`,
@@ -99,7 +102,10 @@ async function main(): Promise<void> {
             "    all processes' CPU per refresh",
             `${round.machineUsPerRequest.toFixed(0)} µs: broker ${round.cpuUsPerRequest.toFixed(0)}, load generator ${round.clientUsPerRequest.toFixed(0)}, PostgreSQL and the rest ${others.toFixed(0)}; CPU idle ${(round.idleShare * 100).toFixed(0)}% of the run`,
           ]);
+          rows.push(["    WAL written per refresh", `${((round.counterPerRequest ?? 0) / 1024).toFixed(2)} KB`]);
+          rows.push(["    heap-only updates (no index entry written)", await heapOnlyShares(stats, ["RefreshToken", "Grant"])]);
         } finally {
+          await stats.end();
           await stop(broker.child);
         }
       } finally {

@@ -222,15 +222,27 @@ async function warmUp(round: () => Promise<Round>): Promise<number> {
   }
 }
 
-/** The refresh rate of a running broker alone (median of the rounds after a warm-up), on any database. */
-export async function brokerRefreshRate(broker: TokenServer, databaseUrl: string, dir: string): Promise<Round> {
+/**
+ * The refresh rate of a running broker alone (median of the rounds after a warm-up), on any
+ * database. `counter`, when given, reads a running total (the database's WAL position) before and
+ * after the timed rounds; its growth per refresh comes back as `counterPerRequest`.
+ */
+export async function brokerRefreshRate(
+  broker: TokenServer,
+  databaseUrl: string,
+  dir: string,
+  counter?: () => Promise<number>,
+): Promise<Round & { readonly counterPerRequest?: number }> {
   const side = await brokerSide(broker, databaseUrl, dir);
   try {
     const chains = await side.chains(CHAINS);
     await warmUp(() => refreshRound(side, chains));
     const rounds: Round[] = [];
+    const counted = await counter?.();
     for (let round = 0; round < ROUNDS; round++) rounds.push(await refreshRound(side, chains));
+    const counterPerRequest = counter && counted !== undefined ? ((await counter()) - counted) / (ROUNDS * CHAINS * REFRESHES_PER_CHAIN) : undefined;
     return {
+      ...(counterPerRequest === undefined ? {} : { counterPerRequest }),
       perSecond: median(rounds.map((r) => r.perSecond)),
       cpuUsPerRequest: median(rounds.map((r) => r.cpuUsPerRequest)),
       loopUsPerRequest: median(rounds.map((r) => r.loopUsPerRequest)),
