@@ -1,0 +1,2 @@
+-- DropIndex
+DROP INDEX "RefreshToken_successorId_key";
