@@ -1,0 +1,2 @@
+-- DropIndex
+DROP INDEX "Grant_idleExpiresAt_idx";
