@@ -16,6 +16,7 @@ import {
   tables,
   type Table,
 } from "./hot-rows.ts";
+import { preparedRows } from "./pg-prepared-query.ts";
 
 const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
 const utcTypes = {
@@ -312,12 +313,11 @@ export function createPostgresHotStore(url: string): HotStore {
   // reported here; the next query opens a new one. Without a listener it would end the process.
   pool.on("error", () => undefined);
 
-  const rows = async (name: StatementName, values: unknown[]): Promise<unknown[][]> =>
-    (await pool.query<unknown[]>({ name, text: SQL[name], values, rowMode: "array" })).rows;
+  const rows = (name: StatementName, values: unknown[]): Promise<unknown[][]> => preparedRows(pool, utcTypes, name, SQL[name], values);
   const statements: Statements = {
     rows,
     first: async (name, values) => (await rows(name, values))[0],
-    run: async (name, values) => void (await pool.query({ name, text: SQL[name], values })),
+    run: async (name, values) => void (await rows(name, values)),
   };
 
   return {
