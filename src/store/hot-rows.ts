@@ -178,6 +178,22 @@ export function decodeRefreshTokenWithGrant(
   };
 }
 
+/**
+ * The columns codeByHash selects, on either database: the code, its grant, and its client (a code
+ * exchange authenticates the client from this row instead of reading it first).
+ */
+export const codeWithGrantColumns = (): string =>
+  `${columnList(tables.authorizationCode, "a")}, ${columnList(tables.grant, "g")}, ${columnList(tables.client, "c")}
+    FROM "AuthorizationCode" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "a"."clientId"`;
+
+/** Decodes a row of codeWithGrantColumns. */
+export function decodeCodeWithGrant(values: readonly unknown[], date: (value: unknown) => Date): AuthorizationCode & { grant: Grant; client: Client } {
+  const { authorizationCode, grant, client } = tables;
+  const g = authorizationCode.columns.length;
+  const c = g + grant.columns.length;
+  return { ...decodeRow(authorizationCode, values, 0, date), grant: decodeRow(grant, values, g, date), client: decodeRow(client, values, c, date) };
+}
+
 /** The columns accessTokenByHash selects, on either database: the token, its grant, the grant's upstream session, the client's kind. */
 export const accessTokenWithGrantColumns = (): string =>
   `${columnList(tables.accessToken, "a")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}, "c"."registrationType", "c"."grantTypes"

@@ -7,8 +7,10 @@ import pg from "pg";
 import type { AnnouncedRevocation, HotStore, UpstreamCheck } from "./hot-store.ts";
 import {
   accessTokenWithGrantColumns,
+  codeWithGrantColumns,
   columnList,
   decodeAccessTokenWithGrant,
+  decodeCodeWithGrant,
   decodeRefreshTokenWithGrant,
   decodeRow,
   refreshTokenWithGrantColumns,
@@ -36,7 +38,7 @@ const columnNames = <Row>(t: Table<Row>) => t.columns.map((c) => `"${c}"`).join(
 const insertFromClaim = <Row>(t: Table<Row>, start: number, condition = "") =>
   `INSERT INTO "${t.name}" (${columnNames(t)}) SELECT ${placeholders(t, start)} FROM claimed ${condition} RETURNING 1`;
 
-const { client, grant, upstreamSession, authorizationCode, accessToken, refreshToken, auditEvent } = tables;
+const { client, upstreamSession, accessToken, refreshToken, auditEvent } = tables;
 
 /**
  * Parameter layout of a rotation and of a code exchange: $1 the claimed row's id, $2 consumedAt, $3
@@ -67,7 +69,7 @@ const SQL = {
     ), used AS (${useClaimedGrant(LAYOUT.use)}
     ), audited AS (${insertFromClaim(auditEvent, LAYOUT.audit)}
     ) SELECT count(*)::int FROM claimed`,
-  codeByHash: `SELECT ${columnList(authorizationCode, "a")}, ${columnList(grant, "g")} FROM "AuthorizationCode" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" WHERE "a"."codeHash" = $1`,
+  codeByHash: `SELECT ${codeWithGrantColumns()} WHERE "a"."codeHash" = $1`,
   exchangeCode: `WITH claimed AS (
       UPDATE "AuthorizationCode" SET "consumedAt" = $2::timestamp(3) WHERE "id" = $1::text AND "consumedAt" IS NULL RETURNING "id"
     ), used AS (${useClaimedGrant(LAYOUT.use)}
@@ -236,8 +238,7 @@ function tokenMethods({ first, run }: Statements) {
 
     async codeByHash(codeHash) {
       const values = await first("codeByHash", [codeHash]);
-      if (!values) return null;
-      return { ...decodeRow(authorizationCode, values, 0, asDate), grant: decodeRow(grant, values, authorizationCode.columns.length, asDate) };
+      return values ? decodeCodeWithGrant(values, asDate) : null;
     },
     async exchangeCode(e) {
       const refresh = e.issued.refresh ? encode(refreshToken, e.issued.refresh) : refreshToken.columns.map(() => null);

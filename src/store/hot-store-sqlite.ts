@@ -3,14 +3,14 @@
 // at once on this thread's connection; writes go to the writer thread, grouped per event-loop turn
 // (sqlite-writer.ts says why and why reads stay here).
 import type { HotStore } from "./hot-store.ts";
-import { decodeAccessTokenWithGrant, decodeRefreshTokenWithGrant, decodeRow, tables } from "./hot-rows.ts";
+import { decodeAccessTokenWithGrant, decodeCodeWithGrant, decodeRefreshTokenWithGrant, decodeRow, tables } from "./hot-rows.ts";
 import { HotConnection, readDate, readSettings, sqliteDate, type SqliteConnectionSettings, type StatementName } from "./sqlite-hot-sql.ts";
 import { SqliteWriter } from "./sqlite-writer.ts";
 import { sqliteWriteGate } from "./sqlite-write-gate.ts";
 
 export { sqliteDate, type SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
 
-const { client, grant, upstreamSession, authorizationCode, refreshToken } = tables;
+const { client, upstreamSession, refreshToken } = tables;
 
 /** The SQLite hot store, with what tests and the benchmark look at besides the HotStore interface. */
 export type SqliteHotStore = HotStore & {
@@ -67,8 +67,7 @@ function tokenMethods({ read, row, writer }: Connections) {
     codeByHash: (codeHash) =>
       read(() => {
         const values = row("codeByHash", codeHash);
-        if (!values) return null;
-        return { ...decodeRow(authorizationCode, values, 0, readDate), grant: decodeRow(grant, values, authorizationCode.columns.length, readDate) };
+        return values ? decodeCodeWithGrant(values, readDate) : null;
       }),
     exchangeCode: (e) => writer.write("exchangeCode", e),
 

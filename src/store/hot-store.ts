@@ -22,6 +22,9 @@ export type RefreshTokenWithGrant = RefreshToken & {
   readonly grant: Grant & { readonly upstreamSession: UpstreamSession | null };
 };
 
+/** An authorization code as the code exchange needs it: its grant, and its client (the exchange authenticates the client from this row). */
+export type CodeWithGrant = WithGrant<AuthorizationCode> & { readonly client: Client };
+
 /**
  * An access token as validation needs it: its grant, the client's kind, and the upstream session
  * whole, so a re-check starts from it without a second read.
@@ -96,7 +99,7 @@ export interface HotStore {
   /** False when the token was no longer claimable (consumed or revoked meanwhile): nothing was written. */
   rotateRefreshToken(rotation: RefreshRotation): Promise<boolean>;
 
-  codeByHash(codeHash: string): Promise<WithGrant<AuthorizationCode> | null>;
+  codeByHash(codeHash: string): Promise<CodeWithGrant | null>;
   /** False when the code was already consumed: nothing was written. */
   exchangeCode(exchange: CodeExchange): Promise<boolean>;
 

@@ -3,7 +3,7 @@
 // connection, dates encoded as Prisma's libsql adapter writes them (ISO 8601 with "+00:00"), so
 // comparisons in SQL and Prisma's reads agree on rows from either side.
 import Database from "libsql";
-import { accessTokenWithGrantColumns, columnList, refreshTokenWithGrantColumns, rowValues, tables, type Table } from "./hot-rows.ts";
+import { accessTokenWithGrantColumns, codeWithGrantColumns, columnList, refreshTokenWithGrantColumns, rowValues, tables, type Table } from "./hot-rows.ts";
 import { SQLITE_CONNECTION_PRAGMAS } from "./sqlite-pragmas.ts";
 
 /** Prisma's encoding of a DateTime on SQLite (checked against Prisma's own rows in test/store/hot-store.test.ts). */
@@ -15,7 +15,7 @@ export const readDate = (value: unknown): Date => new Date(value as string);
 export const encode = <Row>(t: Table<Row>, row: Row) => rowValues(t, row, sqliteDate);
 const insert = <Row>(t: Table<Row>) => `INSERT INTO "${t.name}" (${t.columns.map((c) => `"${c}"`).join(", ")}) VALUES (${t.columns.map(() => "?").join(", ")})`;
 
-const { client, grant, upstreamSession, authorizationCode, accessToken, refreshToken, auditEvent } = tables;
+const { client, upstreamSession, accessToken, refreshToken, auditEvent } = tables;
 
 export const SQL = {
   clientById: `SELECT ${columnList(client, "c")} FROM "Client" AS "c" WHERE "c"."id" = ?`,
@@ -23,7 +23,7 @@ export const SQL = {
   refreshTokenByHash: `SELECT ${refreshTokenWithGrantColumns()} WHERE "r"."tokenHash" = ?`,
   refreshTokenById: `SELECT ${columnList(refreshToken, "r")} FROM "RefreshToken" AS "r" WHERE "r"."id" = ?`,
   claimRefreshToken: `UPDATE "RefreshToken" SET "consumedAt" = ?, "graceUntil" = ?, "firstUsedAt" = COALESCE("firstUsedAt", ?), "successorId" = ? WHERE "id" = ? AND "consumedAt" IS NULL AND "revokedAt" IS NULL`,
-  codeByHash: `SELECT ${columnList(authorizationCode, "a")}, ${columnList(grant, "g")} FROM "AuthorizationCode" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" WHERE "a"."codeHash" = ?`,
+  codeByHash: `SELECT ${codeWithGrantColumns()} WHERE "a"."codeHash" = ?`,
   claimCode: `UPDATE "AuthorizationCode" SET "consumedAt" = ? WHERE "id" = ? AND "consumedAt" IS NULL`,
   useGrant: `UPDATE "Grant" SET "lastUsedAt" = ?, "idleExpiresAt" = ? WHERE "id" = ?`,
   useLiveGrant: `UPDATE "Grant" SET "lastUsedAt" = ?, "idleExpiresAt" = ? WHERE "id" = ? AND "revokedAt" IS NULL AND "idleExpiresAt" > ?`,

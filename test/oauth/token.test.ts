@@ -84,6 +84,24 @@ describe("successful requests", () => {
     expect(t.broker.database.queryCount() - before).toBe(2);
   });
 
+  it("a code exchange is two statements: the code with its client and grant; the exchange", async () => {
+    // A first exchange records the client's use (at most once a minute): the one counted does not.
+    expectTokens(await token(codeForm(pub, await codeFor(pub, "mcp offline_access"), { client_id: pub.client_id })));
+    const c = await codeFor(pub, "mcp offline_access");
+    const before = t.broker.database.queryCount();
+    expectTokens(await token(codeForm(pub, c, { client_id: pub.client_id })));
+    expect(t.broker.database.queryCount() - before).toBe(2);
+  });
+
+  it("a confidential client's code exchange is two statements too: its secret is checked against the client row read with the code", async () => {
+    const auth = { authorization: basicAuth(basic.client_id, basic.client_secret!) };
+    expectTokens(await token(codeForm(basic, await codeFor(basic, "mcp offline_access")), auth));
+    const c = await codeFor(basic, "mcp offline_access");
+    const before = t.broker.database.queryCount();
+    expectTokens(await token(codeForm(basic, c), auth));
+    expect(t.broker.database.queryCount() - before).toBe(2);
+  });
+
   it("a client_secret_basic client authenticates with HTTP Basic", async () => {
     const c = await codeFor(basic);
     expectTokens(await token(codeForm(basic, c), { authorization: basicAuth(basic.client_id, basic.client_secret!) }));
@@ -215,6 +233,13 @@ describe("invalid_grant", () => {
       }),
       "invalid_grant",
     );
+  });
+
+  it("a code presented with its client's id and a wrong secret: invalid_client, and the code stays unused", async () => {
+    // The code is read with its client before the secret is checked (one statement fewer); that read decides nothing.
+    const c = await codeFor(basic, "mcp offline_access");
+    expectError(await token(codeForm(basic, c), { authorization: basicAuth(basic.client_id, tamper(basic.client_secret!)) }), "invalid_client", 401);
+    expectTokens(await token(codeForm(basic, c), { authorization: basicAuth(basic.client_id, basic.client_secret!) }));
   });
 
   it("a code issued to another client", async () => {

@@ -151,7 +151,10 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     expect(await hot.refreshTokenByHash(bareRefresh.tokenHash)).toEqual({ ...bareRefresh, client, grant: { ...bare, upstreamSession: null } });
     expect(await hot.refreshTokenByHash("unknown")).toBeNull();
     expect(await hot.refreshTokenById(refresh.id)).toEqual(refresh);
-    expect(await hot.codeByHash(code.codeHash)).toEqual(await db.authorizationCode.findUnique({ where: { id: code.id }, include: { grant: true } }));
+    expect(await hot.codeByHash(code.codeHash)).toEqual({
+      ...(await db.authorizationCode.findUnique({ where: { id: code.id }, include: { grant: true } })),
+      client,
+    });
     expect(await hot.accessTokenByHash(access.tokenHash)).toEqual(
       await db.accessToken.findUnique({
         where: { id: access.id },

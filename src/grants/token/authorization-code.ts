@@ -31,9 +31,10 @@ export function authorizationCodeGrant(t: TokenContext): GrantHandler {
     throw new InvalidGrant(INVALID_CODE);
   }
 
-  return async (client, params) => {
+  return async (client, params, preread) => {
     const p = parseParameters(Parameters, params);
-    const row = await t.hot.codeByHash(hashPresentedToken(p.code));
+    const codeHash = hashPresentedToken(p.code);
+    const row = preread?.grantType === "authorization_code" && preread.hash === codeHash ? preread.row : await t.hot.codeByHash(codeHash);
     if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_CODE);
     if (row.consumedAt) return replayed(row.grantId, row.clientId);
     const now = dateOf(t.clock);

@@ -9,7 +9,7 @@ import type { ExchangedTokenResponse, RegisteredClient, TokenResponse } from "..
 import type { Connections } from "../connections.ts";
 import type { SigningKeys } from "../signing-keys.ts";
 import type { FormParameters } from "./parameters.ts";
-import type { RefreshTokenWithGrant, UpstreamSession } from "../../store/hot-store.ts";
+import type { CodeWithGrant, RefreshTokenWithGrant, UpstreamSession } from "../../store/hot-store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import { grantAccess } from "../server-access.ts";
 
@@ -25,21 +25,19 @@ export interface TokenContext extends GrantsContext {
   readonly signingKeys: SigningKeys;
 }
 
-/** A refresh token as read before its client was authenticated (by the hash of the presented value). */
-export interface PrereadRefreshToken {
-  readonly tokenHash: string;
-  readonly row: RefreshTokenWithGrant | null;
-}
+/**
+ * The refresh token or code a request presents, read before its client was authenticated (by the
+ * hash of the presented value), with that client's row.
+ */
+export type Preread =
+  | { readonly grantType: "refresh_token"; readonly hash: string; readonly row: RefreshTokenWithGrant | null }
+  | { readonly grantType: "authorization_code"; readonly hash: string; readonly row: CodeWithGrant | null };
 
 /**
  * One grant type: parses its own parameters, checks, issues. The client is already authenticated;
- * a refresh is handed the token row read for that (`preread`), the others ignore it.
+ * a refresh and a code exchange are handed the row read for that (`preread`), the others ignore it.
  */
-export type GrantHandler = (
-  client: RegisteredClient,
-  params: FormParameters,
-  preread?: PrereadRefreshToken | null,
-) => Promise<TokenResponse | ExchangedTokenResponse>;
+export type GrantHandler = (client: RegisteredClient, params: FormParameters, preread?: Preread | null) => Promise<TokenResponse | ExchangedTokenResponse>;
 
 /**
  * Re-checks the upstream login behind a grant (honoured by refresh and introspection too), and

@@ -9,7 +9,7 @@ import { isGrantType, TOKEN_EXCHANGE, type GrantType } from "../types.ts";
 import { tokenExchangeGrant } from "./token-exchange.ts";
 import { authorizationCodeGrant } from "./authorization-code.ts";
 import { clientCredentialsGrant } from "./client-credentials.ts";
-import type { GrantHandler, PrereadRefreshToken, TokenContext } from "./context.ts";
+import type { GrantHandler, Preread, TokenContext } from "./context.ts";
 import { introspection } from "./introspection.ts";
 import { parseParameters, required, rule, type FormParameters } from "./parameters.ts";
 import { hashPresentedToken } from "../token-format.ts";
@@ -36,28 +36,35 @@ export function createTokenIssuer(t: TokenContext): TokenIssuer {
     [TOKEN_EXCHANGE]: tokenExchangeGrant(t),
   };
   /**
-   * A refresh reads its token with the token's client in one statement, and the client is
-   * authenticated from that row: one statement fewer per refresh than reading the client first.
-   * The read has no effect, so the errors and their order stay those of authenticating first.
+   * A refresh reads its token, and a code exchange its code, with the client in one statement, and
+   * the client is authenticated from that row: one statement fewer per request than reading the
+   * client first. The read has no effect, so the errors and their order stay those of
+   * authenticating first.
    */
-  async function prereadRefreshToken(params: FormParameters): Promise<PrereadRefreshToken | null> {
-    if (params.grant_type !== "refresh_token" || !params.refresh_token) return null;
-    const tokenHash = hashPresentedToken(params.refresh_token);
-    return { tokenHash, row: await t.hot.refreshTokenByHash(tokenHash) };
+  async function preread(params: FormParameters): Promise<Preread | null> {
+    if (params.grant_type === "refresh_token" && params.refresh_token) {
+      const hash = hashPresentedToken(params.refresh_token);
+      return { grantType: "refresh_token", hash, row: await t.hot.refreshTokenByHash(hash) };
+    }
+    if (params.grant_type === "authorization_code" && params.code) {
+      const hash = hashPresentedToken(params.code);
+      return { grantType: "authorization_code", hash, row: await t.hot.codeByHash(hash) };
+    }
+    return null;
   }
 
   return {
     // One span per grant, named by its type once parsed (a bounded set: unknown types stay "token grant").
     grant: (presented, params) =>
       inSpan("token grant", {}, async (span) => {
-        const preread = await prereadRefreshToken(params);
-        const readWith = preread?.row?.clientId === presented.clientId ? preread.row.client : undefined;
+        const read = await preread(params);
+        const readWith = read?.row?.clientId === presented.clientId ? read.row.client : undefined;
         const client = await presented.authenticate(readWith ? t.clients.known(readWith) : await t.clients.find(presented.clientId));
         span?.setAttribute("oauth.client.id", client.id);
         const { grant_type } = parseParameters(Parameters, params);
         span?.setAttribute("oauth.grant_type", grant_type).updateName(`grant ${grant_type}`);
         if (!client.grantTypes.includes(grant_type)) throw new UnauthorizedClient(`This client is not registered for the ${grant_type} grant.`);
-        return grants[grant_type](client, params, preread);
+        return grants[grant_type](client, params, read);
       }),
     revoke: revocation(t),
     introspect: introspection(t),

@@ -97,7 +97,7 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     // Only narrowing (below): a scope the user consented to at step-up counts, registered or not.
     const requested = parseScope(p.scope, undefined, t.config.clients.scopes.supported);
     const tokenHash = hashPresentedToken(p.refresh_token);
-    const presented = preread?.tokenHash === tokenHash ? preread.row : await t.hot.refreshTokenByHash(tokenHash);
+    const presented = preread?.grantType === "refresh_token" && preread.hash === tokenHash ? preread.row : await t.hot.refreshTokenByHash(tokenHash);
     const now = dateOf(t.clock);
     const row = checkedToken(presented, client, p.resource, now);
     const scope = narrowedScope(t, row.scope, requested);
