@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import pg from "pg";
 import { preparedRows } from "../../src/store/pg-prepared-query.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
+import { until } from "../support/wait.ts";
 
 const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
 // As the hot store reads timestamp(3): UTC whatever the server's zone.
@@ -93,8 +94,12 @@ describeIf("hot-store statements on PostgreSQL", () => {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
-      // Polled until the server runs it: ended before it started, the statement would never begin.
-      while ((await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep%' AND state = 'active'", [pid])).rowCount === 0);
+      // Ended before it started, the statement would never begin: wait for the server to run it.
+      await until(
+        async () =>
+          ((await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep%' AND state = 'active'", [pid])).rowCount ?? 0) > 0,
+        "the server to run pg_sleep",
+      );
       await admin.query("SELECT pg_terminate_backend($1)", [pid]);
     } finally {
       await admin.end();
