@@ -12,10 +12,13 @@ export interface Table<Row> {
   readonly name: string;
   readonly columns: readonly (keyof Row & string)[];
   readonly kinds: ColumnKinds<Row>;
+  /** Whether each column, in order, is a date: decoding a row looks it up by position. */
+  readonly dates: readonly boolean[];
 }
 
 function table<Row>(name: string, kinds: ColumnKinds<Row>): Table<Row> {
-  return { name, kinds, columns: Object.keys(kinds) as (keyof Row & string)[] };
+  const columns = Object.keys(kinds) as (keyof Row & string)[];
+  return { name, kinds, columns, dates: columns.map((c) => kinds[c] === "date") };
 }
 
 /** The leading columns access and refresh tokens share, in the order both tables have them. */
@@ -143,11 +146,11 @@ export function columnList<Row>(t: Table<Row>, alias: string): string {
  * gives text, PostgreSQL a Date already); null stays null.
  */
 export function decodeRow<Row>(t: Table<Row>, values: readonly unknown[], offset: number, date: (value: unknown) => Date): Row {
+  const { columns, dates } = t;
   const row: Record<string, unknown> = {};
-  for (let i = 0; i < t.columns.length; i++) {
-    const column = t.columns[i]!;
+  for (let i = 0; i < columns.length; i++) {
     const value = values[offset + i] ?? null;
-    row[column] = value !== null && t.kinds[column] === "date" ? date(value) : value;
+    row[columns[i]!] = value !== null && dates[i] ? date(value) : value;
   }
   return row as Row;
 }
@@ -171,11 +174,11 @@ export function decodeRefreshTokenWithGrant(
   const c = refreshToken.columns.length;
   const g = c + client.columns.length;
   const u = g + grant.columns.length;
-  return {
-    ...decodeRow(refreshToken, values, 0, date),
+  // Object.assign adds to the decoded row; a spread would copy every column into a new object.
+  return Object.assign(decodeRow(refreshToken, values, 0, date), {
     client: decodeRow(client, values, c, date),
-    grant: { ...decodeRow(grant, values, g, date), upstreamSession: values[u] == null ? null : decodeRow(upstreamSession, values, u, date) },
-  };
+    grant: Object.assign(decodeRow(grant, values, g, date), { upstreamSession: values[u] == null ? null : decodeRow(upstreamSession, values, u, date) }),
+  });
 }
 
 /**
@@ -191,7 +194,7 @@ export function decodeCodeWithGrant(values: readonly unknown[], date: (value: un
   const { authorizationCode, grant, client } = tables;
   const g = authorizationCode.columns.length;
   const c = g + grant.columns.length;
-  return { ...decodeRow(authorizationCode, values, 0, date), grant: decodeRow(grant, values, g, date), client: decodeRow(client, values, c, date) };
+  return Object.assign(decodeRow(authorizationCode, values, 0, date), { grant: decodeRow(grant, values, g, date), client: decodeRow(client, values, c, date) });
 }
 
 /** The columns accessTokenByHash selects, on either database: the token, its grant, the grant's upstream session, the client's kind. */
@@ -206,14 +209,12 @@ export function decodeAccessTokenWithGrant(values: readonly unknown[], date: (va
   const g = accessToken.columns.length;
   const u = g + grant.columns.length;
   const [registrationType, grantTypes] = values.slice(u + upstreamSession.columns.length) as [string, string];
-  return {
-    ...decodeRow(accessToken, values, 0, date),
-    grant: {
-      ...decodeRow(grant, values, g, date),
+  return Object.assign(decodeRow(accessToken, values, 0, date), {
+    grant: Object.assign(decodeRow(grant, values, g, date), {
       upstreamSession: values[u] == null ? null : decodeRow(upstreamSession, values, u, date),
       client: { registrationType, grantTypes },
-    },
-  };
+    }),
+  });
 }
 
 /** A row's values in column order, for an INSERT; `date` encodes as the database's Prisma adapter does. */
