@@ -1,7 +1,9 @@
 // The broker's own tokens and secrets: minted from 256 random bits, stored only as SHA-256 hashes,
 // compared without leaking where they differ. At the bottom of the layers: grants/, store/ and the
 // edges use it, it uses nothing of the project.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+// crypto.hash is one call into OpenSSL for a short input; createHash builds a Hash object (a stream)
+// around it, about 0.5 µs more each, and a token request hashes three to five values.
+import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 
 /** 256 bits of randomness, base64url, with an optional recognisable prefix (e.g. "mab_at_"). */
 export function randomToken(prefix = ""): string {
@@ -9,14 +11,12 @@ export function randomToken(prefix = ""): string {
 }
 
 export function sha256Hex(value: string): string {
-  return createHash("sha256").update(value, "utf8").digest("hex");
+  return hash("sha256", value, "hex");
 }
 
 /** Constant-time comparison of two strings (hash them first so lengths never leak). */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a, "utf8").digest();
-  const hb = createHash("sha256").update(b, "utf8").digest();
-  return timingSafeEqual(ha, hb) && a.length === b.length;
+  return timingSafeEqual(hash("sha256", a, "buffer"), hash("sha256", b, "buffer")) && a.length === b.length;
 }
 
 /** The first characters of a token, safe to show and log. */
