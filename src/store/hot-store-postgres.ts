@@ -21,7 +21,8 @@ import {
 import { preparedRows } from "./pg-prepared-query.ts";
 
 const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
-const utcTypes = {
+/** Type parsers that read timestamp(3) as UTC whatever the server's or this process's zone. */
+export const utcTypes = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
     oid === TIMESTAMP_WITHOUT_TIME_ZONE
       ? (value: string) => new Date(`${value.replace(" ", "T")}Z`)

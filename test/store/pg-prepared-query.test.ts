@@ -4,18 +4,10 @@
 // pool usable, statements parsed again on a new connection.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import pg from "pg";
+import { utcTypes as types } from "../../src/store/hot-store-postgres.ts";
 import { preparedRows } from "../../src/store/pg-prepared-query.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
 import { until } from "../support/wait.ts";
-
-const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
-// As the hot store reads timestamp(3): UTC whatever the server's zone.
-const types: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === TIMESTAMP_WITHOUT_TIME_ZONE
-      ? (value: string) => new Date(`${value.replace(" ", "T")}Z`)
-      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
 
 const describeIf = postgresAvailable ? describe : describe.skip;
 if (!postgresAvailable) process.stdout.write("[notice] PostgreSQL not available: prepared-query tests skipped\n");
