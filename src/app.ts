@@ -1,5 +1,5 @@
 // Builds the Koa application: middleware order and the routers, nothing else.
-import Koa from "koa";
+import type Koa from "koa";
 import type Router from "@koa/router";
 import type { Config } from "./config/load.ts";
 import type { Logger } from "./logger.ts";
@@ -11,6 +11,7 @@ import { browserSession } from "./http/browser-session.ts";
 import { cookieKeys } from "./crypto/keys.ts";
 import { requestSpans } from "./http/request-span.ts";
 import { activeTracer } from "./telemetry/span.ts";
+import { BrokerApplication } from "./http/koa-application.ts";
 
 export interface AppParts {
   readonly config: Config;
@@ -24,7 +25,7 @@ export interface AppParts {
 }
 
 export function createApp({ config, logger, mcp, routers, metrics }: AppParts): Koa {
-  const app = new Koa({ proxy: config.trustProxy });
+  const app = new BrokerApplication({ proxy: config.trustProxy });
   // Errors are handled (and logged with their request id) by errorHandler; Koa's own stderr
   // printing would duplicate them and could leak details.
   app.silent = true;
