@@ -9,6 +9,15 @@ export class ExchangeAbort extends EventEmitter {
   /** Why it was cut; undefined until then. */
   reason: unknown = undefined;
 
+  /**
+   * "abort" is emitted at most once, so a listener needs no once-wrapper: undici's request listens
+   * with once(), and the wrapper (a bound function and its state) was kept for as long as a GET
+   * stream stayed open (bench row (s)). removeListener finds the listener as it was given.
+   */
+  override once(event: string | symbol, listener: (...args: unknown[]) => void): this {
+    return event === "abort" ? this.on(event, listener) : super.once(event, listener);
+  }
+
   /** Cuts the request (once: a later reason is ignored); its listeners hear "abort". */
   abort(reason: unknown): void {
     if (this.aborted) return;
