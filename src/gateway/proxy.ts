@@ -131,10 +131,8 @@ interface Exchange {
 
 type Upstream = Awaited<ReturnType<Pool["request"]>>;
 
-/** An event stream whose relay goes on after the middleware returned (in an object: a promise returned by an async function would be awaited with it). */
-interface StillStreaming {
-  readonly ended: Promise<void>;
-}
+/** What answer() tells relay(): the exchange ended, or its event stream goes on (its relay's end closes the exchange). */
+type Answered = "ended" | "streaming";
 
 /** What went up: the MCP server's answer, the body when read whole, this request's tools/list answers to filter. */
 interface Sent {
@@ -309,7 +307,7 @@ async function bindSession({ options }: ProxyParts, x: Exchange, upstream: Upstr
  * The MCP server's answer: refused by the broker (its challenge, another's session), or streamed
  * to the client. Resolves with an event stream still being relayed (see streamAnswer).
  */
-async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<StillStreaming | undefined> {
+async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<Answered> {
   const { options } = parts;
   const { ctx, request } = x;
   const { upstream } = sent;
@@ -338,7 +336,7 @@ async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<Still
     if (!bound) {
       discard(upstream.body);
       refuseForeignSession(ctx, request.identity, request.log(), "MCP session claimed by another caller first");
-      return undefined;
+      return "ended";
     }
   }
   return streamAnswer(parts, x, sent);
@@ -346,12 +344,13 @@ async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<Still
 
 /**
  * Writes the MCP server's answer to the client as it comes (its tools/list answers filtered for the
- * caller). The GET stream of server messages may stay open for hours: its relay is returned, not
- * awaited, so the middleware above return and keep nothing of theirs while it runs (the access line
- * and the metrics wait for the response's close; measured in bench row (s)). Any other answer is
- * relayed before this resolves.
+ * caller). The GET stream of server messages may stay open for hours: it is not awaited, so the
+ * middleware above return and keep nothing of theirs while it runs (the access line and the
+ * metrics wait for the response's close; measured in bench row (s)), and its end closes the
+ * exchange. Any other answer is relayed before this resolves.
  */
-async function streamAnswer({ options }: ProxyParts, x: Exchange, { upstream, body, listed }: Sent): Promise<StillStreaming | undefined> {
+async function streamAnswer(parts: ProxyParts, x: Exchange, { upstream, body, listed }: Sent): Promise<Answered> {
+  const { options } = parts;
   const { ctx, request } = x;
   ctx.respond = false;
   let headers = clientResponseHeaders(upstream.headers);
@@ -368,29 +367,29 @@ async function streamAnswer({ options }: ProxyParts, x: Exchange, { upstream, bo
   const streamed = /^text\/event-stream/i.test(answerHeaders.contentType ?? "")
     ? options.streams?.opened(ctx.res, upstream.body, ctx.method === "POST" ? (body ?? Buffer.alloc(0)) : null)
     : undefined;
-  const relayed = relayEnd(pump(filter ? upstream.body.pipe(filter) : upstream.body, ctx.res), x.cut, streamed, request.log);
+  const source = filter ? upstream.body.pipe(filter) : upstream.body;
   // Only the GET stream: a POST's event stream usually ends within the call, and letting it outlive
   // the middleware cost every such call close listeners instead of direct writes (+8% broker CPU
   // per cached tools/call in bench row (t)'s paired rounds).
-  if (streamed && ctx.method === "GET") return { ended: relayed };
-  await relayed;
-  return undefined;
+  if (streamed && ctx.method === "GET") {
+    pump(source, ctx.res, relayEnd(x.cut, streamed, request.log, streamCloser(parts, x)));
+    return "streaming";
+  }
+  await new Promise<void>((resolve) => pump(source, ctx.res, relayEnd(x.cut, streamed, request.log, resolve)));
+  return "ended";
 }
 
 /**
- * The relay's end: the stream leaves the open ones, and an abnormal end is logged. Made apart from
- * streamAnswer, so that an open stream's callbacks keep these three, not that function's frame.
+ * The relay's end (pump's callback): the stream leaves the open ones, an abnormal end is logged,
+ * then `then`. Made apart from streamAnswer, so that an open stream keeps these four, not that
+ * function's frame.
  */
-function relayEnd(relay: Promise<void>, cut: ExchangeAbort, streamed: (() => void) | undefined, log: () => Logger): Promise<void> {
-  return relay.then(
-    () => {
-      streamed?.();
-    },
-    (err: unknown) => {
-      streamed?.();
-      if (!(cut.reason instanceof ClientGone)) log().info({ code: errorCode(err), err: (err as Error)?.message }, "MCP response stream ended abnormally");
-    },
-  );
+function relayEnd(cut: ExchangeAbort, streamed: (() => void) | undefined, log: () => Logger, then: () => void): (err?: Error) => void {
+  return (err) => {
+    streamed?.();
+    if (err && !(cut.reason instanceof ClientGone)) log().info({ code: errorCode(err), err: err.message }, "MCP response stream ended abnormally");
+    then();
+  };
 }
 
 /** The HTTP backend: relays a request the front end let through to the MCP server, and its answer back. */
@@ -405,13 +404,12 @@ function httpBackend(parts: ProxyParts, mountPaths: readonly string[]): McpBacke
       const release = admitUpload(ctx);
       if (release === "refused") return;
       const x = openExchange(parts, ctx, request, path, release);
-      let stillStreaming: StillStreaming | undefined;
+      let answered: Answered = "ended";
       try {
         const sent = await send(parts, x);
-        if (sent) stillStreaming = await answer(parts, x, sent);
+        if (sent) answered = await answer(parts, x, sent);
       } finally {
-        if (stillStreaming) void stillStreaming.ended.finally(streamCloser(parts, x));
-        else closeExchange(parts, x);
+        if (answered === "ended") closeExchange(parts, x);
       }
     },
   };

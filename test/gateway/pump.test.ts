@@ -1,0 +1,82 @@
+// pump (src/gateway/pump.ts): the relay of an MCP server's answer to the client, with
+// backpressure, and a callback that says how it ended.
+import { describe, expect, it } from "@jest/globals";
+import { PassThrough, Readable, Writable } from "node:stream";
+import { pump } from "../../src/gateway/pump.ts";
+import { until } from "../support/wait.ts";
+
+/** A writable that keeps what it got; `highWaterMark` 1 makes every write ask for a drain. */
+function sink(): Writable & { got: string[] } {
+  const got: string[] = [];
+  const w = new Writable({
+    highWaterMark: 1,
+    write(chunk: Buffer, _encoding, callback) {
+      got.push(chunk.toString());
+      setImmediate(callback);
+    },
+  });
+  return Object.assign(w, { got });
+}
+
+const ended = (source: Readable, destination: Writable) => new Promise<Error | undefined>((resolve) => pump(source, destination, resolve));
+
+describe("pump", () => {
+  it("relays every chunk in order through backpressure, then calls back without an error", async () => {
+    const destination = sink();
+    const err = await ended(Readable.from(["a", "b", "c", "d"], { objectMode: false }), destination);
+    expect(err).toBeUndefined();
+    expect(destination.got.join("")).toBe("abcd");
+    expect(destination.writableFinished).toBe(true);
+  });
+
+  it("calls back with the source's error and destroys both sides", async () => {
+    const source = new PassThrough();
+    const destination = sink();
+    const done = ended(source, destination);
+    source.write("first");
+    source.destroy(new Error("upstream reset"));
+    expect((await done)?.message).toBe("upstream reset");
+    expect(destination.destroyed).toBe(true);
+  });
+
+  it("calls back with an error when the destination closes before the end (the client went away)", async () => {
+    const source = new PassThrough();
+    const destination = sink();
+    const done = ended(source, destination);
+    source.write("first");
+    destination.destroy();
+    expect((await done)?.message).toBe("the destination closed before the end of the stream");
+    expect(source.destroyed).toBe(true);
+  });
+
+  it("takes nothing more for a destination someone else ended", async () => {
+    const source = new PassThrough();
+    const destination = sink();
+    const done = ended(source, destination);
+    source.write("first");
+    await until(() => destination.got.length === 1, "the first chunk written");
+    destination.end("last");
+    source.write("after");
+    source.end();
+    expect(await done).toBeUndefined();
+    expect(destination.got).toEqual(["first", "last"]);
+  });
+
+  it("calls back once, and leaves no listener of its own on either side", async () => {
+    const source = new PassThrough();
+    const destination = sink();
+    let calls = 0;
+    const done = new Promise<void>((resolve) =>
+      pump(source, destination, () => {
+        calls++;
+        resolve();
+      }),
+    );
+    source.end("all");
+    await done;
+    destination.emit("close");
+    expect(calls).toBe(1);
+    expect(source.listenerCount("data") + source.listenerCount("end")).toBe(0);
+    expect(destination.listenerCount("drain")).toBe(0);
+  });
+});
