@@ -25,7 +25,7 @@ import type { RequestCalls } from "./tool-calls.ts";
 import { mcpFrontEnd, refuseForeignSession, type FrontEndOptions, type McpBackend, type McpRequest } from "./front-end.ts";
 import { BodyTooLarge, isStreamed, upstreamBody, type UpstreamBody } from "./request-body.ts";
 import type { McpServerAnswer } from "../outbound/mcp-server-answer.ts";
-import type { OpenStreams } from "./open-streams.ts";
+import type { OpenStream, OpenStreams } from "./open-streams.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES } from "../http/slow-requests.ts";
 import { endProxySpan, proxyAnswered, startProxySpan, withProxyTraceContext, type ProxySpan } from "./proxy-span.ts";
 import { OAuthError } from "../http/errors.ts";
@@ -203,7 +203,7 @@ function closeExchange({ inFlight }: ProxyParts, x: Exchange): void {
   endExchange(inFlight, x.span, x.release, x.ctx.res, x.onClose, x.cut);
 }
 
-/** What ending an exchange undoes (its parts as arguments: streamCloser keeps them without the exchange). */
+/** What ending an exchange undoes (its parts as arguments: streamEnd keeps them without the exchange). */
 function endExchange(
   inFlight: Set<ExchangeAbort>,
   span: ProxySpan | undefined,
@@ -216,18 +216,6 @@ function endExchange(
   release?.();
   res.off("close", onClose);
   inFlight.delete(cut);
-}
-
-/**
- * closeExchange for an event stream still being relayed, made when its relay starts. It keeps only
- * what endExchange needs: not the request (the front end's closures) nor the deadline (already
- * disarmed: a GET has no upload), which a GET stream would keep for hours, about 1 KB each (bench
- * row (s)).
- */
-function streamCloser({ inFlight }: ProxyParts, x: Exchange): () => void {
-  const { span, release, cut, onClose } = x;
-  const res = x.ctx.res;
-  return () => endExchange(inFlight, span, release, res, onClose, cut);
 }
 
 /** The body to send, read and checked by the front end when read whole; undefined when the front end answered. */
@@ -364,31 +352,49 @@ async function streamAnswer(parts: ProxyParts, x: Exchange, { upstream, body, li
   if (filter) headers = filter.responseHeaders(headers) as typeof headers;
   ctx.res.writeHead(upstream.statusCode, headers);
   ctx.res.flushHeaders();
-  const streamed = /^text\/event-stream/i.test(answerHeaders.contentType ?? "")
-    ? options.streams?.opened(ctx.res, upstream.body, ctx.method === "POST" ? (body ?? Buffer.alloc(0)) : null)
-    : undefined;
+  const streams = options.streams;
+  const streamed =
+    streams && /^text\/event-stream/i.test(answerHeaders.contentType ?? "")
+      ? streams.opened(ctx.res, upstream.body, ctx.method === "POST" ? (body ?? Buffer.alloc(0)) : null)
+      : undefined;
   const source = filter ? upstream.body.pipe(filter) : upstream.body;
   // Only the GET stream: a POST's event stream usually ends within the call, and letting it outlive
   // the middleware cost every such call close listeners instead of direct writes (+8% broker CPU
   // per cached tools/call in bench row (t)'s paired rounds).
-  if (streamed && ctx.method === "GET") {
-    pump(source, ctx.res, relayEnd(x.cut, streamed, request.log, streamCloser(parts, x)));
+  if (streams && streamed && ctx.method === "GET") {
+    pump(source, ctx.res, streamEnd(parts, x, streams, streamed));
     return "streaming";
   }
-  await new Promise<void>((resolve) => pump(source, ctx.res, relayEnd(x.cut, streamed, request.log, resolve)));
+  await new Promise<void>((resolve) =>
+    pump(source, ctx.res, (err) => {
+      if (streamed) streams?.closed(streamed);
+      if (err) abnormalEnd(err, x.cut, request.log);
+      resolve();
+    }),
+  );
   return "ended";
 }
 
+/** Logs a relay that failed, unless the client went away (nothing abnormal in that). */
+function abnormalEnd(err: Error, cut: ExchangeAbort, log: () => Logger): void {
+  if (!(cut.reason instanceof ClientGone)) log().info({ code: errorCode(err), err: err.message }, "MCP response stream ended abnormally");
+}
+
 /**
- * The relay's end (pump's callback): the stream leaves the open ones, an abnormal end is logged,
- * then `then`. Made apart from streamAnswer, so that an open stream keeps these four, not that
- * function's frame.
+ * The end of an event stream still being relayed after the middleware returned (pump's callback):
+ * the stream leaves the open ones, an abnormal end is logged, and the exchange is closed. One
+ * closure, made apart from streamAnswer, keeping only what those need: not the request's other
+ * parts (the front end's closures) nor the deadline (already disarmed: a GET has no upload),
+ * which a GET stream would keep for hours (bench row (s)).
  */
-function relayEnd(cut: ExchangeAbort, streamed: (() => void) | undefined, log: () => Logger, then: () => void): (err?: Error) => void {
+function streamEnd({ inFlight }: ProxyParts, x: Exchange, streams: OpenStreams, streamed: OpenStream): (err?: Error) => void {
+  const { span, release, cut, onClose } = x;
+  const res = x.ctx.res;
+  const log = x.request.log;
   return (err) => {
-    streamed?.();
-    if (err && !(cut.reason instanceof ClientGone)) log().info({ code: errorCode(err), err: err.message }, "MCP response stream ended abnormally");
-    then();
+    streams.closed(streamed);
+    if (err) abnormalEnd(err, cut, log);
+    endExchange(inFlight, span, release, res, onClose, cut);
   };
 }
 
