@@ -8,6 +8,8 @@
 //   POST /cpu/start, /cpu/stop  a V8 CPU profile of this thread over a window (the profile's JSON);
 //   POST /gc                    a full garbage collection, then { rssBytes, heapUsedBytes }: memory
 //                               read without the garbage a moment's work happens to leave.
+//   POST /heap/snapshot?file=F  a full garbage collection, then a V8 heap snapshot written to F
+//                               (open it in Chrome DevTools' Memory tab; compare two to see what grew).
 // Bytes allocated = the heap's growth over the window + what every GC in it freed: exact for the
 // V8 heap, unlike the sampled profile, which says where the bytes came from.
 import http from "node:http";
@@ -99,6 +101,11 @@ async function stopCpuProfile(): Promise<unknown> {
   return (await inspector().post("Profiler.stop")).profile;
 }
 
+async function heapSnapshot(file: string): Promise<unknown> {
+  await inspector().post("HeapProfiler.collectGarbage");
+  return { file: v8.writeHeapSnapshot(file) };
+}
+
 const ACTIONS: Record<string, () => Promise<unknown>> = {
   "/cpu/start": startCpuProfile,
   "/cpu/stop": stopCpuProfile,
@@ -111,7 +118,9 @@ const ACTIONS: Record<string, () => Promise<unknown>> = {
 
 function serve(): void {
   const server = http.createServer((req, res) => {
-    const action = req.method === "POST" ? ACTIONS[req.url ?? ""] : undefined;
+    const url = new URL(req.url ?? "/", "http://probe");
+    const file = url.pathname === "/heap/snapshot" ? url.searchParams.get("file") : null;
+    const action = req.method !== "POST" ? undefined : file ? () => heapSnapshot(file) : ACTIONS[req.url ?? ""];
     if (!action) {
       res.writeHead(404).end();
       return;

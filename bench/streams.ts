@@ -42,8 +42,17 @@ const TARGET_RSS_PER_STREAM = 20 * 1024;
 const TARGET_LAG_P99_MS = 20;
 const TARGET_P50_RATIO = 1.1;
 
-/** BENCH_PROFILE_DIR: the broker's CPU profiles of the other client's calls, idle and with the streams open. */
+/**
+ * BENCH_PROFILE_DIR: the broker's CPU profiles of the other client's calls, idle and with the
+ * streams open; and its heap snapshots before the sessions and with the streams open
+ * (streams-before/open.heapsnapshot): what an open stream keeps, object by object.
+ */
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+
+/** The broker's heap snapshot into PROFILE_DIR/streams-`name`.heapsnapshot when that is set. */
+async function heapSnapshot(broker: Probe, name: string): Promise<void> {
+  if (PROFILE_DIR) await broker.call(`heap/snapshot?file=${encodeURIComponent(path.resolve(PROFILE_DIR, `streams-${name}.heapsnapshot`))}`);
+}
 
 /** `run`, profiled in the broker into PROFILE_DIR/streams-`name`.cpuprofile when that is set. */
 async function profiled<T>(broker: Probe, name: string, run: () => Promise<T>): Promise<T> {
@@ -201,6 +210,7 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
       const [b, m] = await Promise.all([probes.broker.call<Memory>("gc"), probes.mcp.call<Memory>("gc")]);
       return { broker: b, mcp: m };
     };
+    await heapSnapshot(probes.broker, "before");
     const before = await memory();
     const setupStarted = performance.now();
     const sessions = await inParallel(n, OPENING_CONCURRENCY, () => mcpSession(url, auth));
@@ -217,6 +227,7 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
       const retained = await probes.broker.call<AllocationWindow>("alloc/stop");
       const kept = { byFunction: retained.profile ? bytesByFunction(retained.profile.head) : [], total: retained.sampledBytes ?? 0 };
       const open = await memory();
+      await heapSnapshot(probes.broker, "open");
       // The same warm-up as before the idle calls: the full collections of the memory readings
       // shrink V8's young generation, and the calls after them would otherwise run with a smaller
       // one than the idle calls did (3.3 against 10.3 scavenges per 1,000 calls).
