@@ -126,12 +126,19 @@ function screenBody(ctx: Koa.Context, identity: CallerIdentity, options: FrontEn
   };
 }
 
+/**
+ * The request's logger: its child logger, made on first use by the broker's requestContext.
+ * Without that middleware (the proxy used on its own) there is none, and `fallback` logs.
+ */
+export function requestLogger(ctx: Koa.Context, fallback: Logger): Logger {
+  return ctx.state.log ?? fallback;
+}
+
 /** The MCP handler of a server: the front end's steps, then its backend. */
 export function mcpFrontEnd(backend: McpBackend, options: FrontEndOptions): McpHandler {
   return async (ctx, identity) => {
     // Looked up only when something is logged: the request's child logger is made on first use.
-    // Without the broker's requestContext (the proxy used on its own) there is none.
-    const log = (): Logger => ctx.state.log ?? options.logger;
+    const log = (): Logger => requestLogger(ctx, options.logger);
     if (refusedMethod(ctx)) return;
     const sessionId = ctx.get("mcp-session-id") || undefined;
     if (sessionId !== undefined) {

@@ -22,7 +22,7 @@ import { sessionOwnerKey, type McpSessionBinding } from "./session-binding.ts";
 import { pump } from "./pump.ts";
 import { jsonRpcError } from "./json-rpc-error.ts";
 import type { RequestCalls } from "./tool-calls.ts";
-import { mcpFrontEnd, refuseForeignSession, type FrontEndOptions, type McpBackend, type McpRequest } from "./front-end.ts";
+import { mcpFrontEnd, refuseForeignSession, requestLogger, type FrontEndOptions, type McpBackend, type McpRequest } from "./front-end.ts";
 import { BodyTooLarge, isStreamed, upstreamBody, type UpstreamBody } from "./request-body.ts";
 import type { McpServerAnswer } from "../outbound/mcp-server-answer.ts";
 import type { OpenStream, OpenStreams } from "./open-streams.ts";
@@ -368,7 +368,7 @@ async function streamAnswer(parts: ProxyParts, x: Exchange, { upstream, body, li
   await new Promise<void>((resolve) =>
     pump(source, ctx.res, (err) => {
       if (streamed) streams?.closed(streamed);
-      if (err) abnormalEnd(err, x.cut, request.log);
+      if (err) abnormalEnd(err, x.cut, request.log());
       resolve();
     }),
   );
@@ -376,24 +376,23 @@ async function streamAnswer(parts: ProxyParts, x: Exchange, { upstream, body, li
 }
 
 /** Logs a relay that failed, unless the client went away (nothing abnormal in that). */
-function abnormalEnd(err: Error, cut: ExchangeAbort, log: () => Logger): void {
-  if (!(cut.reason instanceof ClientGone)) log().info({ code: errorCode(err), err: err.message }, "MCP response stream ended abnormally");
+function abnormalEnd(err: Error, cut: ExchangeAbort, log: Logger): void {
+  if (!(cut.reason instanceof ClientGone)) log.info({ code: errorCode(err), err: err.message }, "MCP response stream ended abnormally");
 }
 
 /**
  * The end of an event stream still being relayed after the middleware returned (pump's callback):
  * the stream leaves the open ones, an abnormal end is logged, and the exchange is closed. One
- * closure, made apart from streamAnswer, keeping only what those need: not the request's other
- * parts (the front end's closures) nor the deadline (already disarmed: a GET has no upload),
- * which a GET stream would keep for hours (bench row (s)).
+ * closure, made apart from streamAnswer, keeping only what those need: not the request (the front
+ * end's closures, its logger's among them) nor the deadline (already disarmed: a GET has no
+ * upload), which a GET stream would keep for hours (bench row (s)).
  */
-function streamEnd({ inFlight }: ProxyParts, x: Exchange, streams: OpenStreams, streamed: OpenStream): (err?: Error) => void {
-  const { span, release, cut, onClose } = x;
-  const res = x.ctx.res;
-  const log = x.request.log;
+function streamEnd({ inFlight, options }: ProxyParts, x: Exchange, streams: OpenStreams, streamed: OpenStream): (err?: Error) => void {
+  const { ctx, span, release, cut, onClose } = x;
+  const res = ctx.res;
   return (err) => {
     streams.closed(streamed);
-    if (err) abnormalEnd(err, cut, log);
+    if (err) abnormalEnd(err, cut, requestLogger(ctx, options.logger));
     endExchange(inFlight, span, release, res, onClose, cut);
   };
 }
