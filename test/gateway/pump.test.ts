@@ -29,24 +29,25 @@ describe("pump", () => {
     expect(destination.writableFinished).toBe(true);
   });
 
-  it("calls back with the source's error and destroys both sides", async () => {
+  it.each([
+    {
+      what: "the source fails (the MCP server's connection reset)",
+      fail: (source: PassThrough) => source.destroy(new Error("upstream reset")),
+      message: "upstream reset",
+    },
+    {
+      what: "the destination closes before the end (the client went away)",
+      fail: (_source: PassThrough, destination: Writable) => destination.destroy(),
+      message: "the destination closed before the end of the stream",
+    },
+  ])("calls back with an error and destroys both sides when $what", async ({ fail, message }) => {
     const source = new PassThrough();
     const destination = sink();
     const done = ended(source, destination);
     source.write("first");
-    source.destroy(new Error("upstream reset"));
-    expect((await done)?.message).toBe("upstream reset");
-    expect(destination.destroyed).toBe(true);
-  });
-
-  it("calls back with an error when the destination closes before the end (the client went away)", async () => {
-    const source = new PassThrough();
-    const destination = sink();
-    const done = ended(source, destination);
-    source.write("first");
-    destination.destroy();
-    expect((await done)?.message).toBe("the destination closed before the end of the stream");
-    expect(source.destroyed).toBe(true);
+    fail(source, destination);
+    expect((await done)?.message).toBe(message);
+    expect(source.destroyed && destination.destroyed).toBe(true);
   });
 
   it("takes nothing more for a destination someone else ended", async () => {
