@@ -5,14 +5,15 @@ import { PassThrough, Readable, Writable } from "node:stream";
 import { pump } from "../../src/gateway/pump.ts";
 import { until } from "../support/wait.ts";
 
-/** A writable that keeps what it got; `highWaterMark` 1 makes every write ask for a drain. */
+/** A writable that keeps what it got; `highWaterMark` 1 makes every write ask for a drain (pump pauses the source until it comes). */
 function sink(): Writable & { got: string[] } {
   const got: string[] = [];
   const w = new Writable({
     highWaterMark: 1,
     write(chunk: Buffer, _encoding, callback) {
       got.push(chunk.toString());
-      setImmediate(callback);
+      // Completed after write() has returned, as a socket's are: write() then says to wait for "drain".
+      queueMicrotask(() => callback());
     },
   });
   return Object.assign(w, { got });
@@ -23,9 +24,14 @@ const ended = (source: Readable, destination: Writable) => new Promise<Error | u
 describe("pump", () => {
   it("relays every chunk in order through backpressure, then calls back without an error", async () => {
     const destination = sink();
-    const err = await ended(Readable.from(["a", "b", "c", "d"], { objectMode: false }), destination);
+    const source = Readable.from(["a", "b", "c", "d"], { objectMode: false });
+    let pauses = 0;
+    source.on("pause", () => pauses++);
+    const err = await ended(source, destination);
     expect(err).toBeUndefined();
     expect(destination.got.join("")).toBe("abcd");
+    // Each write asked for a drain: the source was paused and resumed on it.
+    expect(pauses).toBeGreaterThanOrEqual(3);
     expect(destination.writableFinished).toBe(true);
   });
 
