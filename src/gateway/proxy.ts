@@ -293,7 +293,8 @@ async function bindSession({ options }: ProxyParts, x: Exchange, upstream: Upstr
 
 /**
  * The MCP server's answer: refused by the broker (its challenge, another's session), or streamed
- * to the client. Resolves with an event stream still being relayed (see streamAnswer).
+ * to the client. Resolves with "streaming" for an event stream still being relayed, whose end
+ * closes the exchange (see streamAnswer).
  */
 async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<Answered> {
   const { options } = parts;
