@@ -85,33 +85,96 @@ describe("BrokerApplication", () => {
     expect(koa.responseFinish).toBe(bare.responseFinish + 1);
   });
 
-  it("writes what the middleware set, with its status, as Koa does", async () => {
-    const url = await serve(
-      silentApp("broker", (ctx) => {
-        if (ctx.path === "/json") {
-          ctx.status = 201;
-          ctx.body = { made: true };
-        } else if (ctx.path === "/empty") ctx.status = 204;
-        else if (ctx.path === "/stream") ctx.body = Readable.from(["a", "b"]);
-        else if (ctx.path === "/throws") throw Object.assign(new Error("teapot"), { status: 418, expose: true });
-      }).callback(),
-    );
-    const json = await fetch(`${url}/json`);
-    expect(json.status).toBe(201);
-    expect(await json.json()).toEqual({ made: true });
-    const empty = await fetch(`${url}/empty`);
-    expect(empty.status).toBe(204);
-    expect(await empty.text()).toBe("");
-    expect(await (await fetch(`${url}/stream`)).text()).toBe("ab");
-    const nothing = await fetch(`${url}/nothing`);
-    expect(nothing.status).toBe(404);
-    expect(await nothing.text()).toBe("Not Found");
-    const head = await fetch(`${url}/json`, { method: "HEAD" });
-    expect(head.status).toBe(201);
-    expect(head.headers.get("content-length")).toBe(String(JSON.stringify({ made: true }).length));
-    const thrown = await fetch(`${url}/throws`);
-    expect(thrown.status).toBe(418);
-    expect(await thrown.text()).toBe("teapot");
+  /** What the middleware answers, by path: every kind of answer Koa's respond() tells apart. */
+  const answers: Koa.Middleware = (ctx) => {
+    switch (ctx.path) {
+      case "/json":
+        ctx.status = 201;
+        ctx.set("Cache-Control", "no-store");
+        ctx.body = { made: true, text: "héllo" };
+        return;
+      case "/array":
+        ctx.body = [1, "two"];
+        return;
+      case "/bare-object":
+        ctx.body = Object.assign(Object.create(null) as object, { a: 1 });
+        return;
+      case "/dated":
+        ctx.body = new Date(0);
+        return;
+      case "/html":
+        ctx.body = "<p>page</p>";
+        return;
+      case "/text":
+        ctx.status = 400;
+        ctx.body = "bad";
+        return;
+      case "/buffer":
+        ctx.body = Buffer.from([1, 2, 3]);
+        return;
+      case "/empty":
+        ctx.status = 204;
+        return;
+      case "/empty-with-body":
+        ctx.body = { dropped: true };
+        ctx.status = 304;
+        return;
+      case "/empty-then-body":
+        ctx.status = 204;
+        ctx.body = { dropped: true };
+        return;
+      case "/null":
+        ctx.body = null;
+        return;
+      case "/stream":
+        ctx.body = Readable.from(["a", "b"]);
+        return;
+      case "/ended":
+        ctx.body = { late: true };
+        ctx.res.end("ended by the middleware");
+        return;
+      case "/throws":
+        throw Object.assign(new Error("teapot"), { status: 418, expose: true });
+      default:
+    }
+  };
+
+  /** Status, headers (but the date) and body bytes of one request. */
+  async function answerOf(url: string, path: string, method: string) {
+    const response = await fetch(`${url}${path}`, { method });
+    const headers = Object.fromEntries([...response.headers].filter(([name]) => name !== "date"));
+    return { status: response.status, headers, body: Buffer.from(await response.arrayBuffer()).toString("hex") };
+  }
+
+  it.each([
+    "/json",
+    "/array",
+    "/bare-object",
+    "/dated",
+    "/html",
+    "/text",
+    "/buffer",
+    "/empty",
+    "/empty-with-body",
+    "/empty-then-body",
+    "/null",
+    "/stream",
+    "/ended",
+    "/throws",
+    "/nothing",
+  ])("answers %s as a plain Koa application does, to GET and to HEAD", async (path) => {
+    const broker = await serve(silentApp("broker", answers).callback());
+    const koa = await serve(silentApp("koa", answers).callback());
+    for (const method of ["GET", "HEAD"]) {
+      expect(await answerOf(broker, path, method)).toEqual(await answerOf(koa, path, method));
+    }
+  });
+
+  it("keeps the status the middleware set (Koa's default is 404)", async () => {
+    const url = await serve(silentApp("broker", answers).callback());
+    expect((await answerOf(url, "/json", "GET")).status).toBe(201);
+    expect((await answerOf(url, "/text", "GET")).status).toBe(400);
+    expect((await answerOf(url, "/nothing", "GET")).status).toBe(404);
   });
 
   it("still destroys a body stream whose client went away (Koa's own on-finished, attached by ctx.body)", async () => {
