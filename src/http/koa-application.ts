@@ -11,8 +11,8 @@
 // proxy and the stdio bridge) is left as it is. The usual answer (a string, a Buffer or JSON, with
 // a body, to anything but HEAD) is ended as Koa's respond() ends it. Anything else (no body, a
 // stream, HEAD, a response already ended) is handed to Koa's own handleRequest, which attaches
-// on-finished and writes ctx.body as Koa always does. Skipping on-finished for the usual answer
-// saved 2-8% of the broker's CPU per token request in paired bench runs (rows (d) and (h)).
+// on-finished and writes ctx.body as Koa always does. Skipping on-finished for the usual answer: a
+// bare JSON endpoint took 34 against 40 µs of server CPU per request (interleaved runs of 100,000).
 import Koa from "koa";
 
 type Run = (ctx: Koa.Context) => Promise<void>;
