@@ -352,7 +352,10 @@ async function streamAnswer(parts: ProxyParts, x: Exchange, { upstream, body, li
   const filter = request.listFilter(answerHeaders, ctx.method === "GET" ? "get-stream" : listed);
   if (filter) headers = filter.responseHeaders(headers) as typeof headers;
   ctx.res.writeHead(upstream.statusCode, headers);
-  ctx.res.flushHeaders();
+  // The headers go out now when no body has come yet (a long tool call, an idle event stream: the
+  // client learns the answer began, as it would from the MCP server); otherwise with the first
+  // chunk, one write instead of two.
+  if (upstream.body.readableLength === 0) ctx.res.flushHeaders();
   const streams = options.streams;
   const streamed =
     streams && /^text\/event-stream/i.test(answerHeaders.contentType ?? "")

@@ -19,6 +19,7 @@ let upstream: http.Server;
 let upstreamUrl: string;
 const seen: Seen[] = [];
 let gateway: TestGateway;
+let releaseHeld: (() => void) | undefined;
 
 function route(req: http.IncomingMessage, res: http.ServerResponse): void {
   const path = new URL(req.url ?? "/", "http://x").pathname;
@@ -42,6 +43,12 @@ function route(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.flushHeaders();
       setTimeout(() => res.end(`event: message\ndata: {"late":true}\n\n`), TIMEOUT_MS * 2);
+      return;
+    case "/mcp/held":
+      // A long tool call: the event stream's headers at once, its only event when the test says.
+      res.writeHead(200, { "content-type": "text/event-stream", "x-held": "yes" });
+      res.flushHeaders();
+      releaseHeld = () => res.end(`event: message\ndata: {"released":true}\n\n`);
       return;
     case "/mcp/mirror": {
       // Streams the upload back as it arrives, answering before the upload has ended.
@@ -117,6 +124,22 @@ describe("MCP proxy failures", () => {
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     const events = sseEvents(res.body);
     expect((await events.next()).value).toEqual({ event: "message", data: '{"late":true}' });
+  });
+
+  it("relays response headers the MCP server sent while it still holds the body", async () => {
+    // The client learns the call is under way (and its own header timeout stops) as it would from
+    // the MCP server directly, though the proxy sends headers and a body already there in one write.
+    const res = await within(
+      fetch(`${gateway.url}/held`, { method: "POST", headers: { "x-test-user": "u", accept: "text/event-stream" }, body: "{}" }),
+      5000,
+      "the response headers while the body is held",
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-held")).toBe("yes");
+    expect(releaseHeld).toBeDefined();
+    releaseHeld!();
+    const events = sseEvents(res.body);
+    expect((await events.next()).value).toEqual({ event: "message", data: '{"released":true}' });
   });
 
   it("cuts the upstream request when the client leaves while waiting for headers", async () => {
