@@ -92,13 +92,19 @@ export async function tracingRows(start: StartBrokerAt): Promise<Array<[string, 
     const cpu = Object.fromEntries(subjects.map((s) => [s.name, median(s.cpuUs)]));
     const spread = (s: Subject) => `${Math.min(...s.cpuUs).toFixed(0)}–${Math.max(...s.cpuUs).toFixed(0)}`;
     const change = (a: number, b: number) => `${b >= a ? "+" : ""}${((b / a - 1) * 100).toFixed(1)}%`;
+    // Each round runs every broker back to back: the ratio within a round is steadier than the
+    // ratio of medians when the machine's pace moves between rounds.
+    const pairedChange = (a: Subject, b: Subject) => {
+      const ratios = a.cpuUs.map((x, i) => b.cpuUs[i]! / x);
+      return `${change(1, median(ratios))} (median of ${ratios.length} rounds' ratios, ${change(1, Math.min(...ratios))} to ${change(1, Math.max(...ratios))})`;
+    };
     const off = subjects.find((s) => s.name === "off")!;
     const on = subjects.find((s) => s.name === "on")!;
     const base = subjects.find((s) => s.name === "baseline");
     return [
       [
         "(t) tracing off (no OTEL_*), broker CPU per request",
-        `median ${cpu.off!.toFixed(0)} µs (rounds ${spread(off)})${base ? `; before tracing existed (BENCH_BASELINE) ${cpu.baseline!.toFixed(0)} µs (rounds ${spread(base)}): off is ${change(cpu.baseline!, cpu.off!)}` : "; set BENCH_BASELINE to a built checkout of the code before, to compare"}`,
+        `median ${cpu.off!.toFixed(0)} µs (rounds ${spread(off)})${base ? `; before tracing existed (BENCH_BASELINE) ${cpu.baseline!.toFixed(0)} µs (rounds ${spread(base)}): off is ${pairedChange(base, off)}` : "; set BENCH_BASELINE to a built checkout of the code before, to compare"}`,
       ],
       [
         "(t) tracing on, 100% sampled, OTLP/HTTP protobuf to a local receiver",
