@@ -1,11 +1,12 @@
 // The hot store's PostgreSQL statements as a pg Submittable (store/pg-prepared-query.ts), against
 // the suite's PostgreSQL: the row description is asked for once per connection, not with every
 // execution, and what pg's own Query did still holds: values parsed by type, errors that leave the
-// pool usable, statements parsed again on a new connection.
+// pool usable, statements parsed again on a new connection. Several executions sent together run
+// as one transaction, each with its own rows.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import pg from "pg";
 import { utcTypes as types } from "../../src/store/hot-store-postgres.ts";
-import { preparedRows } from "../../src/store/pg-prepared-query.ts";
+import { preparedExecutions, preparedRows } from "../../src/store/pg-prepared-query.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
 import { until } from "../support/wait.ts";
 
@@ -99,6 +100,40 @@ describeIf("hot-store statements on PostgreSQL", () => {
     await expect(sleeping).rejects.toMatchObject({ code: "57P01" });
     const [[after]] = (await preparedRows(pool, types, "backend", "SELECT pg_backend_pid()", [])) as [[number]];
     expect(after).not.toBe(pid);
+  });
+
+  it("runs executions sent together as one transaction, each with its own rows, a statement used twice parsed and described once", async () => {
+    const insert = `INSERT INTO "Item" VALUES ($1, $2::timestamp(3)) RETURNING "id", xmin::text`;
+    // selectRow described on this connection first: the group below describes insertReturning alone.
+    await preparedRows(pool, types, "selectRow", SELECT_ROW, ["before", 1, "2031-05-06T07:08:09.123Z", null, true]);
+    const before = descriptions;
+    const results = await preparedExecutions(pool, types, [
+      { name: "insertReturning", text: insert, values: ["g1", "2031-01-01T00:00:00.000Z"] },
+      { name: "selectRow", text: SELECT_ROW, values: ["between", 3, "2031-05-06T07:08:09.123Z", null, true] },
+      { name: "insertReturning", text: insert, values: ["g2", "2031-01-02T00:00:00.000Z"] },
+    ]);
+    const [[first], between, [second]] = results as [[[string, string]], unknown[][], [[string, string]]];
+    expect(first[0]).toBe("g1");
+    expect(between).toEqual([["between", 3, new Date("2031-05-06T07:08:09.123Z"), null, true]]);
+    expect(second[0]).toBe("g2");
+    // One transaction: both rows carry its id.
+    expect(second[1]).toBe(first[1]);
+    // insertReturning was described once for both of its executions.
+    expect(descriptions - before).toBe(1);
+    const again = await preparedExecutions(pool, types, [{ name: "insertReturning", text: insert, values: ["g3", "2031-01-03T00:00:00.000Z"] }]);
+    expect(again[0]![0]![0]).toBe("g3");
+    expect(descriptions - before).toBe(1);
+  });
+
+  it("rolls back every execution sent together when one fails", async () => {
+    const insert = `INSERT INTO "Item" VALUES ($1, $2::timestamp(3))`;
+    await expect(
+      preparedExecutions(pool, types, [
+        { name: "insertTogether", text: insert, values: ["t1", "2031-01-01T00:00:00.000Z"] },
+        { name: "insertTogether", text: insert, values: ["t1", "2031-01-01T00:00:00.000Z"] },
+      ]),
+    ).rejects.toMatchObject({ code: "23505" });
+    expect(await preparedRows(pool, types, "itemById", `SELECT "id" FROM "Item" WHERE "id" = $1`, ["t1"])).toEqual([]);
   });
 
   it("reports a statement the server cannot parse, and parses it again when it is asked for again", async () => {
