@@ -1,6 +1,7 @@
 // The hot store on PostgreSQL: `pg` with named statements (parsed and planned once per connection)
 // and each multi-row step as one statement: a refresh rotation or a code exchange is a single
-// data-modifying CTE, one round trip, atomic on its own. Timestamps are `timestamp(3)` holding UTC
+// data-modifying CTE, atomic on its own, and those of one event-loop turn are committed together
+// (pg-group-commit.ts). Timestamps are `timestamp(3)` holding UTC
 // as Prisma writes them: parameters are ISO strings (the zone is ignored by that type) and values
 // read back are parsed as UTC whatever the server's or this process's time zone.
 import pg from "pg";
@@ -18,7 +19,8 @@ import {
   tables,
   type Table,
 } from "./hot-rows.ts";
-import { preparedRows } from "./pg-prepared-query.ts";
+import { pgGroupCommit } from "./pg-group-commit.ts";
+import { preparedExecutions, preparedRows } from "./pg-prepared-query.ts";
 
 const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
 /** Type parsers that read timestamp(3) as UTC whatever the server's or this process's zone. */
@@ -181,11 +183,15 @@ function listen(url: string, listener: (revocation: AnnouncedRevocation) => void
   };
 }
 
-/** The three ways a statement is run: all rows (as arrays), the first row, or for its effect only. */
+/**
+ * The ways a statement is run: all rows (as arrays), the first row, for its effect only, or the
+ * first row of a write committed with the others of its event-loop turn (its lock order: the grant).
+ */
 interface Statements {
   rows(name: StatementName, values: unknown[]): Promise<unknown[][]>;
   first(name: StatementName, values: unknown[]): Promise<unknown[] | undefined>;
   run(name: StatementName, values: unknown[]): Promise<void>;
+  grouped(name: StatementName, values: unknown[], grantId: string): Promise<unknown[] | undefined>;
 }
 
 const nullableIso = (date: Date | null) => (date ? iso(date) : null);
@@ -212,7 +218,7 @@ function clientAndSessionMethods({ first, run }: Statements) {
 }
 
 /** Codes and tokens: read by hash, and each exchange or rotation as one statement. */
-function tokenMethods({ first, run }: Statements) {
+function tokenMethods({ first, run, grouped }: Statements) {
   return {
     async refreshTokenByHash(tokenHash) {
       const values = await first("refreshTokenByHash", [tokenHash]);
@@ -223,17 +229,21 @@ function tokenMethods({ first, run }: Statements) {
       return values ? decodeRow(refreshToken, values, 0, asDate) : null;
     },
     async rotateRefreshToken(r) {
-      const [claimed] = (await first("rotateRefreshToken", [
-        r.refreshTokenId,
-        iso(r.consumedAt),
-        iso(r.graceUntil),
-        ...encode(refreshToken, r.issued.refresh),
-        ...encode(accessToken, r.issued.access),
+      const [claimed] = (await grouped(
+        "rotateRefreshToken",
+        [
+          r.refreshTokenId,
+          iso(r.consumedAt),
+          iso(r.graceUntil),
+          ...encode(refreshToken, r.issued.refresh),
+          ...encode(accessToken, r.issued.access),
+          r.use.grantId,
+          iso(r.use.lastUsedAt),
+          iso(r.use.idleExpiresAt),
+          ...encode(auditEvent, r.audit),
+        ],
         r.use.grantId,
-        iso(r.use.lastUsedAt),
-        iso(r.use.idleExpiresAt),
-        ...encode(auditEvent, r.audit),
-      ]))!;
+      ))!;
       return claimed === 1;
     },
 
@@ -243,17 +253,21 @@ function tokenMethods({ first, run }: Statements) {
     },
     async exchangeCode(e) {
       const refresh = e.issued.refresh ? encode(refreshToken, e.issued.refresh) : refreshToken.columns.map(() => null);
-      const [claimed] = (await first("exchangeCode", [
-        e.codeId,
-        iso(e.consumedAt),
-        e.issued.refresh !== null,
-        ...refresh,
-        ...encode(accessToken, e.issued.access),
+      const [claimed] = (await grouped(
+        "exchangeCode",
+        [
+          e.codeId,
+          iso(e.consumedAt),
+          e.issued.refresh !== null,
+          ...refresh,
+          ...encode(accessToken, e.issued.access),
+          e.use.grantId,
+          iso(e.use.lastUsedAt),
+          iso(e.use.idleExpiresAt),
+          ...encode(auditEvent, e.audit),
+        ],
         e.use.grantId,
-        iso(e.use.lastUsedAt),
-        iso(e.use.idleExpiresAt),
-        ...encode(auditEvent, e.audit),
-      ]))!;
+      ))!;
       return claimed === 1;
     },
 
@@ -316,10 +330,12 @@ export function createPostgresHotStore(url: string): HotStore {
   pool.on("error", () => undefined);
 
   const rows = (name: StatementName, values: unknown[]): Promise<unknown[][]> => preparedRows(pool, utcTypes, name, SQL[name], values);
+  const commitGrouped = pgGroupCommit((executions) => preparedExecutions(pool, utcTypes, executions));
   const statements: Statements = {
     rows,
     first: async (name, values) => (await rows(name, values))[0],
     run: async (name, values) => void (await rows(name, values)),
+    grouped: async (name, values, grantId) => (await commitGrouped({ name, text: SQL[name], values, lockKey: grantId }))[0],
   };
 
   return {

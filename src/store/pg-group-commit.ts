@@ -1,0 +1,67 @@
+// Group commit on PostgreSQL. The refresh rotations and code exchanges asked for in one event-loop
+// turn go to the server as one message group ending in one Sync (pg-prepared-query.ts): one round
+// trip, one implicit transaction, one commit and one WAL flush for all of them, where each had its
+// own (bench row (g): the flush of each commit cost PostgreSQL about as much CPU as everything else
+// in a refresh that the broker's own group commit on SQLite already shares). Each write still
+// answers only after that commit: an answer sent is an answer stored.
+import pg from "pg";
+import type { Execution } from "./pg-prepared-query.ts";
+
+/** A write of a group, with the key that orders the row locks it takes (see below). */
+export interface GroupedWrite extends Execution {
+  readonly lockKey: string;
+}
+
+/** Runs executions as one implicit transaction: each one's rows, in order (pg-prepared-query.ts). */
+export type RunExecutions = (executions: readonly Execution[]) => Promise<unknown[][][]>;
+
+interface Pending {
+  readonly write: GroupedWrite;
+  readonly resolve: (rows: unknown[][]) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/**
+ * The most writes in one group: a bound on the message a group sends and on the work one failure
+ * sends back to one transaction per write.
+ */
+export const MAX_GROUP = 64;
+
+/**
+ * An error PostgreSQL answered for a statement: the group's transaction was rolled back, so each
+ * write can be retried alone. Any other failure (the connection lost before the answer) leaves
+ * the commit unknown: those writes fail, as a single one would, rather than run twice.
+ */
+const rolledBack = (err: unknown): boolean => err instanceof pg.DatabaseError;
+
+/** Queues writes and sends the writes of one event-loop turn together. */
+export function pgGroupCommit(run: RunExecutions): (write: GroupedWrite) => Promise<unknown[][]> {
+  let pending: Pending[] = [];
+
+  const commitAlone = ({ write, resolve, reject }: Pending) => run([write]).then(([rows]) => resolve(rows ?? []), reject);
+
+  const commit = async (group: Pending[]): Promise<void> => {
+    try {
+      const results = await run(group.map((p) => p.write));
+      for (const [i, p] of group.entries()) p.resolve(results[i] ?? []);
+    } catch (err) {
+      // A write that fails (a broken row, a deadlock PostgreSQL broke) fails alone.
+      if (group.length > 1 && rolledBack(err)) await Promise.all(group.map(commitAlone));
+      else for (const p of group) p.reject(err);
+    }
+  };
+
+  const flush = () => {
+    // Row locks in one order in every group (a grant's token, then the grant): two groups that
+    // rotate tokens of the same two grants cannot each wait for the other's lock.
+    const writes = pending.sort((a, b) => (a.write.lockKey < b.write.lockKey ? -1 : a.write.lockKey > b.write.lockKey ? 1 : 0));
+    pending = [];
+    for (let i = 0; i < writes.length; i += MAX_GROUP) void commit(writes.slice(i, i + MAX_GROUP));
+  };
+
+  return (write) =>
+    new Promise<unknown[][]>((resolve, reject) => {
+      if (pending.length === 0) setImmediate(flush);
+      pending.push({ write, resolve, reject });
+    });
+}

@@ -1,0 +1,207 @@
+// Group commit on PostgreSQL (store/pg-group-commit.ts), through the hot store against the suite's
+// PostgreSQL: the rotations and code exchanges of one event-loop turn commit in one transaction
+// (the rows they write share its id, xmin), each still answers for itself (a claim lost to another
+// write of the same group answers false), and a write that fails fails alone: the others commit.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomUUID } from "node:crypto";
+import { openDatabase, type Database } from "../../src/store/db.ts";
+import type { AccessToken, AuditEvent, RefreshRotation, RefreshToken } from "../../src/store/hot-store.ts";
+import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
+
+const describeIf = postgresAvailable ? describe : describe.skip;
+if (!postgresAvailable) process.stdout.write("[notice] PostgreSQL not available: group commit tests skipped\n");
+
+const T0 = new Date("2031-05-06T07:08:09.123Z");
+const later = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
+
+describeIf("group commit on PostgreSQL", () => {
+  let database: Database;
+  let drop: () => Promise<void>;
+
+  beforeAll(async () => {
+    const created = await createPostgresDatabase();
+    drop = created.drop;
+    database = await openDatabase(created.url);
+    await database.db.client.create({
+      data: {
+        id: "client-1",
+        redirectUris: '["http://127.0.0.1/cb"]',
+        tokenEndpointAuthMethod: "none",
+        grantTypes: '["authorization_code","refresh_token"]',
+        responseTypes: '["code"]',
+        registrationType: "dynamic",
+        createdAt: T0,
+      },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await database?.close();
+    await drop?.();
+  });
+
+  /** A grant of its own with one live refresh token: what a rotation claims. */
+  async function chain(): Promise<{ grantId: string; tokenId: string }> {
+    const { db } = database;
+    const grant = await db.grant.create({
+      data: {
+        id: randomUUID(),
+        clientId: "client-1",
+        kind: "authorization_code",
+        resource: "https://rs.example/mcp",
+        scope: "mcp",
+        lastUsedAt: T0,
+        idleExpiresAt: later(3600),
+        absoluteExpiresAt: later(86400),
+      },
+    });
+    const token = await db.refreshToken.create({ data: refreshRow(grant.id) });
+    return { grantId: grant.id, tokenId: token.id };
+  }
+
+  function refreshRow(grantId: string): RefreshToken {
+    return {
+      id: randomUUID(),
+      tokenHash: randomUUID(),
+      prefix: "mab_rt_x",
+      grantId,
+      clientId: "client-1",
+      resource: "https://rs.example/mcp",
+      scope: "mcp",
+      parentId: null,
+      successorId: null,
+      createdAt: T0,
+      expiresAt: later(3600),
+      consumedAt: null,
+      graceUntil: null,
+      firstUsedAt: null,
+      revokedAt: null,
+    };
+  }
+
+  function rotation({ grantId, tokenId }: { grantId: string; tokenId: string }, access: Partial<AccessToken> = {}): RefreshRotation {
+    const refresh = { ...refreshRow(grantId), parentId: tokenId };
+    const audit: AuditEvent = {
+      id: randomUUID(),
+      at: later(5),
+      type: "token.refreshed",
+      clientId: "client-1",
+      grantId,
+      subject: null,
+      ip: null,
+      detail: "{}",
+      deliveredAt: null,
+    };
+    return {
+      refreshTokenId: tokenId,
+      consumedAt: later(5),
+      graceUntil: later(65),
+      issued: {
+        refresh,
+        access: {
+          id: randomUUID(),
+          tokenHash: randomUUID(),
+          prefix: "mab_at_x",
+          grantId,
+          clientId: "client-1",
+          resource: "https://rs.example/mcp",
+          scope: "mcp",
+          refreshTokenId: refresh.id,
+          createdAt: later(5),
+          expiresAt: later(600),
+          revokedAt: null,
+          ...access,
+        },
+      },
+      use: { grantId, lastUsedAt: later(5), idleExpiresAt: later(3605) },
+      audit,
+    };
+  }
+
+  /** The transaction that wrote each refresh token (PostgreSQL's xmin), by id. */
+  async function writers(ids: string[]): Promise<Map<string, string>> {
+    const rows = await database.db.$queryRawUnsafe<Array<{ id: string; xmin: string }>>(
+      `SELECT "id", xmin::text AS "xmin" FROM "RefreshToken" WHERE "id" = ANY($1::text[])`,
+      ids,
+    );
+    return new Map(rows.map((r) => [r.id, r.xmin]));
+  }
+
+  it("commits the rotations of one turn in one transaction, each answering for itself", async () => {
+    const chains = await Promise.all([chain(), chain(), chain(), chain()]);
+    const rotations = chains.map((c) => rotation(c));
+    // Asked for in the same turn, as concurrent refresh requests are.
+    const answers = await Promise.all(rotations.map((r) => database.hot.rotateRefreshToken(r)));
+    expect(answers).toEqual([true, true, true, true]);
+    const written = await writers(rotations.map((r) => r.issued.refresh.id));
+    expect(written.size).toBe(4);
+    expect(new Set(written.values()).size).toBe(1);
+    // Everything each rotation writes is there: the claim, the new pair, the grant's use, the audit event.
+    for (const r of rotations) {
+      expect(await database.db.refreshToken.findUniqueOrThrow({ where: { id: r.refreshTokenId } })).toMatchObject({
+        consumedAt: later(5),
+        successorId: r.issued.refresh.id,
+      });
+      expect(await database.db.accessToken.count({ where: { id: r.issued.access.id } })).toBe(1);
+      expect(await database.db.grant.findUniqueOrThrow({ where: { id: r.use.grantId } })).toMatchObject({ lastUsedAt: later(5) });
+      expect(await database.db.auditEvent.count({ where: { id: r.audit.id } })).toBe(1);
+    }
+  });
+
+  it("lets one claim of a token win within a group: the other rotation of it answers false and writes nothing", async () => {
+    const c = await chain();
+    const [first, second] = [rotation(c), rotation(c)];
+    const answers = await Promise.all([database.hot.rotateRefreshToken(first), database.hot.rotateRefreshToken(second)]);
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    const loser = answers[0] ? second : first;
+    expect(await database.db.refreshToken.count({ where: { id: loser.issued.refresh.id } })).toBe(0);
+    expect(await database.db.accessToken.count({ where: { id: loser.issued.access.id } })).toBe(0);
+    expect(await database.db.auditEvent.count({ where: { id: loser.audit.id } })).toBe(0);
+  });
+
+  it("fails a write that breaks a constraint alone: the others of its group commit", async () => {
+    const chains = await Promise.all([chain(), chain(), chain()]);
+    const taken = (await database.db.accessToken.findFirstOrThrow()).tokenHash;
+    // The middle rotation's access token collides with one already stored (its unique tokenHash).
+    const rotations = [rotation(chains[0]!), rotation(chains[1]!, { tokenHash: taken }), rotation(chains[2]!)];
+    const settled = await Promise.allSettled(rotations.map((r) => database.hot.rotateRefreshToken(r)));
+    expect(settled[0]).toEqual({ status: "fulfilled", value: true });
+    expect(settled[1]).toMatchObject({ status: "rejected", reason: { code: "23505" } });
+    expect(settled[2]).toEqual({ status: "fulfilled", value: true });
+    // Nothing of the failed one stayed: its claim was rolled back with it.
+    expect(await database.db.refreshToken.findUniqueOrThrow({ where: { id: chains[1]!.tokenId } })).toMatchObject({ consumedAt: null, successorId: null });
+    expect(await database.db.refreshToken.count({ where: { id: rotations[1]!.issued.refresh.id } })).toBe(0);
+    const written = await writers([rotations[0]!.issued.refresh.id, rotations[2]!.issued.refresh.id]);
+    expect(written.size).toBe(2);
+    // After the group failed, each was committed alone.
+    expect(new Set(written.values()).size).toBe(2);
+    // The failed token can still be rotated.
+    expect(await database.hot.rotateRefreshToken(rotation(chains[1]!))).toBe(true);
+  });
+
+  it("commits a code exchange with the rotations of its turn", async () => {
+    const c = await chain();
+    const code = await database.db.authorizationCode.create({
+      data: {
+        id: randomUUID(),
+        codeHash: randomUUID(),
+        grantId: c.grantId,
+        clientId: "client-1",
+        redirectUri: "x",
+        codeChallenge: "c",
+        resource: "r",
+        scope: "mcp",
+        expiresAt: later(60),
+      },
+    });
+    const r = rotation(c);
+    const exchanged = rotation(await chain());
+    const [rotated, exchangedAnswer] = await Promise.all([
+      database.hot.rotateRefreshToken(r),
+      database.hot.exchangeCode({ codeId: code.id, consumedAt: later(5), issued: exchanged.issued, use: exchanged.use, audit: exchanged.audit }),
+    ]);
+    expect([rotated, exchangedAnswer]).toEqual([true, true]);
+    const written = await writers([r.issued.refresh.id, exchanged.issued.refresh.id]);
+    expect(new Set(written.values()).size).toBe(1);
+  });
+});
