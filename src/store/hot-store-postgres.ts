@@ -1,7 +1,7 @@
 // The hot store on PostgreSQL: `pg` with named statements (parsed and planned once per connection)
 // and each multi-row step as one statement: a refresh rotation or a code exchange is a single
-// data-modifying CTE, atomic on its own, and those of one event-loop turn are committed together
-// (pg-group-commit.ts). Timestamps are `timestamp(3)` holding UTC
+// data-modifying CTE, atomic on its own, and those of one event-loop turn are committed together,
+// as the reads before them are sent together (pg-group-commit.ts). Timestamps are `timestamp(3)` holding UTC
 // as Prisma writes them: parameters are ISO strings (the zone is ignored by that type) and values
 // read back are parsed as UTC whatever the server's or this process's time zone.
 import pg from "pg";
@@ -20,7 +20,7 @@ import {
   type Table,
 } from "./hot-rows.ts";
 import { pgGroupCommit } from "./pg-group-commit.ts";
-import { preparedExecutions, preparedRows } from "./pg-prepared-query.ts";
+import { preparedExecutions, preparedRows, type Execution } from "./pg-prepared-query.ts";
 
 const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
 /** Type parsers that read timestamp(3) as UTC whatever the server's or this process's zone. */
@@ -184,14 +184,17 @@ function listen(url: string, listener: (revocation: AnnouncedRevocation) => void
 }
 
 /**
- * The ways a statement is run: all rows (as arrays), the first row, for its effect only, or the
- * first row of a write committed with the others of its event-loop turn (its lock order: the grant).
+ * The ways a statement is run: all rows (as arrays), the first row, for its effect only, the first
+ * row of a write committed with the others of its event-loop turn (its lock order: the grant), or
+ * of a read sent with the others of its turn.
  */
 interface Statements {
   rows(name: StatementName, values: unknown[]): Promise<unknown[][]>;
   first(name: StatementName, values: unknown[]): Promise<unknown[] | undefined>;
   run(name: StatementName, values: unknown[]): Promise<void>;
   grouped(name: StatementName, values: unknown[], grantId: string): Promise<unknown[] | undefined>;
+  /** The first row of a read sent with the others of its event-loop turn. */
+  groupedRead(name: StatementName, values: unknown[]): Promise<unknown[] | undefined>;
 }
 
 const nullableIso = (date: Date | null) => (date ? iso(date) : null);
@@ -218,10 +221,10 @@ function clientAndSessionMethods({ first, run }: Statements) {
 }
 
 /** Codes and tokens: read by hash, and each exchange or rotation as one statement. */
-function tokenMethods({ first, run, grouped }: Statements) {
+function tokenMethods({ first, run, grouped, groupedRead }: Statements) {
   return {
     async refreshTokenByHash(tokenHash) {
-      const values = await first("refreshTokenByHash", [tokenHash]);
+      const values = await groupedRead("refreshTokenByHash", [tokenHash]);
       return values ? decodeRefreshTokenWithGrant(values, asDate) : null;
     },
     async refreshTokenById(id) {
@@ -248,7 +251,7 @@ function tokenMethods({ first, run, grouped }: Statements) {
     },
 
     async codeByHash(codeHash) {
-      const values = await first("codeByHash", [codeHash]);
+      const values = await groupedRead("codeByHash", [codeHash]);
       return values ? decodeCodeWithGrant(values, asDate) : null;
     },
     async exchangeCode(e) {
@@ -330,12 +333,16 @@ export function createPostgresHotStore(url: string): HotStore {
   pool.on("error", () => undefined);
 
   const rows = (name: StatementName, values: unknown[]): Promise<unknown[][]> => preparedRows(pool, utcTypes, name, SQL[name], values);
-  const commitGrouped = pgGroupCommit((executions) => preparedExecutions(pool, utcTypes, executions));
+  const executions = (list: readonly Execution[]) => preparedExecutions(pool, utcTypes, list);
+  // Apart: a read never waits for a commit, nor a write for a read of another request.
+  const writesOfTurn = pgGroupCommit(executions);
+  const readsOfTurn = pgGroupCommit(executions);
   const statements: Statements = {
     rows,
     first: async (name, values) => (await rows(name, values))[0],
     run: async (name, values) => void (await rows(name, values)),
-    grouped: async (name, values, grantId) => (await commitGrouped({ name, text: SQL[name], values, lockKey: grantId }))[0],
+    grouped: async (name, values, grantId) => (await writesOfTurn({ name, text: SQL[name], values, lockKey: grantId }))[0],
+    groupedRead: async (name, values) => (await readsOfTurn({ name, text: SQL[name], values, lockKey: "" }))[0],
   };
 
   return {

@@ -3,12 +3,14 @@
 // trip, one implicit transaction, one commit and one WAL flush for all of them, where each had its
 // own (bench row (g): the flush of each commit cost PostgreSQL about as much CPU as everything else
 // in a refresh that the broker's own group commit on SQLite already shares). Each write still
-// answers only after that commit: an answer sent is an answer stored.
+// answers only after that commit: an answer sent is an answer stored. The reads that precede them
+// (a refresh token or a code by its hash) are sent the same way, in groups of their own: one write
+// to the socket and one wake-up of the server for the turn's reads, where each cost both.
 import pg from "pg";
 import type { Execution } from "./pg-prepared-query.ts";
 
-/** A write of a group, with the key that orders the row locks it takes (see below). */
-export interface GroupedWrite extends Execution {
+/** An execution of a group, with the key that orders the row locks it takes (see below; a read takes none). */
+export interface GroupedExecution extends Execution {
   readonly lockKey: string;
 }
 
@@ -16,7 +18,7 @@ export interface GroupedWrite extends Execution {
 export type RunExecutions = (executions: readonly Execution[]) => Promise<unknown[][][]>;
 
 interface Pending {
-  readonly write: GroupedWrite;
+  readonly write: GroupedExecution;
   readonly resolve: (rows: unknown[][]) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -34,8 +36,8 @@ export const MAX_GROUP = 64;
  */
 const rolledBack = (err: unknown): boolean => err instanceof pg.DatabaseError;
 
-/** Queues writes and sends the writes of one event-loop turn together. */
-export function pgGroupCommit(run: RunExecutions): (write: GroupedWrite) => Promise<unknown[][]> {
+/** Queues executions and sends those of one event-loop turn together: each answers with its rows. */
+export function pgGroupCommit(run: RunExecutions): (execution: GroupedExecution) => Promise<unknown[][]> {
   let pending: Pending[] = [];
 
   const commitAlone = ({ write, resolve, reject }: Pending) => run([write]).then(([rows]) => resolve(rows ?? []), reject);
@@ -59,9 +61,9 @@ export function pgGroupCommit(run: RunExecutions): (write: GroupedWrite) => Prom
     for (let i = 0; i < writes.length; i += MAX_GROUP) void commit(writes.slice(i, i + MAX_GROUP));
   };
 
-  return (write) =>
+  return (execution) =>
     new Promise<unknown[][]>((resolve, reject) => {
       if (pending.length === 0) setImmediate(flush);
-      pending.push({ write, resolve, reject });
+      pending.push({ write: execution, resolve, reject });
     });
 }

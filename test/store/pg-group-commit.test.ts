@@ -2,9 +2,11 @@
 // PostgreSQL: the rotations and code exchanges of one event-loop turn commit in one transaction
 // (the rows they write share its id, xmin), each still answers for itself (a claim lost to another
 // write of the same group answers false), and a write that fails fails alone: the others commit.
+// The reads of a turn (a refresh token or a code by its hash) go together too, on one connection.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { openDatabase, type Database } from "../../src/store/db.ts";
+import { createPostgresHotStore } from "../../src/store/hot-store-postgres.ts";
 import type { AccessToken, AuditEvent, RefreshRotation, RefreshToken } from "../../src/store/hot-store.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
 
@@ -17,10 +19,12 @@ const later = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 describeIf("group commit on PostgreSQL", () => {
   let database: Database;
   let drop: () => Promise<void>;
+  let url: string;
 
   beforeAll(async () => {
     const created = await createPostgresDatabase();
     drop = created.drop;
+    url = created.url;
     database = await openDatabase(created.url);
     await database.db.client.create({
       data: {
@@ -177,6 +181,27 @@ describeIf("group commit on PostgreSQL", () => {
     expect(new Set(written.values()).size).toBe(2);
     // The failed token can still be rotated.
     expect(await database.hot.rotateRefreshToken(rotation(chains[1]!))).toBe(true);
+  });
+
+  it("sends the reads of one turn together on one connection, each answered with its own row", async () => {
+    const chains = await Promise.all([chain(), chain(), chain()]);
+    const hashes = await Promise.all(chains.map(async (c) => (await database.db.refreshToken.findUniqueOrThrow({ where: { id: c.tokenId } })).tokenHash));
+    const application = `reads-${randomUUID().slice(0, 8)}`;
+    const separator = url.includes("?") ? "&" : "?";
+    const hot = createPostgresHotStore(`${url}${separator}application_name=${application}`);
+    try {
+      // A fresh pool opens a connection for each statement it runs at the same time.
+      const read = await Promise.all([...hashes, "no-such-hash"].map((h) => hot.refreshTokenByHash(h)));
+      expect(read.map((row) => row?.id ?? null)).toEqual([...chains.map((c) => c.tokenId), null]);
+      expect(read[0]?.grant.id).toBe(chains[0]!.grantId);
+      const sessions = await database.db.$queryRawUnsafe<Array<{ n: number }>>(
+        `SELECT count(*)::int AS "n" FROM pg_stat_activity WHERE application_name = $1`,
+        application,
+      );
+      expect(sessions[0]!.n).toBe(1);
+    } finally {
+      await hot.close();
+    }
   });
 
   it("commits a code exchange with the rotations of its turn", async () => {
