@@ -204,6 +204,44 @@ describeIf("group commit on PostgreSQL", () => {
     }
   });
 
+  it("keeps half of each RefreshToken page free, so that a token's claim stays heap-only", async () => {
+    // The migration's storage setting, which Prisma's schema cannot express.
+    const [table] = await database.db.$queryRawUnsafe<Array<{ options: string[] | null }>>(
+      `SELECT reloptions AS "options" FROM pg_class WHERE relname = 'RefreshToken' AND relnamespace = current_schema()::regnamespace`,
+    );
+    expect(table?.options).toEqual(["fillfactor=50"]);
+    // Counted in one transaction: its statistics are its own and read at once. Enough tokens to
+    // fill pages: on a full page, a claim's new version must go to another page (and into every
+    // index of the table).
+    const counted = await database.db.$transaction(async (tx) => {
+      const ids: string[] = [];
+      const grant = await tx.grant.create({
+        data: {
+          id: randomUUID(),
+          clientId: "client-1",
+          kind: "authorization_code",
+          resource: "r",
+          scope: "mcp",
+          lastUsedAt: T0,
+          idleExpiresAt: later(60),
+          absoluteExpiresAt: later(60),
+        },
+      });
+      for (let i = 0; i < 60; i++) ids.push((await tx.refreshToken.create({ data: refreshRow(grant.id) })).id);
+      // Each token claimed once, as a rotation claims it (no indexed column changes).
+      for (const id of ids) await tx.$executeRawUnsafe(`UPDATE "RefreshToken" SET "consumedAt" = now(), "successorId" = $2 WHERE "id" = $1`, id, randomUUID());
+      const [row] = await tx.$queryRawUnsafe<Array<{ updates: number; hot: number }>>(
+        `SELECT n_tup_upd::int AS "updates", n_tup_hot_upd::int AS "hot" FROM pg_stat_xact_user_tables WHERE relname = 'RefreshToken'`,
+      );
+      return row;
+    });
+    // Within one transaction nothing is pruned, and a claimed version is longer (its successor,
+    // its dates): the last tokens of a page find its free half used up. At fillfactor 100 (the
+    // default) none of the 60 stays heap-only; here 48 do.
+    expect(counted?.updates).toBe(60);
+    expect(counted?.hot).toBeGreaterThanOrEqual(45);
+  });
+
   it("commits a code exchange with the rotations of its turn", async () => {
     const c = await chain();
     const code = await database.db.authorizationCode.create({
