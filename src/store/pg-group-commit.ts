@@ -18,14 +18,14 @@ export interface GroupedExecution extends Execution {
 export type RunExecutions = (executions: readonly Execution[]) => Promise<unknown[][][]>;
 
 interface Pending {
-  readonly write: GroupedExecution;
+  readonly execution: GroupedExecution;
   readonly resolve: (rows: unknown[][]) => void;
   readonly reject: (err: unknown) => void;
 }
 
 /**
- * The most writes in one group: a bound on the message a group sends and on the work one failure
- * sends back to one transaction per write.
+ * The most executions in one group: a bound on the message a group sends and on the work one
+ * failure sends back to one transaction per execution.
  */
 export const MAX_GROUP = 64;
 
@@ -40,14 +40,14 @@ const rolledBack = (err: unknown): boolean => err instanceof pg.DatabaseError;
 export function pgGroupCommit(run: RunExecutions): (execution: GroupedExecution) => Promise<unknown[][]> {
   let pending: Pending[] = [];
 
-  const commitAlone = ({ write, resolve, reject }: Pending) => run([write]).then(([rows]) => resolve(rows ?? []), reject);
+  const commitAlone = ({ execution, resolve, reject }: Pending) => run([execution]).then(([rows]) => resolve(rows ?? []), reject);
 
   const commit = async (group: Pending[]): Promise<void> => {
     try {
-      const results = await run(group.map((p) => p.write));
+      const results = await run(group.map((p) => p.execution));
       for (const [i, p] of group.entries()) p.resolve(results[i] ?? []);
     } catch (err) {
-      // A write that fails (a broken row, a deadlock PostgreSQL broke) fails alone.
+      // An execution that fails (a broken row, a deadlock PostgreSQL broke) fails alone.
       if (group.length > 1 && rolledBack(err)) await Promise.all(group.map(commitAlone));
       else for (const p of group) p.reject(err);
     }
@@ -56,14 +56,14 @@ export function pgGroupCommit(run: RunExecutions): (execution: GroupedExecution)
   const flush = () => {
     // Row locks in one order in every group (a grant's token, then the grant): two groups that
     // rotate tokens of the same two grants cannot each wait for the other's lock.
-    const writes = pending.sort((a, b) => (a.write.lockKey < b.write.lockKey ? -1 : a.write.lockKey > b.write.lockKey ? 1 : 0));
+    const queued = pending.sort((a, b) => (a.execution.lockKey < b.execution.lockKey ? -1 : a.execution.lockKey > b.execution.lockKey ? 1 : 0));
     pending = [];
-    for (let i = 0; i < writes.length; i += MAX_GROUP) void commit(writes.slice(i, i + MAX_GROUP));
+    for (let i = 0; i < queued.length; i += MAX_GROUP) void commit(queued.slice(i, i + MAX_GROUP));
   };
 
   return (execution) =>
     new Promise<unknown[][]>((resolve, reject) => {
       if (pending.length === 0) setImmediate(flush);
-      pending.push({ write: execution, resolve, reject });
+      pending.push({ execution, resolve, reject });
     });
 }
