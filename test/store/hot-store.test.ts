@@ -4,54 +4,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { openDatabase, type Database } from "../../src/store/db.ts";
-import type { AccessToken, AuditEvent, GrantUse, RefreshToken } from "../../src/store/hot-store.ts";
+import type { GrantUse } from "../../src/store/hot-store.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
-
-const at = (iso: string) => new Date(iso);
-const T0 = at("2031-05-06T07:08:09.123Z");
-const later = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
-
-function refreshRow(grantId: string, fields: Partial<RefreshToken> = {}): RefreshToken {
-  return {
-    id: randomUUID(),
-    tokenHash: randomUUID(),
-    prefix: "mab_rt_x",
-    grantId,
-    clientId: "client-1",
-    resource: "https://rs.example/mcp",
-    scope: "mcp offline_access",
-    parentId: null,
-    successorId: null,
-    createdAt: T0,
-    expiresAt: later(3600),
-    consumedAt: null,
-    graceUntil: null,
-    firstUsedAt: null,
-    revokedAt: null,
-    ...fields,
-  };
-}
-
-function accessRow(grantId: string, refreshTokenId: string | null): AccessToken {
-  return {
-    id: randomUUID(),
-    tokenHash: randomUUID(),
-    prefix: "mab_at_x",
-    grantId,
-    clientId: "client-1",
-    resource: "https://rs.example/mcp",
-    scope: "mcp",
-    refreshTokenId,
-    createdAt: T0,
-    expiresAt: later(600),
-    revokedAt: null,
-  };
-}
-
-function auditRow(type: string, grantId: string): AuditEvent {
-  return { id: randomUUID(), at: T0, type, clientId: "client-1", grantId, subject: "github:1", ip: null, detail: '{"k":1}', deliveredAt: null };
-}
+import { accessRow, auditRow, grantRow, later, refreshRow, T0 } from "../support/hot-store-rows.ts";
 
 describe.each(databaseTargets("hot store tests"))("the hot store on $name", (target) => {
   let database: Database;
@@ -190,7 +146,7 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
 
   it("writes dates exactly as Prisma does, so Prisma's date filters find the hot store's rows", async () => {
     const { db, hot } = database;
-    const when = at("2032-01-02T03:04:05.006Z");
+    const when = new Date("2032-01-02T03:04:05.006Z");
     await db.client.create({
       data: { id: "client-2", redirectUris: "[]", tokenEndpointAuthMethod: "none", grantTypes: "[]", responseTypes: "[]", registrationType: "dynamic" },
     });
@@ -378,17 +334,7 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
 
   it("lists revocations after a moment: grants, and single tokens of live grants", async () => {
     const { db, hot } = database;
-    const grantData = (revokedAt: Date | null) => ({
-      id: randomUUID(),
-      clientId: "client-1",
-      kind: "authorization_code",
-      resource: "r",
-      scope: "mcp",
-      lastUsedAt: T0,
-      idleExpiresAt: later(3600),
-      absoluteExpiresAt: later(86400),
-      revokedAt,
-    });
+    const grantData = (revokedAt: Date | null) => grantRow({ resource: "r", revokedAt });
     const dead = await db.grant.create({ data: grantData(later(50)) });
     const live = await db.grant.create({ data: grantData(null) });
     const single = await db.accessToken.create({ data: { ...accessRow(live.id, null), revokedAt: later(60) } });

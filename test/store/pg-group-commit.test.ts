@@ -7,14 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { openDatabase, type Database } from "../../src/store/db.ts";
 import { createPostgresHotStore } from "../../src/store/hot-store-postgres.ts";
-import type { AccessToken, AuditEvent, RefreshRotation, RefreshToken } from "../../src/store/hot-store.ts";
+import type { AccessToken, RefreshRotation } from "../../src/store/hot-store.ts";
+import { accessRow, auditRow, grantRow, later, refreshRow, T0 } from "../support/hot-store-rows.ts";
 import { createPostgresDatabase, postgresAvailable } from "../support/pg-database.ts";
 
 const describeIf = postgresAvailable ? describe : describe.skip;
 if (!postgresAvailable) process.stdout.write("[notice] PostgreSQL not available: group commit tests skipped\n");
-
-const T0 = new Date("2031-05-06T07:08:09.123Z");
-const later = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 
 describeIf("group commit on PostgreSQL", () => {
   let database: Database;
@@ -47,78 +45,20 @@ describeIf("group commit on PostgreSQL", () => {
   /** A grant of its own with one live refresh token: what a rotation claims. */
   async function chain(): Promise<{ grantId: string; tokenId: string }> {
     const { db } = database;
-    const grant = await db.grant.create({
-      data: {
-        id: randomUUID(),
-        clientId: "client-1",
-        kind: "authorization_code",
-        resource: "https://rs.example/mcp",
-        scope: "mcp",
-        lastUsedAt: T0,
-        idleExpiresAt: later(3600),
-        absoluteExpiresAt: later(86400),
-      },
-    });
+    const grant = await db.grant.create({ data: grantRow() });
     const token = await db.refreshToken.create({ data: refreshRow(grant.id) });
     return { grantId: grant.id, tokenId: token.id };
   }
 
-  function refreshRow(grantId: string): RefreshToken {
-    return {
-      id: randomUUID(),
-      tokenHash: randomUUID(),
-      prefix: "mab_rt_x",
-      grantId,
-      clientId: "client-1",
-      resource: "https://rs.example/mcp",
-      scope: "mcp",
-      parentId: null,
-      successorId: null,
-      createdAt: T0,
-      expiresAt: later(3600),
-      consumedAt: null,
-      graceUntil: null,
-      firstUsedAt: null,
-      revokedAt: null,
-    };
-  }
-
   function rotation({ grantId, tokenId }: { grantId: string; tokenId: string }, access: Partial<AccessToken> = {}): RefreshRotation {
-    const refresh = { ...refreshRow(grantId), parentId: tokenId };
-    const audit: AuditEvent = {
-      id: randomUUID(),
-      at: later(5),
-      type: "token.refreshed",
-      clientId: "client-1",
-      grantId,
-      subject: null,
-      ip: null,
-      detail: "{}",
-      deliveredAt: null,
-    };
+    const refresh = refreshRow(grantId, { parentId: tokenId });
     return {
       refreshTokenId: tokenId,
       consumedAt: later(5),
       graceUntil: later(65),
-      issued: {
-        refresh,
-        access: {
-          id: randomUUID(),
-          tokenHash: randomUUID(),
-          prefix: "mab_at_x",
-          grantId,
-          clientId: "client-1",
-          resource: "https://rs.example/mcp",
-          scope: "mcp",
-          refreshTokenId: refresh.id,
-          createdAt: later(5),
-          expiresAt: later(600),
-          revokedAt: null,
-          ...access,
-        },
-      },
+      issued: { refresh, access: accessRow(grantId, refresh.id, { createdAt: later(5), ...access }) },
       use: { grantId, lastUsedAt: later(5), idleExpiresAt: later(3605) },
-      audit,
+      audit: { ...auditRow("token.refreshed", grantId), at: later(5) },
     };
   }
 
@@ -215,18 +155,7 @@ describeIf("group commit on PostgreSQL", () => {
     // index of the table).
     const counted = await database.db.$transaction(async (tx) => {
       const ids: string[] = [];
-      const grant = await tx.grant.create({
-        data: {
-          id: randomUUID(),
-          clientId: "client-1",
-          kind: "authorization_code",
-          resource: "r",
-          scope: "mcp",
-          lastUsedAt: T0,
-          idleExpiresAt: later(60),
-          absoluteExpiresAt: later(60),
-        },
-      });
+      const grant = await tx.grant.create({ data: grantRow() });
       for (let i = 0; i < 60; i++) ids.push((await tx.refreshToken.create({ data: refreshRow(grant.id) })).id);
       // Each token claimed once, as a rotation claims it (no indexed column changes).
       for (const id of ids) await tx.$executeRawUnsafe(`UPDATE "RefreshToken" SET "consumedAt" = now(), "successorId" = $2 WHERE "id" = $1`, id, randomUUID());
