@@ -75,6 +75,23 @@ async function main(): Promise<void> {
     return { child, url: `http://127.0.0.1:${port}`, databaseUrl };
   }
 
+  type BrokerProcess = Awaited<ReturnType<typeof startBrokerProcess>>;
+  const running = (b: BrokerProcess, name: string) => ({ server: { name, url: b.url, pid: b.child.pid }, databaseUrl: b.databaseUrl });
+
+  /**
+   * Rows (d) and (h) against `broker`; with BENCH_BASELINE (a built checkout of other code), a
+   * broker of that code runs in the same rounds, and the rows add the paired comparison with it.
+   */
+  async function compareTokenGrantsWithBaseline(broker: BrokerProcess, db: string): Promise<Array<[string, string]>> {
+    const baseline = process.env.BENCH_BASELINE;
+    const other = baseline ? await startBrokerProcess("30", `${db}-baseline.db`, {}, path.join(path.resolve(baseline), "dist/main.js")) : undefined;
+    try {
+      return await compareTokenGrants(running(broker, "broker"), dir, other && running(other, "baseline"));
+    } finally {
+      if (other) await stop(other.child);
+    }
+  }
+
   /** (g) refresh on PostgreSQL, when its server binaries are installed. */
   async function postgresRows(): Promise<Array<[string, string]>> {
     const rows: Array<[string, string]> = [];
@@ -130,7 +147,7 @@ async function main(): Promise<void> {
     if (process.env.BENCH_ONLY === "tokens") {
       const broker = await startBrokerProcess("30", "tokens.db");
       try {
-        rows.push(...(await compareTokenGrants({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir)));
+        rows.push(...(await compareTokenGrantsWithBaseline(broker, "tokens")));
       } finally {
         await stop(broker.child);
       }
@@ -224,8 +241,7 @@ async function main(): Promise<void> {
           `${((checks / through.requests) * 1000).toFixed(1)} upstream checks, ${((queries / through.requests) * 1000).toFixed(1)} database queries`,
         ]);
 
-        if (recheck === "30" && process.env.BENCH_ONLY !== "cached")
-          rows.push(...(await compareTokenGrants({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir)));
+        if (recheck === "30" && process.env.BENCH_ONLY !== "cached") rows.push(...(await compareTokenGrantsWithBaseline(broker, `broker-${recheck}`)));
       } finally {
         await stop(broker.child);
       }

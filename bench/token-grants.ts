@@ -255,12 +255,43 @@ export async function brokerRefreshRate(
   }
 }
 
-/** Runs the comparison against a running broker (SQLite); returns the report's rows. */
-export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl: string, dir: string): Promise<Array<[string, string]>> {
+/** A running broker and its database, as the rows below take one. */
+export interface RunningBroker {
+  readonly server: TokenServer;
+  readonly databaseUrl: string;
+}
+
+const change = (ratio: number) => `${ratio >= 1 ? "+" : ""}${((ratio - 1) * 100).toFixed(1)}%`;
+
+/**
+ * This build against another (BENCH_BASELINE), from rounds in which both ran back to back: the
+ * median of each round's own ratio, which holds when the machine's pace moves between rounds and
+ * the ratio of two medians does not. A change of a few percent shows here and in no other row.
+ */
+function pairedRows(unit: string, ours: Round[], baseline: Round[]): Array<[string, string]> {
+  const paired = (of: (r: Round) => number) => {
+    const ratios = ours.map((r, i) => of(r) / of(baseline[i]!));
+    return `${change(median(ratios))} (median of ${ratios.length} rounds' ratios, ${change(Math.min(...ratios))} to ${change(Math.max(...ratios))})`;
+  };
+  return [
+    [
+      `    against BENCH_BASELINE, CPU per ${unit}: all threads; event loop`,
+      `${median(ours.map((r) => r.cpuUsPerRequest)).toFixed(0)} against ${median(baseline.map((r) => r.cpuUsPerRequest)).toFixed(0)} µs, ${paired((r) => r.cpuUsPerRequest)}; ${paired((r) => r.loopUsPerRequest)}`,
+    ],
+    [`    against BENCH_BASELINE, ${unit}/s`, paired((r) => r.perSecond)],
+  ];
+}
+
+/**
+ * Runs the comparison against a running broker (SQLite); returns the report's rows. With
+ * `baseline` (a broker built from other code), it runs in every round too, after the other two.
+ */
+export async function compareTokenGrants(broker: RunningBroker, dir: string, baseline?: RunningBroker): Promise<Array<[string, string]>> {
   const { child, match } = await startProcess(["bench/anchor-provider.ts", path.join(dir, "anchor.db")], {}, /ANCHOR_URL (\S+) (\S+)/);
   const anchorSynchronous = match[2]!;
-  const ours = await brokerSide(broker, brokerDatabaseUrl, dir);
-  const sides: Side[] = [ours, anchorSide({ name: "node-oidc-provider", url: match[1]!, pid: child.pid })];
+  const ours = await brokerSide(broker.server, broker.databaseUrl, dir);
+  const theirs = baseline ? await brokerSide(baseline.server, baseline.databaseUrl, dir) : undefined;
+  const sides: Side[] = [ours, anchorSide({ name: "node-oidc-provider", url: match[1]!, pid: child.pid }), ...(theirs ? [theirs] : [])];
   try {
     const chains = await Promise.all(sides.map((s) => s.chains(CHAINS)));
     // Warm-up, one server after the other: both grants' paths, until the refresh has settled.
@@ -269,12 +300,15 @@ export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl:
       await codeRound(side, await side.codes(CODES_PER_ROUND));
       warmUpRounds.push(await warmUp(() => refreshRound(side, chains[i]!)));
     }
-    const refresh: Round[][] = [[], []];
-    const exchange: Round[][] = [[], []];
+    const refresh: Round[][] = sides.map(() => []);
+    const exchange: Round[][] = sides.map(() => []);
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [i, side] of sides.entries()) refresh[i]!.push(await refreshRound(side, chains[i]!));
+      // Every other round in the reverse order: what runs first or last in a round (after the
+      // machine idled while codes were minted, say) then weighs on each server alike.
+      const order = round % 2 === 0 ? [...sides.keys()] : [...sides.keys()].reverse();
+      for (const i of order) refresh[i]!.push(await refreshRound(sides[i]!, chains[i]!));
       const codes = await Promise.all(sides.map((s) => s.codes(CODES_PER_ROUND)));
-      for (const [i, side] of sides.entries()) exchange[i]!.push(await codeRound(side, codes[i]!));
+      for (const i of order) exchange[i]!.push(await codeRound(sides[i]!, codes[i]!));
     }
     const rows: Array<[string, string]> = [];
     const report = (label: string, rounds: Round[][], unit: string) => {
@@ -297,11 +331,14 @@ export async function compareTokenGrants(broker: TokenServer, brokerDatabaseUrl:
     };
     rows.push([`(d) anchor: node-oidc-provider, SQLite WAL, synchronous=${anchorSynchronous}`, "broker: WAL, synchronous=FULL"]);
     report(`(d) refresh_token grant, ${CHAINS} chains, SQLite (median of ${ROUNDS} alternating rounds)`, refresh, "refresh");
-    rows.push([`    warm-up rounds until steady (broker / anchor)`, `${warmUpRounds.join(" / ")} of ${CHAINS * REFRESHES_PER_CHAIN} refreshes`]);
+    rows.push([`    warm-up rounds until steady (broker / anchor)`, `${warmUpRounds.slice(0, 2).join(" / ")} of ${CHAINS * REFRESHES_PER_CHAIN} refreshes`]);
+    if (theirs) rows.push(...pairedRows("refresh", refresh[0]!, refresh[2]!));
     report(`(h) authorization_code grant, ${CHAINS} clients, SQLite`, exchange, "exchange");
+    if (theirs) rows.push(...pairedRows("exchange", exchange[0]!, exchange[2]!));
     return rows;
   } finally {
     await ours.close();
+    await theirs?.close();
     await stop(child);
   }
 }
