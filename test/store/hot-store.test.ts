@@ -9,6 +9,16 @@ import { databaseTargets } from "../support/database-targets.ts";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { accessRow, auditRow, grantRow, later, refreshRow, T0 } from "../support/hot-store-rows.ts";
 
+/** An access token with its grant as Prisma reads them (the token's grantId is no relation: two reads). */
+async function prismaAccessTokenWithGrant(db: Database["db"], id: string) {
+  const token = await db.accessToken.findUniqueOrThrow({ where: { id } });
+  const grant = await db.grant.findUniqueOrThrow({
+    where: { id: token.grantId },
+    include: { upstreamSession: true, client: { select: { registrationType: true, grantTypes: true } } },
+  });
+  return { ...token, grant };
+}
+
 describe.each(databaseTargets("hot store tests"))("the hot store on $name", (target) => {
   let database: Database;
   let cleanup: () => Promise<void>;
@@ -111,14 +121,7 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
       ...(await db.authorizationCode.findUnique({ where: { id: code.id }, include: { grant: true } })),
       client,
     });
-    expect(await hot.accessTokenByHash(access.tokenHash)).toEqual(
-      await db.accessToken.findUnique({
-        where: { id: access.id },
-        include: {
-          grant: { include: { upstreamSession: true, client: { select: { registrationType: true, grantTypes: true } } } },
-        },
-      }),
-    );
+    expect(await hot.accessTokenByHash(access.tokenHash)).toEqual(await prismaAccessTokenWithGrant(db, access.id));
     expect(await hot.upstreamSessionById(sessionId)).toEqual(await db.upstreamSession.findUnique({ where: { id: sessionId } }));
     // A machine client's grant has no upstream session: the joined columns come back null.
     const machineGrant = await db.grant.create({
@@ -136,12 +139,18 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     const machineAccess = await db.accessToken.create({ data: accessRow(machineGrant.id, null) });
     const machineRead = await hot.accessTokenByHash(machineAccess.tokenHash);
     expect(machineRead?.grant.upstreamSession).toBeNull();
-    expect(machineRead).toEqual(
-      await db.accessToken.findUnique({
-        where: { id: machineAccess.id },
-        include: { grant: { include: { upstreamSession: true, client: { select: { registrationType: true, grantTypes: true } } } } },
-      }),
-    );
+    expect(machineRead).toEqual(await prismaAccessTokenWithGrant(db, machineAccess.id));
+  });
+
+  it("reads an access token whose grant row is gone as no token: its grantId is no relation, nothing cascades to it", async () => {
+    const { db, hot } = database;
+    const grant = await db.grant.create({ data: grantRow() });
+    const access = await db.accessToken.create({ data: accessRow(grant.id, null) });
+    expect((await hot.accessTokenByHash(access.tokenHash))?.grant.id).toBe(grant.id);
+    await db.grant.delete({ where: { id: grant.id } });
+    // The row stays until the sweep removes it at its expiry; it never reads as a token again.
+    expect(await db.accessToken.count({ where: { id: access.id } })).toBe(1);
+    expect(await hot.accessTokenByHash(access.tokenHash)).toBeNull();
   });
 
   it("writes dates exactly as Prisma does, so Prisma's date filters find the hot store's rows", async () => {
