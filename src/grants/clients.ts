@@ -237,12 +237,16 @@ export class ClientRegistry {
   }
 
   /**
-   * Removes a client and, by cascade, its transactions, consents, grants, codes and refresh tokens;
-   * its access tokens are no relation of its grants (prisma/sqlite/schema.prisma says why): removed
-   * here in the same transaction, by a scan of a table that keeps only unexpired tokens.
+   * Removes a client and, by cascade, its transactions, consents, grants and codes; its tokens are
+   * no relation of its grants (prisma/sqlite/schema.prisma says why): removed here in the same
+   * transaction, by a scan of tables that keep only unexpired tokens.
    */
   async remove(id: string): Promise<boolean> {
-    const [, deleted] = await this.db.$transaction([this.db.accessToken.deleteMany({ where: { clientId: id } }), this.db.client.deleteMany({ where: { id } })]);
+    const [, , deleted] = await this.db.$transaction([
+      this.db.accessToken.deleteMany({ where: { clientId: id } }),
+      this.db.refreshToken.deleteMany({ where: { clientId: id } }),
+      this.db.client.deleteMany({ where: { id } }),
+    ]);
     if (deleted.count) await audit(this.db, { type: "client.removed", clientId: id });
     return deleted.count > 0;
   }

@@ -67,10 +67,10 @@ export function initialDeadlines(config: GrantsContext["config"], now: Date): { 
 }
 
 /**
- * Marks the grants, their refresh tokens and unused codes revoked, with a grant.revoked audit event
- * each (naming its user and client), inside the caller's transaction. Their access tokens are left
- * as they are: validation reads each token's grant and refuses it for the grant's revocation, and
- * no index finds them by grant (prisma/sqlite/schema.prisma says why). Returns the ids revoked now.
+ * Marks the grants and their unused codes revoked, with a grant.revoked audit event each (naming
+ * its user and client), inside the caller's transaction. Their tokens are left as they are: every
+ * use reads a token's grant and refuses it for the grant's revocation, and no index finds tokens by
+ * grant (prisma/sqlite/schema.prisma says why). Returns the ids revoked now.
  */
 export async function revokeGrantsInTx(tx: Tx, grantIds: readonly string[], reason: RevocationReason, now: Date): Promise<string[]> {
   if (grantIds.length === 0) return [];
@@ -79,7 +79,6 @@ export async function revokeGrantsInTx(tx: Tx, grantIds: readonly string[], reas
   if (ids.length === 0) return [];
   for (const g of live) await audit(tx, { type: "grant.revoked", grantId: g.id, subject: g.subject, clientId: g.clientId, detail: { reason } });
   await tx.grant.updateMany({ where: { id: { in: ids }, revokedAt: null }, data: { revokedAt: now, revokedReason: reason } });
-  await tx.refreshToken.updateMany({ where: { grantId: { in: ids }, revokedAt: null }, data: { revokedAt: now } });
   await tx.authorizationCode.updateMany({ where: { grantId: { in: ids }, consumedAt: null }, data: { consumedAt: now } });
   return ids;
 }

@@ -365,8 +365,9 @@ describe("mcp-auth-broker CLI", () => {
     await t.broker.services.grants.revocationFeed.poll();
     expect(await mcpStatus(carol.tokens.access_token)).toBe(401);
     expect(await t.broker.database.db.client.count({ where: { id: carol.client.client_id } })).toBe(0);
-    // Its access tokens too, though no relation cascades to them (prisma/sqlite/schema.prisma).
+    // Its tokens too, though no relation cascades to them (prisma/sqlite/schema.prisma).
     expect(await t.broker.database.db.accessToken.count({ where: { clientId: carol.client.client_id } })).toBe(0);
+    expect(await t.broker.database.db.refreshToken.count({ where: { clientId: carol.client.client_id } })).toBe(0);
   });
 
   it("purge sweeps expired rows on demand", async () => {

@@ -103,11 +103,12 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
 
     expect(await hot.clientById("client-1")).toEqual(await db.client.findUnique({ where: { id: "client-1" } }));
     expect(await hot.clientById("nobody")).toBeNull();
-    // The token's client comes with it (no Prisma relation from a token to its client: read apart).
+    // The token's client and grant come with it (no Prisma relation from a token to either: read apart).
     const client = await db.client.findUniqueOrThrow({ where: { id: "client-1" } });
     expect(await hot.refreshTokenByHash(refresh.tokenHash)).toEqual({
-      ...(await db.refreshToken.findUnique({ where: { id: refresh.id }, include: { grant: { include: { upstreamSession: true } } } })),
+      ...(await db.refreshToken.findUniqueOrThrow({ where: { id: refresh.id } })),
       client,
+      grant: await db.grant.findUniqueOrThrow({ where: { id: refresh.grantId }, include: { upstreamSession: true } }),
     });
     // A grant without an upstream session (client_credentials has no refresh token, but the join must hold).
     const bare = await db.grant.create({
@@ -142,14 +143,18 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     expect(machineRead).toEqual(await prismaAccessTokenWithGrant(db, machineAccess.id));
   });
 
-  it("reads an access token whose grant row is gone as no token: its grantId is no relation, nothing cascades to it", async () => {
+  it("reads a token whose grant row is gone as no token: its grantId is no relation, nothing cascades to it", async () => {
     const { db, hot } = database;
     const grant = await db.grant.create({ data: grantRow() });
-    const access = await db.accessToken.create({ data: accessRow(grant.id, null) });
+    const refresh = await db.refreshToken.create({ data: refreshRow(grant.id) });
+    const access = await db.accessToken.create({ data: accessRow(grant.id, refresh.id) });
+    expect((await hot.refreshTokenByHash(refresh.tokenHash))?.grant.id).toBe(grant.id);
     expect((await hot.accessTokenByHash(access.tokenHash))?.grant.id).toBe(grant.id);
     await db.grant.delete({ where: { id: grant.id } });
-    // The row stays until the sweep removes it at its expiry; it never reads as a token again.
+    // The rows stay until the sweep removes them at their expiry; they never read as tokens again.
+    expect(await db.refreshToken.count({ where: { id: refresh.id } })).toBe(1);
     expect(await db.accessToken.count({ where: { id: access.id } })).toBe(1);
+    expect(await hot.refreshTokenByHash(refresh.tokenHash)).toBeNull();
     expect(await hot.accessTokenByHash(access.tokenHash)).toBeNull();
   });
 

@@ -46,7 +46,8 @@ export function introspection(t: TokenContext): IntrospectionHandler {
     const access = await t.db.accessToken.findUnique({ where: { tokenHash: hash }, select: { clientId: true } });
     if (access) return access.clientId === client.id ? accessToken(p.token) : INACTIVE;
 
-    const refresh = await t.db.refreshToken.findUnique({ where: { tokenHash: hash }, include: { grant: true } });
+    // With its grant (no relation: the hot store's read joins it); a token whose grant is gone reads as none.
+    const refresh = await t.hot.refreshTokenByHash(hash);
     const now = dateOf(t.clock);
     if (!refresh || refresh.clientId !== client.id || refresh.revokedAt || refresh.expiresAt <= now || grantDeathReason(refresh.grant, now)) return INACTIVE;
     if (refresh.consumedAt && !(refresh.graceUntil && now < refresh.graceUntil)) return INACTIVE;
