@@ -12,6 +12,7 @@ import { s256Challenge } from "../src/grants/pkce.ts";
 import { hashPresentedToken } from "../src/grants/token-format.ts";
 import { obtainTokens, registerClient } from "../test/support/oauth-flow.ts";
 import { cpuMs, machineCpuMs, startProcess, stop } from "./processes.ts";
+import { pairedChange } from "./paired.ts";
 
 const CHAINS = 20;
 /** 2,000 requests a round: with 500, a round lasted half a second and /proc's 10 ms ticks weighed. */
@@ -261,18 +262,9 @@ export interface RunningBroker {
   readonly databaseUrl: string;
 }
 
-const change = (ratio: number) => `${ratio >= 1 ? "+" : ""}${((ratio - 1) * 100).toFixed(1)}%`;
-
-/**
- * This build against another (BENCH_BASELINE), from rounds in which both ran back to back: the
- * median of each round's own ratio, which holds when the machine's pace moves between rounds and
- * the ratio of two medians does not. A change of a few percent shows here and in no other row.
- */
+/** This build against another (BENCH_BASELINE), from the rounds both ran in (bench/paired.ts). */
 function pairedRows(unit: string, ours: Round[], baseline: Round[]): Array<[string, string]> {
-  const paired = (of: (r: Round) => number) => {
-    const ratios = ours.map((r, i) => of(r) / of(baseline[i]!));
-    return `${change(median(ratios))} (median of ${ratios.length} rounds' ratios, ${change(Math.min(...ratios))} to ${change(Math.max(...ratios))})`;
-  };
+  const paired = (of: (r: Round) => number) => pairedChange(baseline.map(of), ours.map(of));
   return [
     [
       `    against BENCH_BASELINE, CPU per ${unit}: all threads; event loop`,
@@ -284,7 +276,7 @@ function pairedRows(unit: string, ours: Round[], baseline: Round[]): Array<[stri
 
 /**
  * Runs the comparison against a running broker (SQLite); returns the report's rows. With
- * `baseline` (a broker built from other code), it runs in every round too, after the other two.
+ * `baseline` (a broker built from other code), it runs in every round too.
  */
 export async function compareTokenGrants(broker: RunningBroker, dir: string, baseline?: RunningBroker): Promise<Array<[string, string]>> {
   const { child, match } = await startProcess(["bench/anchor-provider.ts", path.join(dir, "anchor.db")], {}, /ANCHOR_URL (\S+) (\S+)/);

@@ -4,6 +4,7 @@
 // another checkout of the project (built, with node_modules), its broker runs the same calls: the
 // figure to compare "off" with, the same code before tracing existed. Rounds alternate between the
 // brokers, in turn first, so that a change of load on the shared cores weighs on each.
+import { change, pairedChange } from "./paired.ts";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -91,20 +92,13 @@ export async function tracingRows(start: StartBrokerAt): Promise<Array<[string, 
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const cpu = Object.fromEntries(subjects.map((s) => [s.name, median(s.cpuUs)]));
     const spread = (s: Subject) => `${Math.min(...s.cpuUs).toFixed(0)}–${Math.max(...s.cpuUs).toFixed(0)}`;
-    const change = (a: number, b: number) => `${b >= a ? "+" : ""}${((b / a - 1) * 100).toFixed(1)}%`;
-    // Each round runs every broker back to back: the ratio within a round is steadier than the
-    // ratio of medians when the machine's pace moves between rounds.
-    const pairedChange = (a: Subject, b: Subject) => {
-      const ratios = a.cpuUs.map((x, i) => b.cpuUs[i]! / x);
-      return `${change(1, median(ratios))} (median of ${ratios.length} rounds' ratios, ${change(1, Math.min(...ratios))} to ${change(1, Math.max(...ratios))})`;
-    };
     const off = subjects.find((s) => s.name === "off")!;
     const on = subjects.find((s) => s.name === "on")!;
     const base = subjects.find((s) => s.name === "baseline");
     return [
       [
         "(t) tracing off (no OTEL_*), broker CPU per request",
-        `median ${cpu.off!.toFixed(0)} µs (rounds ${spread(off)})${base ? `; before tracing existed (BENCH_BASELINE) ${cpu.baseline!.toFixed(0)} µs (rounds ${spread(base)}): off is ${pairedChange(base, off)}` : "; set BENCH_BASELINE to a built checkout of the code before, to compare"}`,
+        `median ${cpu.off!.toFixed(0)} µs (rounds ${spread(off)})${base ? `; before tracing existed (BENCH_BASELINE) ${cpu.baseline!.toFixed(0)} µs (rounds ${spread(base)}): off is ${pairedChange(base.cpuUs, off.cpuUs)}` : "; set BENCH_BASELINE to a built checkout of the code before, to compare"}`,
       ],
       [
         "(t) tracing on, 100% sampled, OTLP/HTTP protobuf to a local receiver",
