@@ -12,7 +12,8 @@ import { healthRouter } from "./http/health.ts";
 import { BrokerMetrics, metricsRouter } from "./http/metrics.ts";
 import { listen, type RunningServer } from "./http/server.ts";
 import { createServices, type Services } from "./services.ts";
-import { authorizationServerRouter } from "./oauth/router.ts";
+import { authorizationServerRoutes } from "./oauth/router.ts";
+import type { ExactRoute } from "./http/exact-routes.ts";
 import { callbackRouter } from "./oauth/callback.ts";
 import { connectCallbackRouter } from "./oauth/connect-callback.ts";
 import { frontDoorRouter } from "./account/front-door.ts";
@@ -190,8 +191,11 @@ async function openStorage(config: Config, options: BrokerOptions, logger: Logge
   return { database: tracing ? { ...opened, hot: tracedHotStore(opened.hot) } : opened, tracing };
 }
 
-/** Every public route: health, metrics (behind METRICS_TOKEN), the demo IdP, OAuth, pages, and each MCP server's mount. */
-function brokerRouters(
+/**
+ * Every public route: health, metrics (behind METRICS_TOKEN), the demo IdP, OAuth, pages (each MCP
+ * server's mount is served before them). `exact`: those of them also found by exact path.
+ */
+function brokerRoutes(
   config: Config,
   parts: {
     database: Database;
@@ -200,7 +204,7 @@ function brokerRouters(
     metrics: BrokerMetrics;
     demoIdp: MountedDemoIdentityProvider | undefined;
   },
-): Router[] {
+): { routers: Router[]; exact: readonly ExactRoute[] } {
   const { grants } = parts.services;
   const account: AccountDeps = {
     publicUrl: config.publicUrl,
@@ -211,29 +215,31 @@ function brokerRouters(
     apps: grants.connectedApps,
     connect: { flow: grants.connectFlow, connections: grants.connections },
   };
-  return [
+  const authorizationServer = authorizationServerRoutes({
+    config,
+    clients: grants.clients,
+    clientAuthentication: grants.clientAuthentication,
+    transactions: grants.transactions,
+    consents: grants.consents,
+    tokens: grants.tokens,
+    upstreamLogin: grants.upstreamLogin,
+    browserIdentities: grants.browserIdentities,
+    registrationLimit: grants.registrationLimit,
+    signingKeys: parts.services.signingKeys,
+    connectStep: { flow: grants.connectFlow, connections: grants.connections, upstreamLogin: grants.upstreamLogin },
+  });
+  const routers = [
     healthRouter(parts.database, parts.logger),
     // On the public listener only behind METRICS_TOKEN; METRICS_PORT serves it on loopback.
     ...(config.metricsToken ? [metricsRouter(parts.metrics, config.metricsToken)] : []),
     ...(parts.demoIdp ? [parts.demoIdp.router] : []),
-    authorizationServerRouter({
-      config,
-      clients: grants.clients,
-      clientAuthentication: grants.clientAuthentication,
-      transactions: grants.transactions,
-      consents: grants.consents,
-      tokens: grants.tokens,
-      upstreamLogin: grants.upstreamLogin,
-      browserIdentities: grants.browserIdentities,
-      registrationLimit: grants.registrationLimit,
-      signingKeys: parts.services.signingKeys,
-      connectStep: { flow: grants.connectFlow, connections: grants.connections, upstreamLogin: grants.upstreamLogin },
-    }),
+    authorizationServer.router,
     frontDoorRouter({ config, providerName: grants.upstreamLogin.providerName }),
     callbackRouter(grants.upstreamLogin, config.publicUrl, accountSignInCallback(account)),
     connectCallbackRouter(grants.connectFlow, config.publicUrl),
     accountRouter(account),
   ];
+  return { routers, exact: authorizationServer.exact };
 }
 
 /** The periodic sweep, the revocation feed and the audit sink: started now, stopped together. */
@@ -452,7 +458,7 @@ export async function createBroker(config: Config, options: BrokerOptions = {}):
     metrics: metrics.middleware(),
     // Before every router: no router has a path under /mcp, and each would match every MCP request's path against all of its routes.
     mcp: served.middleware(config.publicUrl),
-    routers: brokerRouters(config, { database, logger, services, metrics, demoIdp }),
+    ...brokerRoutes(config, { database, logger, services, metrics, demoIdp }),
   });
   const background = startBackgroundWork(config, options, services, database, logger);
   return brokerHandle({

@@ -1,6 +1,7 @@
 // The authorization server toward MCP clients: wires the endpoint handlers, nothing else.
 import { registrationPolicyOf } from "../grants/client-metadata.ts";
 import Router from "@koa/router";
+import type Koa from "koa";
 import type { Config } from "../config/load.ts";
 import type { TokenIssuer, UpstreamLoginStarter } from "../grants/ports.ts";
 import type { ClientRegistry } from "../grants/clients.ts";
@@ -9,6 +10,7 @@ import type { Consents } from "../grants/consents.ts";
 import type { BrowserIdentities } from "../grants/browser-identities.ts";
 import type { ClientAuthentication } from "../grants/client-authentication.ts";
 import { cors } from "../http/cors.ts";
+import type { ExactRoute } from "../http/exact-routes.ts";
 import { publicPathPrefix, publicPaths } from "../http/public-paths.ts";
 import { rateLimit, type RequestCounter } from "../http/rate-limit.ts";
 import { authorizationServerMetadata, protectedResourceMetadata, serveJson } from "./metadata.ts";
@@ -81,7 +83,13 @@ function metadataRoutes(router: Router, config: Config, signingKeys: SigningKeys
   router.options(jwksPaths, metadataCors).get(jwksPaths, metadataCors, jwksHandler(signingKeys));
 }
 
-export function authorizationServerRouter(deps: AuthorizationServerDeps): Router {
+/** The authorization server's routes: all in the router, the token endpoint's POST also found by exact path (http/exact-routes.ts). */
+export interface AuthorizationServerRoutes {
+  readonly router: Router;
+  readonly exact: readonly ExactRoute[];
+}
+
+export function authorizationServerRoutes(deps: AuthorizationServerDeps): AuthorizationServerRoutes {
   const { config, clients, transactions, consents } = deps;
   const issuer = config.publicUrl;
   const flow = {
@@ -114,9 +122,11 @@ export function authorizationServerRouter(deps: AuthorizationServerDeps): Router
   const authorize = authorizeHandler(flow);
   router.get(at("/authorize"), authorize).post(at("/authorize"), authorize);
   router.get(at("/consent"), consentPageHandler(consent)).post(at("/consent"), consentDecisionHandler(consent));
-  router.options(at("/token"), postCors).post(at("/token"), postCors, tokenHandler({ clientAuthentication: deps.clientAuthentication, tokens: deps.tokens }));
+  const token = tokenHandler({ clientAuthentication: deps.clientAuthentication, tokens: deps.tokens });
+  const tokenEndpoint: Koa.Middleware = (ctx, next) => postCors(ctx, () => token(ctx, next));
+  router.options(at("/token"), postCors).post(at("/token"), tokenEndpoint);
   router.options(at("/revoke"), postCors).post(at("/revoke"), postCors, revokeHandler(deps.clientAuthentication, deps.tokens));
   // Server-to-server only (confidential clients): no CORS.
   router.post(at("/introspect"), introspectHandler(deps.clientAuthentication, deps.tokens));
-  return router;
+  return { router, exact: [{ method: "POST", paths: at("/token"), handle: tokenEndpoint }] };
 }
