@@ -28,10 +28,19 @@ export function securityHeaders(options: { https: boolean; apiPaths?: readonly s
   };
 }
 
-/** The CSP of what the route answered: a page's, or none at all for anything else (unless the route set one). */
+/** A media type of text/html, with or without parameters, in any letter case (what Koa's ctx.response.is("html") matches). */
+const HTML = /^\s*text\/html\s*(;|$)/i;
+
+/**
+ * The CSP of what the route answered: a page's, or none at all for anything else (unless the route
+ * set one). Read and set on the response itself: Koa's ctx.response.is parses the media type and
+ * ctx.set allocates, on every request that is not the MCP endpoint's (the token endpoint's too).
+ */
 async function withContentSecurityPolicy(ctx: Koa.Context, next: Koa.Next): Promise<void> {
   await next();
-  if (ctx.headerSent) return;
-  if (ctx.response.is("html")) ctx.set("Content-Security-Policy", PAGE_CSP);
-  else if (!ctx.response.get("Content-Security-Policy")) ctx.set("Content-Security-Policy", API_CSP);
+  const res = ctx.res;
+  if (res.headersSent) return;
+  const type = res.getHeader("Content-Type");
+  if (typeof type === "string" && HTML.test(type)) res.setHeader("Content-Security-Policy", PAGE_CSP);
+  else if (!res.hasHeader("Content-Security-Policy")) res.setHeader("Content-Security-Policy", API_CSP);
 }
