@@ -5,14 +5,22 @@
 // which clients answer by reconnecting. Nothing here runs per request beyond a Set insertion: the
 // request body is read for its ids only when a stream is ended.
 import type { ServerResponse } from "node:http";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 
 type RequestId = string | number;
+
+/** Where a relayed stream's events come from: undici's body stream, or the proxy's direct relay (direct-relay.ts). */
+export interface StreamSource {
+  /** Takes no more events for now. */
+  pause(): unknown;
+  /** Cuts the request to the MCP server. */
+  destroy(): unknown;
+}
 
 /** A stream being relayed, as opened() gave it; closed() takes it back. */
 export interface OpenStream {
   readonly res: ServerResponse;
-  readonly source: Readable;
+  readonly source: StreamSource;
   /** The request's JSON body (POST), whose requests the stream answers. */
   readonly body: Buffer | null;
 }
@@ -40,7 +48,7 @@ export class OpenStreams {
    * A stream the proxy has started relaying; give it to closed() when it has ended. (Not a closure
    * to call: an open GET stream would keep one, and its context, for hours; bench row (s).)
    */
-  opened(res: ServerResponse, source: Readable, body: Buffer | null): OpenStream {
+  opened(res: ServerResponse, source: StreamSource, body: Buffer | null): OpenStream {
     const stream: OpenStream = { res, source, body };
     this.streams.add(stream);
     return stream;
@@ -82,7 +90,7 @@ export class OpenStreams {
     const events = requestIds(stream.body).map((id) => `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32603, message } })}\n\n`);
     res.end(events.join(""), () => {
       // What the MCP server still sends goes nowhere; undici's body errors when destroyed.
-      source.on("error", () => {});
+      if (source instanceof Readable) source.on("error", () => {});
       source.destroy();
     });
   }

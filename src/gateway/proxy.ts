@@ -10,6 +10,7 @@
 // raw request is forwarded (request-body.ts).
 // What every MCP request passes first (method, session owner, header/body agreement, tool rules)
 // is the front end's (front-end.ts); this file relays.
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import type Koa from "koa";
 import { Pool, errors as undiciErrors } from "undici";
@@ -32,6 +33,7 @@ import { OAuthError } from "../http/errors.ts";
 import { backendRefusal, type BrokerChallenge } from "./scope-challenge.ts";
 import { ExchangeAbort } from "./exchange-abort.ts";
 import { ClientGone, requestDeadline, ShuttingDown, SlowUpload, UpstreamTimeout, type RequestDeadline } from "./upstream-deadline.ts";
+import { DirectRelay } from "./direct-relay.ts";
 
 export interface McpProxyOptions extends FrontEndOptions {
   /** The MCP server's endpoint URL (MCP_SERVER_URL). */
@@ -253,6 +255,12 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
       assertion,
     );
     if (options.connectionInject) withConnectionToken(headers, options.connectionInject, request.identity);
+    // A call in a session whose answer needs no filter is relayed as it comes (direct-relay.ts):
+    // nothing about it waits between the answer's head and its body (the session is bound already).
+    if (ctx.method === "POST" && request.sessionId !== undefined && screened.listed === undefined) {
+      await relayDirect(parts, x, withProxyTraceContext(x.span, headers), screened.body as Buffer | Readable | null, asked);
+      return undefined;
+    }
     const upstream = await pool.request({
       method: ctx.method as "GET" | "POST" | "DELETE",
       path: x.path,
@@ -272,6 +280,67 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
   } finally {
     x.deadline.disarm();
   }
+}
+
+/**
+ * The MCP server's status and headers have come: told to whoever listens (metrics, the misfit
+ * warnings, the span). Returns the broker's own refusal of a 401 or 403 insufficient_scope
+ * (scope-challenge.ts), which replaces the MCP server's answer; null for any other.
+ */
+function heard({ options }: ProxyParts, x: Exchange, status: number, headers: IncomingHttpHeaders): OAuthError | null {
+  const { ctx, request } = x;
+  options.answered?.({
+    status,
+    method: ctx.method,
+    contentType: headers["content-type"],
+    wwwAuthenticate: headers["www-authenticate"],
+    sessionSent: request.sessionId !== undefined,
+    tokenSent: options.forwardUpstreamToken,
+  });
+  proxyAnswered(x.span, status);
+  return status === 401 || status === 403 ? backendRefusal(status, headers["www-authenticate"], request.identity, options.challenge, request.log) : null;
+}
+
+/** The MCP server's headers as the client gets them: only the broker challenges its clients (heard). */
+function relayedHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const headers = clientResponseHeaders(upstream);
+  delete headers["www-authenticate"];
+  return headers;
+}
+
+const isEventStream = (contentType: string | undefined): boolean => /^text\/event-stream/i.test(contentType ?? "");
+
+/**
+ * Relays the answer to a POST straight from undici's dispatch callbacks (direct-relay.ts). Resolves
+ * when the answer has been relayed, or has failed after its head was written (then logged); rejects
+ * with a failure before the head, or with the broker's refusal of the answer, as send() handles both.
+ */
+function relayDirect(parts: ProxyParts, x: Exchange, headers: Record<string, string>, body: Buffer | Readable | null, asked: number): Promise<void> {
+  const { options } = parts;
+  const { ctx, request } = x;
+  const streams = options.streams;
+  let streamed: OpenStream | undefined;
+  return new Promise((resolve, reject) => {
+    const head = (status: number, upstreamHeaders: IncomingHttpHeaders): Error | undefined => {
+      x.deadline.disarm();
+      options.observer?.mcpServerAnswered((performance.now() - asked) / 1000);
+      const refusal = heard(parts, x, status, upstreamHeaders);
+      if (refusal) return refusal;
+      ctx.respond = false;
+      ctx.res.writeHead(status, relayedHeaders(upstreamHeaders));
+      if (streams && isEventStream(upstreamHeaders["content-type"])) streamed = streams.opened(ctx.res, relay, Buffer.isBuffer(body) ? body : Buffer.alloc(0));
+      return undefined;
+    };
+    const relay = new DirectRelay(ctx.res, x.cut, head, (err, headWritten) => {
+      if (streamed) streams?.closed(streamed);
+      if (!err) return resolve();
+      if (!headWritten) return reject(err);
+      abnormalEnd(err, x.cut, request.log());
+      resolve();
+    });
+    // undici calls the handler's callbacks (Dispatcher.DispatchHandler) and reads the body as request() would.
+    parts.pool.dispatch({ method: "POST", path: x.path, headers, body }, relay);
+  });
 }
 
 /**
@@ -297,21 +366,10 @@ async function bindSession({ options }: ProxyParts, x: Exchange, upstream: Upstr
  * closes the exchange (see streamAnswer).
  */
 async function answer(parts: ProxyParts, x: Exchange, sent: Sent): Promise<Answered> {
-  const { options } = parts;
   const { ctx, request } = x;
   const { upstream } = sent;
   const status = upstream.statusCode;
-  options.answered?.({
-    status,
-    method: ctx.method,
-    contentType: upstream.headers["content-type"] as string | undefined,
-    wwwAuthenticate: upstream.headers["www-authenticate"],
-    sessionSent: request.sessionId !== undefined,
-    tokenSent: options.forwardUpstreamToken,
-  });
-  proxyAnswered(x.span, status);
-  const refusal =
-    status === 401 || status === 403 ? backendRefusal(status, upstream.headers["www-authenticate"], request.identity, options.challenge, request.log) : null;
+  const refusal = heard(parts, x, status, upstream.headers);
   if (refusal) {
     discard(upstream.body);
     throw refusal;
@@ -342,9 +400,7 @@ async function streamAnswer(parts: ProxyParts, x: Exchange, { upstream, body, li
   const { options } = parts;
   const { ctx, request } = x;
   ctx.respond = false;
-  let headers = clientResponseHeaders(upstream.headers);
-  // Only the broker challenges its clients (backendRefusal).
-  delete headers["www-authenticate"];
+  let headers = relayedHeaders(upstream.headers);
   const answerHeaders = {
     contentType: upstream.headers["content-type"] as string | undefined,
     contentEncoding: upstream.headers["content-encoding"] as string | undefined,
@@ -358,7 +414,7 @@ async function streamAnswer(parts: ProxyParts, x: Exchange, { upstream, body, li
   if (upstream.body.readableLength === 0) ctx.res.flushHeaders();
   const streams = options.streams;
   const streamed =
-    streams && /^text\/event-stream/i.test(answerHeaders.contentType ?? "")
+    streams && isEventStream(answerHeaders.contentType)
       ? streams.opened(ctx.res, upstream.body, ctx.method === "POST" ? (body ?? Buffer.alloc(0)) : null)
       : undefined;
   const source = filter ? upstream.body.pipe(filter) : upstream.body;
