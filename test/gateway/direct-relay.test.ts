@@ -140,6 +140,48 @@ describe("DirectRelay", () => {
     expect(outcomes[1]).toBe("the client went away (head written: true)");
   });
 
+  it("holds the MCP server back while the client does not read (onData says pause), and resumes it on drain", async () => {
+    // The relay's side of undici's contract (Dispatcher.dispatch: onData returning false pauses the
+    // response until the resume given to onHeaders is called), on a real response whose client
+    // does not read: without it a slow client would make the broker buffer the whole answer.
+    let relay: DirectRelay | undefined;
+    let resumed = 0;
+    const url = await listen((req, res) => {
+      req.resume();
+      relay = new DirectRelay(
+        res,
+        new ExchangeAbort(),
+        (status) => {
+          res.writeHead(status, { "content-type": "application/octet-stream" });
+          return undefined;
+        },
+        () => {},
+      );
+      relay.onHeaders(200, [], () => {
+        resumed++;
+      });
+    });
+    const answer = await new Promise<http.IncomingMessage>((resolve) => http.get(url, resolve));
+    answer.pause();
+    await until(() => relay !== undefined, "the relay to start");
+    const chunk = Buffer.alloc(64 * 1024, 120);
+    let sent = 0;
+    while (relay!.onData(chunk)) {
+      sent += chunk.length;
+      if (sent > 256 * 1024 * 1024) throw new Error("the relay never asked to pause");
+    }
+    expect(resumed).toBe(0);
+    let received = 0;
+    answer.on("data", (data: Buffer) => {
+      received += data.length;
+    });
+    answer.resume();
+    await until(() => resumed === 1, "the relay to resume the MCP server's side on drain");
+    relay!.onComplete();
+    await new Promise((resolve) => answer.on("end", resolve));
+    expect(received).toBe(sent + chunk.length);
+  });
+
   it("an exchange cut before the MCP server was reached never sends the request", async () => {
     let reached = 0;
     const upstream = await listen((req, res) => {
