@@ -129,6 +129,8 @@ interface Exchange {
   readonly release: (() => void) | undefined;
   readonly onClose: () => void;
   span?: ProxySpan;
+  /** When the request went to the MCP server (performance.now()): how long it took to answer. */
+  asked?: number;
 }
 
 type Upstream = Awaited<ReturnType<Pool["request"]>>;
@@ -244,7 +246,7 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
   try {
     const screened = await screenedBody(x);
     if (!screened) return undefined;
-    const asked = performance.now();
+    x.asked = performance.now();
     x.span = startProxySpan(target, ctx.method, x.path);
     const headers = upstreamRequestHeaders(
       ctx.req.headers,
@@ -258,7 +260,7 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
     // A call in a session whose answer needs no filter is relayed as it comes (direct-relay.ts):
     // nothing about it waits between the answer's head and its body (the session is bound already).
     if (ctx.method === "POST" && request.sessionId !== undefined && screened.listed === undefined) {
-      await relayDirect(parts, x, withProxyTraceContext(x.span, headers), screened.body as Buffer | Readable | null, asked);
+      await relayDirect(parts, x, withProxyTraceContext(x.span, headers), screened.body as Buffer | Readable | null);
       return undefined;
     }
     const upstream = await pool.request({
@@ -269,7 +271,6 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
       body: screened.body as Buffer | Readable | null,
       signal: x.cut,
     });
-    options.observer?.mcpServerAnswered((performance.now() - asked) / 1000);
     return { upstream, body: Buffer.isBuffer(screened.body) ? screened.body : null, listed: screened.listed };
   } catch (err) {
     // The broker's own answer (the tool rules' step-up challenge), not a failure of the MCP server.
@@ -283,12 +284,13 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
 }
 
 /**
- * The MCP server's status and headers have come: told to whoever listens (metrics, the misfit
- * warnings, the span). Returns the broker's own refusal of a 401 or 403 insufficient_scope
+ * The MCP server's status and headers have come: told to whoever listens (metrics with how long
+ * it took, the misfit warnings, the span). Returns the broker's own refusal of a 401 or 403 insufficient_scope
  * (scope-challenge.ts), which replaces the MCP server's answer; null for any other.
  */
 function heard({ options }: ProxyParts, x: Exchange, status: number, headers: IncomingHttpHeaders): OAuthError | null {
   const { ctx, request } = x;
+  if (x.asked !== undefined) options.observer?.mcpServerAnswered((performance.now() - x.asked) / 1000);
   options.answered?.({
     status,
     method: ctx.method,
@@ -315,7 +317,7 @@ const isEventStream = (contentType: string | undefined): boolean => /^text\/even
  * when the answer has been relayed, or has failed after its head was written (then logged); rejects
  * with a failure before the head, or with the broker's refusal of the answer, as send() handles both.
  */
-function relayDirect(parts: ProxyParts, x: Exchange, headers: Record<string, string>, body: Buffer | Readable | null, asked: number): Promise<void> {
+function relayDirect(parts: ProxyParts, x: Exchange, headers: Record<string, string>, body: Buffer | Readable | null): Promise<void> {
   const { options } = parts;
   const { ctx, request } = x;
   const streams = options.streams;
@@ -323,7 +325,6 @@ function relayDirect(parts: ProxyParts, x: Exchange, headers: Record<string, str
   return new Promise((resolve, reject) => {
     const head = (status: number, upstreamHeaders: IncomingHttpHeaders): Error | undefined => {
       x.deadline.disarm();
-      options.observer?.mcpServerAnswered((performance.now() - asked) / 1000);
       const refusal = heard(parts, x, status, upstreamHeaders);
       if (refusal) return refusal;
       ctx.respond = false;
