@@ -297,7 +297,7 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
       if (!undone) undo();
     }
     const again = await fetch(`${t.url}/readyz`);
-    expect(again.status).toBe(200);
+    expect({ status: again.status, body: await again.text() }).toMatchObject({ status: 200 });
     expect((await register()).status).toBe(201);
   });
 });
