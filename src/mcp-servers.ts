@@ -192,7 +192,7 @@ async function backendOf(
     answered: misfitWarnings({ logger: log, targetUrl }),
     streams: deps.streams,
     publicUrl: config.publicUrl,
-    assertion: (identity) => deps.assertions.for(identity, entry.resourceUrl),
+    assertion: deps.assertions.forAudience(entry.resourceUrl),
     connectionInject: entry.connection?.inject,
   });
   return { handler: proxy.middleware, proxy, ...(demo ? { demo } : {}) };

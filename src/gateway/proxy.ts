@@ -66,7 +66,7 @@ export interface McpProxyOptions extends FrontEndOptions {
   /** The event streams being relayed, which a shutdown ends properly (open-streams.ts). */
   readonly streams?: OpenStreams;
   /** The signed word on who the caller is (X-Auth-Assertion), made for this server. */
-  readonly assertion?: (identity: CallerIdentity) => Promise<string>;
+  readonly assertion?: (identity: CallerIdentity) => string | Promise<string>;
   /** How the user's connected-account token reaches the server (a header), when it needs one. */
   readonly connectionInject?: ConnectionInject | undefined;
 }
@@ -242,7 +242,9 @@ async function send(parts: ProxyParts, x: Exchange): Promise<Sent | undefined> {
   const { ctx, request } = x;
   const pool = ctx.method === "GET" ? parts.streamPool : parts.pool;
   // Before the try: a failure to sign is the broker's own (its store), not the MCP server's.
-  const assertion = options.assertion ? await options.assertion(request.identity) : undefined;
+  // Awaited only when it is a promise (a new assertion to sign): the reused one is a plain string.
+  let assertion = options.assertion?.(request.identity);
+  if (typeof assertion === "object") assertion = await assertion;
   try {
     const screened = await screenedBody(x);
     if (!screened) return undefined;

@@ -35,15 +35,37 @@ export class IdentityAssertions {
 
   /** The assertion of `identity` for the server whose resource is `audience`. */
   async for(identity: CallerIdentity, audience: string): Promise<string> {
+    return (await this.assertion(identity, audience)).jwt;
+  }
+
+  /**
+   * The assertions for one server (`audience`), as its proxy asks for them on every request. The
+   * bearer check hands out one identity object per validated access for as long as the validation
+   * cache keeps it, so the assertion last made for that object is found without building the
+   * string key below: a plain value, no promise (bench row (m) counts the bytes of each request).
+   */
+  forAudience(audience: string): (identity: CallerIdentity) => string | Promise<string> {
+    const recent = new WeakMap<CallerIdentity, Made>();
+    return (identity) => {
+      const last = recent.get(identity);
+      if (last !== undefined && last.reuseUntil > this.clock.now()) return last.jwt;
+      return this.assertion(identity, audience).then((made) => {
+        recent.set(identity, made);
+        return made.jwt;
+      });
+    };
+  }
+
+  private async assertion(identity: CallerIdentity, audience: string): Promise<Made> {
     const now = this.clock.now();
     // The grant, the server and the scopes decide what is asserted; login and e-mail change only
     // at an upstream re-check, which a 30-second reuse may lag behind by as much.
     const cacheKey = `${identity.grantId}\n${audience}\n${identity.scopes.join(" ")}`;
     const cached = this.made.get(cacheKey);
-    if (cached && cached.reuseUntil > now) return cached.jwt;
-    const jwt = await this.sign(identity, audience, now);
-    this.made.set(cacheKey, { jwt, reuseUntil: now + REUSE_MS });
-    return jwt;
+    if (cached && cached.reuseUntil > now) return cached;
+    const made = { jwt: await this.sign(identity, audience, now), reuseUntil: now + REUSE_MS };
+    this.made.set(cacheKey, made);
+    return made;
   }
 
   private async sign(identity: CallerIdentity, audience: string, now: number): Promise<string> {

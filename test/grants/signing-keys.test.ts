@@ -131,4 +131,42 @@ describe.each(databaseTargets("signing key tests"))("signing keys on $name", (ta
     clock.advance(1_000);
     expect(await assertions.for(identity, "https://broker.example/mcp/docs")).not.toBe(jwt);
   });
+
+  it("a server's assertions: the same identity object gets the last one as a plain string while it is reused, nobody else does", async () => {
+    await fresh();
+    const clock = new ManualClock(PERIOD_START + 5 * HOUR);
+    const keys = new SigningKeys(database.db, box, clock, SCHEDULE);
+    const assertions = new IdentityAssertions(keys, "https://broker.example", clock);
+    const docs = assertions.forAudience("https://broker.example/mcp/docs");
+    const first = docs(identity);
+    expect(first).toBeInstanceOf(Promise);
+    const jwt = await first;
+    const verify = async (token: string, audience = "https://broker.example/mcp/docs") =>
+      (await jwtVerify(token, createLocalJWKSet({ keys: await keys.published() }), { audience, currentDate: new Date(clock.now()) })).payload;
+    expect(await verify(jwt)).toMatchObject({ sub: "oidc:ada", scope: "mcp" });
+    clock.advance(29_000);
+    // No promise, no signing: the value itself.
+    expect(docs(identity)).toBe(jwt);
+    // Another server's function: its own audience, never this one's assertion.
+    const other = await assertions.forAudience("https://broker.example/mcp/other")(identity);
+    expect(other).not.toBe(jwt);
+    expect(await verify(other, "https://broker.example/mcp/other")).toMatchObject({ sub: "oidc:ada" });
+    // Another user's identity (another grant, other scopes) gets its own, naming them.
+    const grace: CallerIdentity = {
+      ...identity,
+      subject: "oidc:grace",
+      user: "grace",
+      grantId: "grant-2",
+      scopes: ["mcp", "admin"],
+      facts: { subject: "oidc:grace", login: "grace" },
+    };
+    const graces = await docs(grace);
+    expect(graces).not.toBe(jwt);
+    expect(await verify(graces)).toMatchObject({ sub: "oidc:grace", login: "grace", scope: "mcp admin" });
+    // Half the life gone: signed anew.
+    clock.advance(1_000);
+    const renewed = docs(identity);
+    expect(renewed).toBeInstanceOf(Promise);
+    expect(await renewed).not.toBe(jwt);
+  });
 });
