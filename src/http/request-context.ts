@@ -1,10 +1,11 @@
 // Gives every request an id and a child logger, and logs one line per request (URL redacted).
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import type Koa from "koa";
 import { redactUrl, type Logger } from "../logger.ts";
 import type { ErrorFormat } from "./errors.ts";
 import type { CallerIdentity } from "../grants/caller-identity.ts";
 import { isUnder } from "./public-paths.ts";
+import { randomUuid } from "../lib/random-uuid.ts";
 
 /** What the broker's middleware keep in `ctx.state`, for every route. */
 export interface RequestState {
@@ -100,7 +101,7 @@ export function sessionTag(sessionId: string): string {
 export function requestContext(logger: Logger, quietPaths: readonly string[] = [], mcpPaths: readonly string[] = []): Koa.Middleware {
   return async (ctx, next) => {
     const incoming = ctx.get("x-request-id");
-    const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUuid();
     // Nothing has written to the state before this middleware: it is replaced whole.
     const state: RequestState = new BrokerRequestState(requestId, logger);
     ctx.state = state;
