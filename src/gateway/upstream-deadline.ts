@@ -11,8 +11,6 @@ export class ShuttingDown extends Error {}
 /** The client's upload came too slowly (http/slow-requests.ts); the message is the client's answer. */
 export class SlowUpload extends Error {}
 
-const noop = () => {};
-
 export interface RequestDeadline {
   /** The body's head has arrived and the rest now streams to the MCP server: the rate rule applies. */
   streaming(): void;
@@ -25,21 +23,47 @@ export interface RequestDeadline {
  * `ms` and `2 ms` after the client's last byte, whether its upload is still open or has just completed.
  *
  * With `upload` (the body was still arriving when the proxy started), also `SlowUpload`
- * (uploadDeadline).
+ * (UploadDeadline).
+ *
+ * Classes whose timer gets the deadline as its argument, rather than closures: one object and one
+ * timer per request, the fewest bytes a request's deadline can cost (bench row (m)).
  */
 export function requestDeadline(ms: number, request: IncomingMessage, upload: SlowClientLimits | undefined, expire: (reason: Error) => void): RequestDeadline {
-  if (upload !== undefined) return uploadDeadline(ms, request, upload, expire);
-  let seen = request.socket?.bytesRead ?? 0;
-  const timer = setTimeout(function check() {
-    const now = request.socket?.bytesRead ?? seen;
-    if (now !== seen) {
-      seen = now;
-      timer.refresh();
+  return upload === undefined ? new InactivityDeadline(ms, request, expire) : new UploadDeadline(ms, request, upload, expire);
+}
+
+class InactivityDeadline implements RequestDeadline {
+  private seen: number;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    ms: number,
+    private readonly request: IncomingMessage,
+    private readonly expire: (reason: Error) => void,
+  ) {
+    this.seen = request.socket?.bytesRead ?? 0;
+    this.timer = setTimeout(checkInactivity, ms, this);
+  }
+
+  check(): void {
+    const now = this.request.socket?.bytesRead ?? this.seen;
+    if (now !== this.seen) {
+      this.seen = now;
+      this.timer.refresh();
       return;
     }
-    expire(new UpstreamTimeout());
-  }, ms);
-  return { streaming: noop, disarm: () => clearTimeout(timer) };
+    this.expire(new UpstreamTimeout());
+  }
+
+  streaming(): void {}
+
+  disarm(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+function checkInactivity(deadline: InactivityDeadline): void {
+  deadline.check();
 }
 
 /**
@@ -50,52 +74,73 @@ export function requestDeadline(ms: number, request: IncomingMessage, upload: Sl
  * unread in the broker (then the MCP server is the slow side, and the inactivity rule is the one
  * that speaks).
  */
-function uploadDeadline(ms: number, request: IncomingMessage, upload: SlowClientLimits, expire: (reason: Error) => void): RequestDeadline {
-  let seen = request.socket?.bytesRead ?? 0;
-  const started = Date.now();
-  let lastProgress = started;
-  let phase: "head" | "stream" | "done" = "head";
-  let windowStart = started;
-  let windowBytes = seen;
-  let timer: NodeJS.Timeout;
-  const arm = (now: number) => {
-    let next = lastProgress + ms - now;
-    if (phase === "head") next = Math.min(next, started + upload.bodyDeadlineMs - now);
-    else if (phase === "stream") next = Math.min(next, windowStart + upload.rateWindowMs - now);
-    timer = setTimeout(check, Math.max(1, next));
-  };
-  const check = () => {
+class UploadDeadline implements RequestDeadline {
+  private seen: number;
+  private readonly started = Date.now();
+  private lastProgress = this.started;
+  private phase: "head" | "stream" | "done" = "head";
+  private windowStart = this.started;
+  private windowBytes: number;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ms: number,
+    private readonly request: IncomingMessage,
+    private readonly upload: SlowClientLimits,
+    private readonly expire: (reason: Error) => void,
+  ) {
+    this.seen = request.socket?.bytesRead ?? 0;
+    this.windowBytes = this.seen;
+    this.arm(this.started);
+  }
+
+  private arm(now: number): void {
+    let next = this.lastProgress + this.ms - now;
+    if (this.phase === "head") next = Math.min(next, this.started + this.upload.bodyDeadlineMs - now);
+    else if (this.phase === "stream") next = Math.min(next, this.windowStart + this.upload.rateWindowMs - now);
+    this.timer = setTimeout(checkUpload, Math.max(1, next), this);
+  }
+
+  check(): void {
+    const { request, upload } = this;
     const now = Date.now();
-    const bytes = request.socket?.bytesRead ?? seen;
-    if (bytes !== seen) {
-      seen = bytes;
-      lastProgress = now;
+    const bytes = request.socket?.bytesRead ?? this.seen;
+    if (bytes !== this.seen) {
+      this.seen = bytes;
+      this.lastProgress = now;
     }
-    if (request.complete) phase = "done";
-    if (phase === "head" && now - started >= upload.bodyDeadlineMs) {
-      return expire(new SlowUpload(`The upload did not arrive within ${upload.bodyDeadlineMs / 1000} s.`));
+    if (request.complete) this.phase = "done";
+    if (this.phase === "head" && now - this.started >= upload.bodyDeadlineMs) {
+      this.expire(new SlowUpload(`The upload did not arrive within ${upload.bodyDeadlineMs / 1000} s.`));
+      return;
     }
-    if (phase === "stream" && now - windowStart >= upload.rateWindowMs) {
-      const rate = ((bytes - windowBytes) * 1000) / (now - windowStart);
+    if (this.phase === "stream" && now - this.windowStart >= upload.rateWindowMs) {
+      const rate = ((bytes - this.windowBytes) * 1000) / (now - this.windowStart);
       if (rate < upload.minUploadBytesPerSecond && request.readableLength === 0) {
-        return expire(new SlowUpload(`The upload is too slow (under ${upload.minUploadBytesPerSecond} bytes per second).`));
+        this.expire(new SlowUpload(`The upload is too slow (under ${upload.minUploadBytesPerSecond} bytes per second).`));
+        return;
       }
-      windowStart = now;
-      windowBytes = bytes;
+      this.windowStart = now;
+      this.windowBytes = bytes;
     }
-    if (now - lastProgress >= ms) return expire(new UpstreamTimeout());
-    arm(now);
-  };
-  arm(started);
-  return {
-    streaming() {
-      if (phase !== "head") return;
-      phase = "stream";
-      windowStart = Date.now();
-      windowBytes = request.socket?.bytesRead ?? seen;
-      clearTimeout(timer);
-      arm(windowStart);
-    },
-    disarm: () => clearTimeout(timer),
-  };
+    if (now - this.lastProgress >= this.ms) this.expire(new UpstreamTimeout());
+    else this.arm(now);
+  }
+
+  streaming(): void {
+    if (this.phase !== "head") return;
+    this.phase = "stream";
+    this.windowStart = Date.now();
+    this.windowBytes = this.request.socket?.bytesRead ?? this.seen;
+    clearTimeout(this.timer);
+    this.arm(this.windowStart);
+  }
+
+  disarm(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+function checkUpload(deadline: UploadDeadline): void {
+  deadline.check();
 }
