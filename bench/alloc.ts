@@ -60,6 +60,8 @@ async function floorBytes(mcpUrl: string, kind: "koa" | "plain"): Promise<number
 
 export async function allocRows(start: StartBroker, mcpUrl: string): Promise<Array<[string, string]>> {
   const { figure, rows } = await brokerAllocRows(start);
+  // BENCH_ALLOC_FLOORS=0: the broker's windows alone, while working on its own bytes (the floors stay put).
+  if (process.env.BENCH_ALLOC_FLOORS === "0") return rows;
   const koa = await floorBytes(mcpUrl, "koa");
   const plain = await floorBytes(mcpUrl, "plain");
   rows.splice(1, 0, [
