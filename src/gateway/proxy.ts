@@ -34,6 +34,7 @@ import { backendRefusal, type BrokerChallenge } from "./scope-challenge.ts";
 import { ExchangeAbort } from "./exchange-abort.ts";
 import { ClientGone, requestDeadline, ShuttingDown, SlowUpload, UpstreamTimeout, type RequestDeadline } from "./upstream-deadline.ts";
 import { DirectRelay } from "./direct-relay.ts";
+import { writeHeadWith } from "../http/answer-headers.ts";
 
 export interface McpProxyOptions extends FrontEndOptions {
   /** The MCP server's endpoint URL (MCP_SERVER_URL). */
@@ -330,7 +331,7 @@ function relayDirect(parts: ProxyParts, x: Exchange, headers: Record<string, str
       const refusal = heard(parts, x, status, upstreamHeaders);
       if (refusal) return refusal;
       ctx.respond = false;
-      ctx.res.writeHead(status, relayedHeaders(upstreamHeaders));
+      writeHeadWith(ctx.res, status, relayedHeaders(upstreamHeaders));
       if (streams && isEventStream(upstreamHeaders["content-type"])) streamed = streams.opened(ctx.res, relay, Buffer.isBuffer(body) ? body : Buffer.alloc(0));
       return undefined;
     };

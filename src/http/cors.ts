@@ -1,6 +1,7 @@
 // CORS for the endpoints browser-based MCP clients (the MCP Inspector) call directly: metadata,
 // registration, token, revocation and the MCP endpoint. No credentials: tokens travel in headers.
 import type Koa from "koa";
+import { carryOnEveryAnswer, type HeaderList } from "./answer-headers.ts";
 
 /**
  * What a browser client may send: the MCP transport's headers, 2026-07-28's mirrored request
@@ -32,24 +33,28 @@ export interface CorsOptions {
   readonly allowOrigin?: (origin: string) => boolean;
 }
 
+/** Every origin granted: the same two headers on every answer. */
+const ANY_ORIGIN: HeaderList = ["access-control-allow-origin", "*", "access-control-expose-headers", EXPOSED_HEADERS];
+/** An answer that depends on the origin says so to caches, granted or not. */
+const VARY_ORIGIN: HeaderList = ["vary", "Origin"];
+
 export function cors(options: CorsOptions): Koa.Middleware {
   const { allowOrigin } = options;
   // Not async, and next() returned rather than awaited: no suspended frame per request.
   return (ctx, next) => {
-    // ctx.res.setHeader, not ctx.set: see security-headers.ts (headers are not sent before next()).
-    let granted = true;
-    if (allowOrigin === undefined) ctx.res.setHeader("Access-Control-Allow-Origin", "*");
-    else {
-      // Vary is usually not set yet: set it outright; else merge (the vary package parses the value, about 1 KB per call).
-      if (ctx.res.hasHeader("vary")) ctx.vary("Origin");
-      else ctx.res.setHeader("Vary", "Origin");
-      const origin = ctx.get("origin");
-      granted = origin !== "" && allowOrigin(origin);
-      if (granted) ctx.res.setHeader("Access-Control-Allow-Origin", origin);
-    }
+    // Carried to the head (answer-headers.ts), written with it: the MCP server's own
+    // Access-Control-* headers are dropped (proxy-headers.ts), and its Vary is merged with Origin.
     // Read by a browser only along with a grant: a native client's answers (and the head an open
-    // event stream keeps) go without it.
-    if (granted) ctx.res.setHeader("Access-Control-Expose-Headers", EXPOSED_HEADERS);
+    // event stream keeps) go without Expose-Headers.
+    if (allowOrigin === undefined) carryOnEveryAnswer(ctx.res, ANY_ORIGIN);
+    else {
+      const origin = ctx.get("origin");
+      const granted = origin !== "" && allowOrigin(origin);
+      carryOnEveryAnswer(
+        ctx.res,
+        granted ? [...VARY_ORIGIN, "access-control-allow-origin", origin, "access-control-expose-headers", EXPOSED_HEADERS] : VARY_ORIGIN,
+      );
+    }
     if (ctx.method === "OPTIONS") {
       ctx.set("Access-Control-Allow-Methods", options.methods);
       ctx.set("Access-Control-Allow-Headers", allowedHeaders(ctx.get("access-control-request-headers")));

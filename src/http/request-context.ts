@@ -6,6 +6,7 @@ import type { ErrorFormat } from "./errors.ts";
 import type { CallerIdentity } from "../grants/caller-identity.ts";
 import { isUnder } from "./public-paths.ts";
 import { randomUuid } from "../lib/random-uuid.ts";
+import { carryRequestId } from "./answer-headers.ts";
 
 /** What the broker's middleware keep in `ctx.state`, for every route. */
 export interface RequestState {
@@ -105,7 +106,7 @@ export function requestContext(logger: Logger, quietPaths: readonly string[] = [
     // Nothing has written to the state before this middleware: it is replaced whole.
     const state: RequestState = new BrokerRequestState(requestId, logger);
     ctx.state = state;
-    ctx.res.setHeader("X-Request-Id", requestId);
+    carryRequestId(ctx.res, requestId);
     const started = performance.now();
     // Only when the access line will be written: the bytes the connection had carried before this request.
     const mark: ByteMark | undefined = logger.isLevelEnabled("info") ? { read: ctx.req.socket.bytesRead, written: ctx.req.socket.bytesWritten } : undefined;

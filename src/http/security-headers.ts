@@ -3,27 +3,35 @@
 // response.
 import type Koa from "koa";
 import { isUnder } from "./public-paths.ts";
+import { carryOnEveryAnswer, type HeaderList } from "./answer-headers.ts";
 
 const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'";
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
-/** `apiPaths`: paths that never answer a page (the MCP endpoint), whose CSP is set before anything else runs. */
+/** `apiPaths`: paths that never answer a page (the MCP endpoint), whose CSP is known before anything else runs. */
 export function securityHeaders(options: { https: boolean; apiPaths?: readonly string[] }): Koa.Middleware {
   const apiPaths = options.apiPaths ?? [];
+  const every: HeaderList = [
+    "x-content-type-options",
+    "nosniff",
+    "x-frame-options",
+    "DENY",
+    "referrer-policy",
+    "no-referrer",
+    "cross-origin-opener-policy",
+    "same-origin",
+    ...(options.https ? ["strict-transport-security", "max-age=31536000; includeSubDomains"] : []),
+  ];
+  const api: HeaderList = [...every, "content-security-policy", API_CSP];
   return (ctx, next) => {
-    // Straight onto the response: Koa's ctx.set builds three arrays and a closure per call, about
-    // 4 KB of garbage per /mcp request over this and the other per-request headers.
-    const res = ctx.res;
-    res.setHeader("X-Content-Type-Options", "nosniff");
-    res.setHeader("X-Frame-Options", "DENY");
-    res.setHeader("Referrer-Policy", "no-referrer");
-    res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
-    if (options.https) res.setHeader("Strict-Transport-Security", "max-age=31536000; includeSubDomains");
+    // Carried on the response and written with its head (answer-headers.ts): nothing the route or
+    // the MCP server answers replaces them.
     if (isUnder(apiPaths, ctx.path)) {
+      carryOnEveryAnswer(ctx.res, api);
       // Known now, so next() is returned rather than awaited: no frame is kept while an answer is relayed.
-      res.setHeader("Content-Security-Policy", API_CSP);
       return next();
     }
+    carryOnEveryAnswer(ctx.res, every);
     return withContentSecurityPolicy(ctx, next);
   };
 }

@@ -2,6 +2,7 @@
 // requests finish within a deadline, then cuts what is left.
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { BrokerResponse } from "./answer-headers.ts";
 
 export interface RunningServer {
   readonly server: http.Server;
@@ -137,7 +138,13 @@ function closeGracefully(server: http.Server, tracker: RequestTracker, deadlineM
 export async function listen(handler: http.RequestListener, port: number, host: string, timeouts: Partial<ServerTimeouts> = {}): Promise<RunningServer> {
   const limits = { ...DEFAULT_SERVER_TIMEOUTS, ...timeouts };
   const server = http.createServer(
-    { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: limits.checkIntervalMs },
+    // BrokerResponse: the headers every answer carries are written with its head (answer-headers.ts).
+    {
+      ServerResponse: BrokerResponse,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
     handler,
   );
   server.keepAliveTimeout = 65_000;
