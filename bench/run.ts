@@ -34,6 +34,7 @@ import { toolListFilterRows } from "./tool-list-filter.ts";
 import { catalogueRows } from "./catalogue.ts";
 import { streamRows } from "./streams.ts";
 import { allocRows } from "./alloc.ts";
+import { pairedOwnWorkRows, type Proxied } from "./own-work.ts";
 import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
@@ -86,6 +87,28 @@ async function main(): Promise<void> {
   }
 
   type BrokerProcess = Awaited<ReturnType<typeof startBrokerProcess>>;
+
+  /** Row (a)'s paired own work of `broker`; with BENCH_BASELINE, a warm broker of that build in the same rounds. */
+  async function ownWorkWithBaseline(broker: Proxied): Promise<Array<[string, string]>> {
+    const baseline = process.env.BENCH_BASELINE;
+    const other = baseline ? await startBrokerProcess("30", "own-work-baseline.db", {}, path.join(path.resolve(baseline), "dist/main.js")) : undefined;
+    try {
+      let theirs: Proxied | undefined;
+      if (other) {
+        const { tokens } = await obtainTokens(other.url, { user: "bench" });
+        const headers = { authorization: `Bearer ${tokens.access_token}` };
+        const url = `${other.url}/mcp`;
+        const session = await mcpSession(url, headers);
+        // Warm as the broker is: the validation cache, then the optimizing compiler.
+        await toolCalls(url, headers, session);
+        await toolCalls(url, headers, session);
+        theirs = { pid: other.child.pid, url, headers, session };
+      }
+      return await pairedOwnWorkRows(mcpUrl, broker, theirs);
+    } finally {
+      if (other) await stop(other.child);
+    }
+  }
   const running = (b: BrokerProcess, name: string) => ({ server: { name, url: b.url, pid: b.child.pid }, databaseUrl: b.databaseUrl });
 
   /**
@@ -238,6 +261,7 @@ async function main(): Promise<void> {
           `${brokerCpuPerRequest.toFixed(0)} µs (${(brokerCpuPerRequest / bareCpuPerRequest).toFixed(2)}× the bare proxy; its own work ${(brokerCpuPerRequest - bareCpuPerRequest).toFixed(0)} µs)`,
         ]);
         rows.push([`    added latency p50 / p99`, `${(through.p50Ms - direct.p50Ms).toFixed(2)} ms / ${(through.p99Ms - direct.p99Ms).toFixed(2)} ms`]);
+        if (recheck === "30") rows.push(...(await ownWorkWithBaseline({ pid: broker.child.pid, url: `${broker.url}/mcp`, headers: auth, session })));
         if (recheck === "30") {
           const blocks = await oneClientBlocks({ url: mcpUrl, session: directSession }, { url: `${broker.url}/mcp`, session, headers: auth });
           rows.push([
