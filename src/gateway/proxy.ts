@@ -411,7 +411,11 @@ async function streamAnswer(parts: ProxyParts, x: Exchange, { upstream, body, li
   };
   const filter = request.listFilter(answerHeaders, ctx.method === "GET" ? "get-stream" : listed);
   if (filter) headers = filter.responseHeaders(headers) as typeof headers;
-  ctx.res.writeHead(upstream.statusCode, headers);
+  // In a session, the headers go to writeHead as one object (Node keeps no map of them for an
+  // event stream that stays open: bench row (s)). Without one (initialize), they are set on the
+  // response, where the access line reads the session the MCP server has just issued.
+  if (request.sessionId !== undefined) writeHeadWith(ctx.res, upstream.statusCode, headers);
+  else ctx.res.writeHead(upstream.statusCode, headers);
   // The headers go out now when no body has come yet (a long tool call, an idle event stream: the
   // client learns the answer began, as it would from the MCP server); otherwise with the first
   // chunk, one write instead of two.

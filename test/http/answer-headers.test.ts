@@ -166,6 +166,14 @@ describe("an MCP server's own security headers and request id", () => {
     expect(await res.json()).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
   });
 
+  it("are replaced by the broker's on a GET in a session (the head an event stream keeps)", async () => {
+    const res = await fetch(gateway.url, {
+      headers: { "x-test-user": "u", "mcp-session-id": "session-of-u", accept: "text/event-stream", "x-request-id": "client-request-3" },
+    });
+    expectBrokers(res, "client-request-3");
+    await res.text();
+  });
+
   it("are replaced by the broker's on an answer outside a session", async () => {
     const res = await fetch(gateway.url, {
       method: "POST",
