@@ -1,6 +1,7 @@
 // The MCP traffic every /mcp row of the bench sends: a session opened as a client opens one, then
 // tools/call requests within it from any number of concurrent clients; or MCP 2026-07-28 tools/call
 // requests, each on its own (no session), as the SDK v2 client sends them.
+import { Pool } from "undici";
 import { runLoad } from "./load.ts";
 import { INITIALIZE_MESSAGE } from "../test/support/mcp-probe.ts";
 
@@ -74,7 +75,7 @@ export function statelessToolCalls(url: string, headers: Record<string, string>,
   });
 }
 
-/** Blocks of SEQUENTIAL_REQUESTS calls by one client, alternating direct and through the broker. */
+/** Blocks of SEQUENTIAL_REQUESTS calls by one client through the broker, interleaved with as many direct. */
 export const ONE_CLIENT_BLOCKS = 5;
 
 export interface OneClientBlock {
@@ -83,20 +84,66 @@ export interface OneClientBlock {
   readonly directP50Ms: number;
 }
 
+interface Target {
+  readonly url: string;
+  readonly session: string;
+  readonly headers?: Record<string, string>;
+}
+
+/** One tools/call to `target` on its own keep-alive connection; its latency in ms. */
+async function timedCall(pool: Pool, target: Target, i: number): Promise<number> {
+  const t0 = performance.now();
+  const res = await pool.request({
+    path: new URL(target.url).pathname,
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": target.session,
+      "mcp-protocol-version": "2025-06-18",
+      ...target.headers,
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "echo", arguments: { message: "w0" } } }),
+  });
+  await res.body.text();
+  if (res.statusCode >= 400) throw new Error(`one-client call answered ${res.statusCode}`);
+  return performance.now() - t0;
+}
+
+const percentileOf = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
 /**
  * One client's latency through the broker against the same calls direct, in ONE_CLIENT_BLOCKS
- * pairs of blocks: each block's added p50 and p99 (the broker's block minus the direct block just
- * before it), so a pause that hits one block shows as that block's figure, not a blur over all.
+ * blocks: each block's added p50 and p99. The direct and the broker's calls alternate call by call
+ * (which goes first alternating too), so a pause of the shared machine falls on both sides alike
+ * instead of on whichever block it happened in; a block still shows its own figure.
  */
-export async function oneClientBlocks(
-  direct: { url: string; session: string },
-  through: { url: string; session: string; headers: Record<string, string> },
-): Promise<OneClientBlock[]> {
-  const blocks: OneClientBlock[] = [];
-  for (let b = 0; b < ONE_CLIENT_BLOCKS; b++) {
-    const d = await toolCalls(direct.url, {}, direct.session, 1);
-    const t = await toolCalls(through.url, through.headers, through.session, 1);
-    blocks.push({ addedP50Ms: t.p50Ms - d.p50Ms, addedP99Ms: t.p99Ms - d.p99Ms, directP50Ms: d.p50Ms });
+export async function oneClientBlocks(direct: Target, through: Target): Promise<OneClientBlock[]> {
+  const pools = [direct, through].map((t) => new Pool(new URL(t.url).origin, { connections: 1, pipelining: 1 }));
+  try {
+    const blocks: OneClientBlock[] = [];
+    for (let b = 0; b < ONE_CLIENT_BLOCKS; b++) {
+      const d: number[] = [];
+      const t: number[] = [];
+      for (let i = 0; i < SEQUENTIAL_REQUESTS; i++) {
+        if (i % 2 === 0) {
+          d.push(await timedCall(pools[0]!, direct, i));
+          t.push(await timedCall(pools[1]!, through, i));
+        } else {
+          t.push(await timedCall(pools[1]!, through, i));
+          d.push(await timedCall(pools[0]!, direct, i));
+        }
+      }
+      d.sort((x, y) => x - y);
+      t.sort((x, y) => x - y);
+      blocks.push({
+        addedP50Ms: percentileOf(t, 50) - percentileOf(d, 50),
+        addedP99Ms: percentileOf(t, 99) - percentileOf(d, 99),
+        directP50Ms: percentileOf(d, 50),
+      });
+    }
+    return blocks;
+  } finally {
+    await Promise.all(pools.map((p) => p.close()));
   }
-  return blocks;
 }
