@@ -1,11 +1,16 @@
-// The libsql driver adapter with our SQLite settings on every connection it uses.
+// The libsql driver adapter with our SQLite settings on every connection it uses, and its
+// transactions on that same connection.
 //
 // Why: @libsql/client's local client hands its open connection to each interactive transaction
-// and lazily opens a new one for the next call (sqlite3.js `transaction()` / `#getDb()`). Settings
-// made with a plain `PRAGMA` query therefore stay behind on the first connection: after the first
-// `$transaction`, `busy_timeout` read 0 and a write lock held for a moment by another process (the
-// CLI) failed at once instead of waiting. WAL is a property of the file and survives; the settings
-// below belong to one connection and must be set on each.
+// and lazily opens a new one for the next call (sqlite3.js `transaction()` / `#getDb()`), and its
+// transaction never closes the connection it took: each Prisma `$transaction` left a connection
+// (two file descriptors) for the garbage collector, 1,000 descriptors after 500 transactions and
+// 600 still after a full collection (measured), and paid for opening and configuring a new one.
+// Here a transaction runs on the client's own connection instead: BEGIN, its statements, COMMIT.
+// Safe because the Prisma adapter holds its client's mutex from the start of a transaction to its
+// end, so nothing else runs on the connection meanwhile. Settings made with a plain `PRAGMA` query
+// belong to one connection: they are set on each new one (at the start, and after a connection
+// opened read-only is replaced).
 import type { Client, Config, InStatement, ResultSet, Transaction, TransactionMode } from "@libsql/client";
 import { PrismaLibSQL } from "@prisma/adapter-libsql";
 import { openedReadOnly } from "./sqlite-hot-sql.ts";
@@ -91,17 +96,15 @@ class ConfiguredConnections implements Client {
    * write gate until it ends (sqlite-write-gate.ts says why).
    */
   async transaction(_mode?: TransactionMode): Promise<Transaction> {
-    await this.#configure();
     const release = await this.gate.acquire();
     try {
-      return gated(await this.inner.transaction("write"), release);
+      await this.#configure();
+      await this.inner.execute("BEGIN IMMEDIATE");
     } catch (err) {
       release();
       throw err;
-    } finally {
-      // The client now opens a new connection on its next use.
-      this.#fresh = true;
     }
+    return new SharedConnectionTransaction(this.inner, () => this.#replaceConnection(), release);
   }
 
   executeMultiple(sql: string): Promise<void> {
@@ -128,25 +131,95 @@ class ConfiguredConnections implements Client {
   }
 }
 
-/** The transaction, releasing the write gate when it ends (commit, rollback or close). */
-function gated(tx: Transaction, release: () => void): Transaction {
-  return {
-    execute: (stmt) => tx.execute(stmt),
-    batch: (stmts) => tx.batch(stmts),
-    executeMultiple: (sql) => tx.executeMultiple(sql),
-    commit: () => tx.commit().finally(release),
-    rollback: () => tx.rollback().finally(release),
-    close: () => {
+/** What @libsql/client's LibsqlError carries (a code), without a runtime import of a package the broker does not depend on. */
+class TransactionError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A transaction on the client's own connection (see the top of this file): its statements go to
+ * the connection directly (the transaction holds the write gate already). A statement refused
+ * because the connection was opened read-only marks it for replacement once the transaction has
+ * ended, so that the next one (a retried write, the /readyz probe) gets a new connection, which
+ * sees whether the file is writable now. A failed COMMIT is rolled back here, and the connection
+ * replaced: it is shared, and a transaction left open would take in every statement after it.
+ */
+class SharedConnectionTransaction implements Transaction {
+  #open = true;
+  /** The connection is to be replaced once the transaction has ended. */
+  #replace = false;
+
+  constructor(
+    private readonly connection: Client,
+    private readonly replaceConnection: () => Promise<void>,
+    private readonly release: () => void,
+  ) {}
+
+  async execute(stmt: InStatement): Promise<ResultSet> {
+    if (!this.#open) throw new TransactionError("The transaction is closed", "TRANSACTION_CLOSED");
+    try {
+      return await this.connection.execute(stmt);
+    } catch (err) {
+      if (openedReadOnly(err)) this.#replace = true;
+      throw err;
+    }
+  }
+
+  async batch(stmts: Array<InStatement>): Promise<Array<ResultSet>> {
+    const results: ResultSet[] = [];
+    for (const stmt of stmts) results.push(await this.execute(stmt));
+    return results;
+  }
+
+  // Prisma runs scripts (migrations) outside transactions; the client's executeMultiple would roll
+  // back whatever transaction is open when it ends.
+  executeMultiple(_sql: string): Promise<void> {
+    return Promise.reject(new TransactionError("A script cannot run inside a transaction here.", "NOT_SUPPORTED"));
+  }
+
+  async commit(): Promise<void> {
+    await this.#end("COMMIT");
+  }
+
+  async rollback(): Promise<void> {
+    await this.#end("ROLLBACK");
+  }
+
+  close(): void {
+    if (this.#open) void this.#end("ROLLBACK").catch(() => undefined);
+  }
+
+  get closed(): boolean {
+    return !this.#open;
+  }
+
+  async #end(statement: "COMMIT" | "ROLLBACK"): Promise<void> {
+    if (!this.#open) throw new TransactionError("The transaction is closed", "TRANSACTION_CLOSED");
+    this.#open = false;
+    try {
+      await this.connection.execute(statement);
+    } catch (err) {
+      // SQLite may have rolled back already (an I/O error, a full disk): then there is nothing to end.
+      await this.connection.execute("ROLLBACK").catch(() => undefined);
+      // libsql leaves the failed statement active, and with it a read transaction on the
+      // connection: SQLite then answers a later BEGIN IMMEDIATE that meets another process's lock
+      // with SQLITE_BUSY at once, without waiting (measured: a COMMIT refused by a deferred
+      // foreign key). A new connection has none.
+      this.#replace = true;
+      throw err;
+    } finally {
       try {
-        tx.close();
+        if (this.#replace) await this.replaceConnection();
       } finally {
-        release();
+        this.release();
       }
-    },
-    get closed() {
-      return tx.closed;
-    },
-  };
+    }
+  }
 }
 
 /** PrismaLibSQL whose client applies SQLITE_CONNECTION_PRAGMAS to every connection. */

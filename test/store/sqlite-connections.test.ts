@@ -1,8 +1,10 @@
-// Every SQLite connection the broker uses carries its settings, including the fresh connection
-// @libsql/client opens after each interactive transaction; so a write lock held for a moment by
-// another process (the CLI) makes a write wait instead of failing.
+// Every SQLite connection the broker uses carries its settings; so a write lock held for a moment by
+// another process (the CLI) makes a write wait instead of failing. Prisma's transactions run on the
+// client's own connection: none is left open behind them, and one that fails at COMMIT leaves
+// nothing open for the statements after it.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import Libsql from "libsql";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { openDatabase, type Database, type Db } from "../../src/store/db.ts";
@@ -50,11 +52,51 @@ describe("SQLite connections", () => {
     await db.$transaction(async (tx) => {
       await tx.$executeRawUnsafe("INSERT INTO lock_probe (n) VALUES (1)");
     });
-    // The client handed its connection to that transaction: this is a new one.
     expect(await settings(db)).toEqual(expected);
     const inside = await db.$transaction(async (tx) => settings(tx));
     expect(inside).toEqual(expected);
     expect(await settings(db)).toEqual(expected);
+  });
+
+  it("leaves no connection open behind a transaction", async () => {
+    const { db } = database;
+    /** File descriptors this process holds on the database file and its WAL. */
+    const descriptors = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(file);
+        } catch {
+          return false;
+        }
+      }).length;
+    await db.$transaction(async (tx) => tx.$queryRawUnsafe("SELECT 1"));
+    const before = descriptors();
+    for (let i = 0; i < 200; i++) await db.$transaction(async (tx) => tx.$queryRawUnsafe("SELECT 1"));
+    // @libsql/client's own transactions left a connection (two descriptors) each for the GC.
+    expect(descriptors()).toBe(before);
+  });
+
+  it("rolls back a transaction whose COMMIT fails, so that the statements after it commit on their own", async () => {
+    const { db } = database;
+    await db.$executeRawUnsafe("CREATE TABLE parent (id INTEGER PRIMARY KEY)");
+    await db.$executeRawUnsafe("CREATE TABLE child (parentId INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)");
+    // A deferred foreign key is checked at COMMIT: the COMMIT itself fails.
+    const failed = await db.$transaction(async (tx) => tx.$executeRawUnsafe("INSERT INTO child (parentId) VALUES (42)")).catch((err: unknown) => err);
+    expect(String((failed as Error).message)).toMatch(/FOREIGN KEY/i);
+    // The next transaction waits for another process's lock as any does (libsql left the failed
+    // COMMIT's statement active on its connection, and SQLite then answered SQLITE_BUSY at once).
+    const { released } = await holdWriteLock(file, 300);
+    await db.$transaction(async (tx) => tx.$executeRawUnsafe("INSERT INTO parent (id) VALUES (7)"));
+    await released;
+    await db.$executeRawUnsafe("INSERT INTO parent (id) VALUES (8)");
+    // Seen by another connection: committed, not held in a transaction left open.
+    const other = new Libsql(file);
+    try {
+      expect(other.prepare("SELECT count(*) AS n FROM parent").get()).toEqual({ n: 2 });
+      expect(other.prepare("SELECT count(*) AS n FROM child").get()).toEqual({ n: 0 });
+    } finally {
+      other.close();
+    }
   });
 
   it("gives the hot store's own connections (reads here, writes on its writer thread) the same settings", async () => {
@@ -68,8 +110,8 @@ describe("SQLite connections", () => {
 
   it("waits for a write lock another process holds for 1.5 s, then commits", async () => {
     const { db } = database;
-    // A transaction first, so the next one runs on a connection opened after it (where the
-    // settings used to be missing).
+    // A transaction first: @libsql/client's own would have left the next one a new connection (where
+    // the settings were once missing).
     await db.$transaction(async (tx) => {
       await tx.$executeRawUnsafe("INSERT INTO lock_probe (n) VALUES (2)");
     });

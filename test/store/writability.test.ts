@@ -19,6 +19,8 @@ import { openDatabase } from "../../src/store/db.ts";
 import { DatabaseNotWritableError } from "../../src/store/writability.ts";
 import { isDatabaseUnavailable, postgresSqlState, sqliteCannotWriteCode } from "../../src/store/errors.ts";
 import { PrismaClient as PostgresClient } from "../../src/store/generated/postgres/client.ts";
+import { PrismaClient as SqliteClient } from "../../src/store/generated/sqlite/client.ts";
+import { ConfiguredPrismaLibSQL } from "../../src/store/sqlite-connections.ts";
 import { cleanEnv, projectRoot, runToEnd, serverEntry, tsxBin } from "../support/spawn.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
 import { createPostgresDatabase, postgresAvailable, type TestPostgresDatabase } from "../support/pg-database.ts";
@@ -121,12 +123,10 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
             expect(["SQLITE_IOERR", "SQLITE_READONLY"]).toContain(sqliteCannotWriteCode(err));
             expect(isDatabaseUnavailable(err)).toBe(true);
           }
-          // A connection opened now is read-only, and stays so...
-          expect(await database.db.$executeRawUnsafe("INSERT INTO t VALUES (3)").catch((err: unknown) => sqliteCannotWriteCode(err))).toBe("SQLITE_READONLY");
         }
         undo();
         undone = true;
-        // ...but once the file is writable again, the next write goes through (on a new connection).
+        // Once the file is writable again, the next write goes through.
         expect(await database.db.$executeRawUnsafe("INSERT INTO t VALUES (4)")).toBe(1);
         expect(await database.checkWritable()).toEqual({ ok: true });
       } finally {
@@ -135,6 +135,38 @@ describe("isDatabaseUnavailable with errors from real SQLite", () => {
       }
     },
   );
+});
+
+(mechanism ? describe : describe.skip)("a connection SQLite opened read-only", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), "mab-sqlite-opened-read-only-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("is replaced after a transaction it refused, so that writes work once the file is writable again", async () => {
+    const file = path.join(dir, "broker.db");
+    const setup = await openDatabase(`file:${file}`);
+    await setup.db.$executeRawUnsafe("CREATE TABLE t (x INTEGER)");
+    await setup.close();
+    // A client that opens its connection while the file is unwritable: SQLite opens it read-only.
+    const undo = makeUnwritable([file, `${file}-wal`]);
+    const db = new SqliteClient({ adapter: new ConfiguredPrismaLibSQL({ url: `file:${file}` }) });
+    let undone = false;
+    try {
+      const refused = await db.$transaction((tx) => tx.$executeRawUnsafe("INSERT INTO t VALUES (1)")).catch((err: unknown) => err);
+      expect(sqliteCannotWriteCode(refused)).toBe("SQLITE_READONLY");
+      undo();
+      undone = true;
+      // The transaction that was refused took the read-only connection with it.
+      expect(await db.$transaction((tx) => tx.$executeRawUnsafe("INSERT INTO t VALUES (2)"))).toBe(1);
+      expect(await db.$executeRawUnsafe("INSERT INTO t VALUES (3)")).toBe(1);
+      expect(await db.$queryRawUnsafe<Array<{ n: bigint | number }>>("SELECT count(*) AS n FROM t")).toEqual([{ n: expect.anything() }]);
+    } finally {
+      if (!undone) undo();
+      await db.$disconnect();
+    }
+  });
 });
 
 (unprivilegedAvailable ? describe : describe.skip)("starting on a database this user cannot write", () => {
