@@ -8,18 +8,17 @@
 // ServerResponse alone: 4.6 KB per head with six headers set early and four relayed, 2.5 KB with
 // the same ten handed to writeHead as one object (bench row (m) counts every request's bytes).
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from "node:http";
+import vary from "vary";
 
 /** Names and values, alternating; names in lower case (as Node keeps them, and as undici relays them). */
 export type HeaderList = readonly string[];
 
 const NONE: HeaderList = [];
 
-/** `value` with `token` added to a Vary list that does not name it yet (or is `*`). */
+/** `value` with `token` added, unless the Vary list names it already or is `*` (the vary package, as Koa's ctx.vary). */
 function varyWith(value: OutgoingHttpHeader | undefined, token: string): string {
   if (value === undefined || value === "") return token;
-  const text = Array.isArray(value) ? value.join(", ") : String(value);
-  const named = text.split(",").map((t) => t.trim().toLowerCase());
-  return named.includes("*") || named.includes(token.toLowerCase()) ? text : `${text}, ${token}`;
+  return vary.append(Array.isArray(value) ? value.join(", ") : String(value), token);
 }
 
 /** The broker server's response (http/server.ts makes every response one). */
