@@ -138,7 +138,8 @@ async function sqliteWriteProbe(db: Db, file: string): Promise<WriteCheck> {
       const code = sqliteCannotWriteCode(err);
       if (!code) throw err;
       // A connection SQLite opened read-only while the file was not writable stays read-only; the
-      // transaction took it away, so once more on a new one tells whether the file is writable now.
+      // refused transaction had it replaced (sqlite-connections.ts), so once more on the new one
+      // tells whether the file is writable now.
       if (code === "SQLITE_READONLY" && attempt === 1) continue;
       const busy = code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
       const message = busy ? "database is locked" : sqliteMessage(err);
