@@ -7,14 +7,7 @@ import { z } from "zod";
 import { PageError } from "../grants/errors.ts";
 import { PAGE_FORM_LIMIT, readForm } from "../http/body.ts";
 import { browserSessionId } from "../http/browser-session.ts";
-import type { ConnectFlow } from "../grants/connect-flow.ts";
-import type { Connections } from "../grants/connections.ts";
-import { accountUrl, type AccountDeps } from "./deps.ts";
-
-export interface AccountConnectDeps {
-  readonly flow: ConnectFlow;
-  readonly connections: Connections;
-}
+import { accountUrl, type AccountConnectDeps, type AccountDeps } from "./deps.ts";
 
 const ConnectForm = z.object({ action: z.enum(["connect", "disconnect"]).default("connect"), csrf: z.string().max(200).default("") });
 

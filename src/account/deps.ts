@@ -2,7 +2,14 @@
 import type { AccountSignIn } from "../grants/account-sign-in.ts";
 import type { BrowserIdentities } from "../grants/browser-identities.ts";
 import type { ConnectedApps } from "../grants/connected-apps.ts";
-import type { AccountConnectDeps } from "./connect.ts";
+import type { ConnectFlow } from "../grants/connect-flow.ts";
+import type { Connections } from "../grants/connections.ts";
+
+/** Connected accounts: the flow that connects one and the store of the connections made. */
+export interface AccountConnectDeps {
+  readonly flow: ConnectFlow;
+  readonly connections: Connections;
+}
 
 export interface AccountDeps {
   /** PUBLIC_URL: redirects go to PUBLIC_URL/account. */

@@ -3,17 +3,17 @@
 // connect each; Continue makes the grant and its code. Only the browser that started the
 // authorization (its transaction cookie) may act, with the form's CSRF token.
 import type Koa from "koa";
-import { serverByResource } from "../config/catalogue.ts";
+import { serverByResource, type Catalogue } from "../config/catalogue.ts";
 import { browserSessionId } from "../http/browser-session.ts";
 import { clearTransactionCookie } from "../http/transaction-cookie.ts";
 import { sendHtml } from "../http/html-page.ts";
 import { clientRedirectUrl } from "../grants/client-redirect.ts";
-import type { Transaction } from "../grants/transactions.ts";
+import type { AuthorizationTransactions, Transaction } from "../grants/transactions.ts";
 import { PageError } from "../grants/errors.ts";
 import type { ConnectFlow } from "../grants/connect-flow.ts";
 import type { Connections } from "../grants/connections.ts";
 import type { UpstreamLogin } from "../grants/upstream-login.ts";
-import type { ConsentDeps } from "./consent.ts";
+import type { ClientRegistry } from "../grants/clients.ts";
 import { renderConnectStepPage } from "../views/connect-step-page.ts";
 
 export interface ConnectStepDeps {
@@ -22,8 +22,16 @@ export interface ConnectStepDeps {
   readonly upstreamLogin: Pick<UpstreamLogin, "finishConnecting">;
 }
 
+/** What the step reads of the consent page's services (ConsentDeps carries them). */
+export interface ConnectStepPageDeps {
+  readonly issuer: string;
+  readonly clients: ClientRegistry;
+  readonly transactions: AuthorizationTransactions;
+  readonly catalogue: Catalogue;
+}
+
 /** The page of a transaction waiting for connected accounts. */
-export async function showConnectStep(ctx: Koa.Context, deps: ConsentDeps, step: ConnectStepDeps, tx: Transaction): Promise<void> {
+export async function showConnectStep(ctx: Koa.Context, deps: ConnectStepPageDeps, step: ConnectStepDeps, tx: Transaction): Promise<void> {
   const [client, session] = await Promise.all([
     deps.clients.get(tx.clientId),
     tx.upstreamSessionId ? step.connections.sessionOwner(tx.upstreamSessionId) : null,
@@ -55,7 +63,7 @@ export async function showConnectStep(ctx: Koa.Context, deps: ConsentDeps, step:
 }
 
 /** A decision posted at the connect step: connect one account, continue, or cancel. */
-export async function decideConnectStep(ctx: Koa.Context, deps: ConsentDeps, step: ConnectStepDeps, tx: Transaction, decision: string): Promise<void> {
+export async function decideConnectStep(ctx: Koa.Context, deps: ConnectStepPageDeps, step: ConnectStepDeps, tx: Transaction, decision: string): Promise<void> {
   ctx.set("Cache-Control", "no-store");
   ctx.status = 303;
   if (decision === "continue") {
