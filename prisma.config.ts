@@ -5,7 +5,7 @@ import { defineConfig } from "prisma/config";
 import { PrismaLibSQL } from "@prisma/adapter-libsql";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
-import { databaseKindOf } from "./src/store/database-kind.ts";
+import { databaseKindOf } from "./src/config/database-kind.ts";
 
 // Without a DATABASE_URL the CLI falls back to the library engine and tries a download.
 process.env.DATABASE_URL ??= "file:./data/broker.db";

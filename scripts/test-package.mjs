@@ -30,7 +30,7 @@ const REQUIRED = [
   "dist/store/generated/sqlite/client.js",
   "dist/store/generated/postgres/client.js",
   "prisma.config.ts",
-  "src/store/database-kind.ts",
+  "src/config/database-kind.ts",
   "prisma/sqlite/schema.prisma",
   "prisma/postgres/schema.prisma",
   "prisma/sqlite/migrations/migration_lock.toml",
@@ -39,7 +39,7 @@ const REQUIRED = [
   ".env.example",
 ];
 /** prisma.config.ts loads this one source file (the database kind rule); nothing else of src/. */
-const ALLOWED_SOURCES = new Set(["src/store/database-kind.ts"]);
+const ALLOWED_SOURCES = new Set(["src/config/database-kind.ts"]);
 
 /** Why a tarball with these files (and this package.json) would not work or carries too much. */
 export function packageProblems(files, packedManifest) {

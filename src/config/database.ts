@@ -1,6 +1,6 @@
 // DATABASE_URL: which database the broker keeps its state in (a SQLite file by default).
 import { z } from "zod";
-import { databaseKindOf, type DatabaseKind } from "../store/database-kind.ts";
+import { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
 import { parseVar } from "./parse-var.ts";
 import type { Env } from "./values.ts";
 

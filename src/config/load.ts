@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parse as parseDotenv } from "dotenv";
-import type { DatabaseKind } from "../store/database-kind.ts";
+import type { DatabaseKind } from "./database-kind.ts";
 import { type AccessPolicyConfig, parseAccessPolicy, POLICY_VARIABLES } from "./access-policy.ts";
 import type { AllowedOrigins, ClientInteropConfig } from "./client-interop.ts";
 import { ConfigError, isLoopbackHost, type Env, type UpstreamKind } from "./values.ts";

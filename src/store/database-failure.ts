@@ -3,7 +3,7 @@
 // connection attempt with `pg` gives the real cause: DNS, refused, timeout, TLS, credentials.
 import pg from "pg";
 import { describeNetworkFailure } from "../lib/network-failure.ts";
-import { databaseKindOf } from "./database-kind.ts";
+import { databaseKindOf } from "../config/database-kind.ts";
 import { firstLine } from "../lib/error-text.ts";
 
 const POSTGRES_CODES: Record<string, string> = {

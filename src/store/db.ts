@@ -7,13 +7,13 @@ import { PrismaClient as SqliteClient } from "./generated/sqlite/client.ts";
 import type { Db } from "./db-types.ts";
 import { ConfiguredPrismaLibSQL } from "./sqlite-connections.ts";
 import { assertWritable, checkWritable, DatabaseNotWritableError, type WritableTarget, type WriteCheck } from "./writability.ts";
-import { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
+import { databaseKindOf, type DatabaseKind } from "../config/database-kind.ts";
 import { WriteFailures } from "./readiness.ts";
 import type { HotStore } from "./hot-store.ts";
 import { createSqliteHotStore } from "./hot-store-sqlite.ts";
 
 export type { Db, Prisma, Tx } from "./db-types.ts";
-export { databaseKindOf, type DatabaseKind } from "./database-kind.ts";
+export { databaseKindOf, type DatabaseKind } from "../config/database-kind.ts";
 
 const hotStores = new WeakMap<Db, HotStore>();
 

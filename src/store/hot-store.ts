@@ -5,7 +5,7 @@
 // rows Prisma writes (same columns, same date encoding), so either side reads the other's.
 // One implementation per database: hot-store-sqlite.ts, hot-store-postgres.ts.
 import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
-import type { DatabaseKind } from "./database-kind.ts";
+import type { DatabaseKind } from "../config/database-kind.ts";
 
 export type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession };
 

@@ -7,7 +7,7 @@ import path from "node:path";
 import { projectRoot } from "../project-root.ts";
 import { MigrationError } from "./migration-error.ts";
 import { openDatabase, prepareSqliteFolder, sqliteFilePath, type Database } from "./db.ts";
-import { databaseKindOf } from "./database-kind.ts";
+import { databaseKindOf } from "../config/database-kind.ts";
 import { firstLine } from "../lib/error-text.ts";
 import { DatabaseNotWritableError, sqliteFileProblem } from "./writability.ts";
 

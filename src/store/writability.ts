@@ -4,7 +4,7 @@
 import { accessSync, constants, existsSync, statfsSync } from "node:fs";
 import { userInfo } from "node:os";
 import path from "node:path";
-import type { DatabaseKind } from "./database-kind.ts";
+import type { DatabaseKind } from "../config/database-kind.ts";
 import type { Db } from "./db-types.ts";
 import { isDatabaseUnavailable, postgresSqlState, sqliteCannotWriteCode } from "./errors.ts";
 

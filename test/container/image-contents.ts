@@ -50,7 +50,7 @@ export function inspectApp(rootfs: string): { problems: string[]; largest: Array
   const envFiles = own.filter((rel) => /(^|\/)\.env(\.|$)/.test(rel));
   if (envFiles.length > 0) problems.push(`.env files in the image: ${envFiles.join(", ")}`);
   const sources = own.filter((rel) => rel.startsWith("src/") && rel.endsWith(".ts"));
-  if (sources.join() !== "src/store/database-kind.ts") problems.push(`TypeScript sources other than the one the Prisma config reads: ${sources.join(", ")}`);
+  if (sources.join() !== "src/config/database-kind.ts") problems.push(`TypeScript sources other than the one the Prisma config reads: ${sources.join(", ")}`);
   for (const needed of [
     "dist/cli/main.js",
     "dist/store/generated/sqlite/client.js",
