@@ -21,7 +21,6 @@ import {
   type Sampler,
 } from "@opentelemetry/sdk-trace";
 import type { SamplerKind, TracingConfig } from "../config/observability.ts";
-import type { Logger } from "../logger.ts";
 import { projectRoot } from "../project-root.ts";
 import { useTracer } from "./span.ts";
 
@@ -51,8 +50,17 @@ function sampler(kind: SamplerKind, ratio: number): Sampler {
   }
 }
 
+/**
+ * What tracing says through the broker's logger (logger.ts, which itself imports the trace fields
+ * of span.ts: the logger stays above this folder).
+ */
+export interface TracingLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+}
+
 /** A collector that is down makes every export fail: said once a minute at most, not every few seconds. */
-function diagnostics(logger: Logger): DiagLogFunction {
+function diagnostics(logger: TracingLog): DiagLogFunction {
   let quietUntil = 0;
   return (message, ...args) => {
     const now = Date.now();
@@ -71,7 +79,7 @@ function packageVersion(): string {
   }
 }
 
-export function startTracing(config: TracingConfig, logger: Logger): Tracing {
+export function startTracing(config: TracingConfig, logger: TracingLog): Tracing {
   const warn = diagnostics(logger);
   diag.setLogger({ error: warn, warn, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.WARN);
   const exporterOptions = { url: config.endpoint, headers: { ...config.headers }, timeoutMillis: config.timeoutMs };
