@@ -82,6 +82,8 @@ export interface OneClientBlock {
   readonly addedP50Ms: number;
   readonly addedP99Ms: number;
   readonly directP50Ms: number;
+  /** The direct calls' own p99: the tail of the machine and the MCP server, which both sides share. */
+  readonly directP99Ms: number;
 }
 
 interface Target {
@@ -140,6 +142,7 @@ export async function oneClientBlocks(direct: Target, through: Target): Promise<
         addedP50Ms: percentileOf(t, 50) - percentileOf(d, 50),
         addedP99Ms: percentileOf(t, 99) - percentileOf(d, 99),
         directP50Ms: percentileOf(d, 50),
+        directP99Ms: percentileOf(d, 99),
       });
     }
     return blocks;
