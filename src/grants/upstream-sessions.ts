@@ -8,7 +8,7 @@ import { audit } from "./audit.ts";
 import { SingleFlight } from "../lib/single-flight.ts";
 import { UpstreamError, type TokensForIdentity, type UpstreamIdentity, type UpstreamTokens } from "../upstream/provider.ts";
 import type { Tx } from "../store/db.ts";
-import type { UpstreamCheck, UpstreamSession } from "../store/hot-store.ts";
+import type { UpstreamCheck, UpstreamSession, UpstreamSessionState } from "../store/hot-store.ts";
 import { DecryptionError, storedKeyId } from "../store/secrets.ts";
 import { dateOf } from "../lib/clock.ts";
 import type { IdentityFacts } from "./policy.ts";
@@ -30,6 +30,11 @@ type StoredIdentity = NonNullable<UpstreamCheck["facts"]>;
 
 function storedIdentity(identity: UpstreamIdentity): StoredIdentity {
   return { login: identity.login, email: identity.email ?? null, profile: JSON.stringify(identity.profile), facts: factsColumn(identity) };
+}
+
+/** Whether a read brought the session's whole row (access-token validation's does) or its state only (the refresh grant's). */
+function isWholeRow(read: UpstreamSessionState | UpstreamSession): read is UpstreamSession {
+  return "accessTokenEnc" in read;
 }
 
 /** Whether the row already holds what a check read (then only the time of the check is written). */
@@ -185,24 +190,29 @@ export class UpstreamSessions {
    * Makes sure the upstream session was found good within UPSTREAM_RECHECK_SECONDS (0: now).
    * Concurrent callers for one session share one upstream call. Throws CredentialRejected when the
    * upstream session is dead (its grants are then revoked) and UpstreamUnavailable when the
-   * upstream cannot answer (fail closed). `read`: the session's row when the caller's own query
-   * already brought it (the refresh grant's, access-token validation's), saving a read.
+   * upstream cannot answer (fail closed). `read`: the session's row, or its state, when the
+   * caller's own query already brought it (the refresh grant's, access-token validation's), saving
+   * a read while no re-check is due.
    */
-  ensureChecked(sessionId: string, read?: UpstreamSession): Promise<CheckedSession> {
+  ensureChecked(sessionId: string, read?: UpstreamSessionState | UpstreamSession): Promise<CheckedSession> {
     return this.checks.run(sessionId, () => this.check(sessionId, read));
   }
 
-  private async check(sessionId: string, read: UpstreamSession | undefined): Promise<CheckedSession> {
-    const row = read ?? (await this.ctx.hot.upstreamSessionById(sessionId));
-    if (row?.status !== "active") throw new CredentialRejected("the upstream login behind this token has ended");
+  private async check(sessionId: string, read: UpstreamSessionState | UpstreamSession | undefined): Promise<CheckedSession> {
+    const state = read ?? (await this.ctx.hot.upstreamSessionById(sessionId));
+    if (state?.status !== "active") throw new CredentialRejected("the upstream login behind this token has ended");
     const now = this.ctx.clock.now();
     const window = this.ctx.config.upstreamRecheckSeconds * 1000;
-    const view = { id: row.id, subject: row.subject, login: row.login };
+    const view = { id: state.id, subject: state.subject, login: state.login };
     const needsFacts = readsFacts(this.ctx.policy, this.ctx.config.catalogue);
     // A session stored before the facts were kept has none to decide by: it is checked now (the
     // facts read again) rather than refused by every rule that needs them until its window ends.
-    const fresh = window > 0 && now - row.lastCheckedAt.getTime() < window;
-    if (fresh && !(needsFacts && factsUnknown(row))) return { ...view, lastCheckedAt: row.lastCheckedAt, facts: storedFacts(row) };
+    const fresh = window > 0 && now - state.lastCheckedAt.getTime() < window;
+    if (fresh && !(needsFacts && factsUnknown(state))) return { ...view, lastCheckedAt: state.lastCheckedAt, facts: storedFacts(state) };
+
+    // A check is due: it needs the whole row (the upstream tokens, their expiry, the stored identity).
+    const row = isWholeRow(state) ? state : await this.ctx.hot.upstreamSessionById(sessionId);
+    if (row?.status !== "active") throw new CredentialRejected("the upstream login behind this token has ended");
 
     // Only the access token is decrypted: a check needs nothing else (whether a refresh token
     // is held is read from its column); a refresh or a revocation decrypts the rest.

@@ -2,7 +2,7 @@
 // compiler insists on every column, with "date" exactly for the DateTime ones, so a column added to
 // the schema (and regenerated) breaks the build here instead of being silently left out. Rows come
 // back as arrays in column order (the cheapest shape both drivers give) and become Prisma rows.
-import type { AccessTokenWithGrant } from "./hot-store.ts";
+import type { AccessTokenWithGrant, RefreshTokenWithGrant } from "./hot-store.ts";
 import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
 
 type ColumnKinds<Row> = { readonly [K in keyof Row]-?: NonNullable<Row[K]> extends Date ? "date" : "text" };
@@ -136,6 +136,44 @@ export const tables = {
   }),
 } as const;
 
+/**
+ * A table read in part: the named columns, in the table's order. A read that leaves out the columns
+ * its caller never looks at costs less: each column the driver hands over is a value made on the
+ * event-loop thread (a string, a date parsed), and the refresh grant's read had 67 of them.
+ */
+function view<Row, K extends keyof Row & string>(t: Table<Row>, keep: readonly K[]): Table<Pick<Row, K>> {
+  const kinds = Object.fromEntries(t.columns.filter((c): c is K => (keep as readonly string[]).includes(c)).map((c) => [c, t.kinds[c]]));
+  return table<Pick<Row, K>>(t.name, kinds as ColumnKinds<Pick<Row, K>>);
+}
+
+/**
+ * What the token endpoint reads of the upstream session behind a grant on every refresh: enough to
+ * tell whether a re-check is due and, when it is not, the facts the access rules decide by. The
+ * encrypted upstream tokens and the rest are read only when a re-check is due
+ * (grants/upstream-sessions.ts reads the whole row then).
+ */
+export const upstreamSessionState = view(tables.upstreamSession, ["id", "subject", "login", "facts", "lastCheckedAt", "status"]);
+export type UpstreamSessionState = Pick<UpstreamSession, (typeof upstreamSessionState.columns)[number]>;
+
+/** What a refresh reads of its token: the claim's checks and the new pair's fields (a retry reads the whole row by id). */
+export const refreshTokenClaim = view(tables.refreshToken, ["id", "grantId", "clientId", "resource", "scope", "expiresAt", "consumedAt", "revokedAt"]);
+export type RefreshTokenClaim = Pick<RefreshToken, (typeof refreshTokenClaim.columns)[number]>;
+
+/** What a refresh reads of the token's grant: its deadlines, its user and upstream session, what the new pair copies. */
+export const grantOfRefresh = view(tables.grant, [
+  "id",
+  "clientId",
+  "upstreamSessionId",
+  "subject",
+  "resource",
+  "scope",
+  "idleExpiresAt",
+  "absoluteExpiresAt",
+  "revokedAt",
+  "revokedReason",
+]);
+export type GrantOfRefresh = Pick<Grant, (typeof grantOfRefresh.columns)[number]>;
+
 /** `"alias"."column"` for every column of a table, in its order (the shape `decodeRow` reads). */
 export function columnList<Row>(t: Table<Row>, alias: string): string {
   return t.columns.map((c) => `"${alias}"."${c}"`).join(", ");
@@ -156,28 +194,27 @@ export function decodeRow<Row>(t: Table<Row>, values: readonly unknown[], offset
 }
 
 /**
- * The columns refreshTokenByHash selects, on either database: the token, its client (a refresh
- * authenticates the client from this row instead of reading it again), its grant, the grant's
- * upstream session.
+ * The columns refreshTokenByHash selects, on either database: what a refresh needs of the token,
+ * its client whole (a refresh authenticates the client from this row instead of reading it again),
+ * what it needs of the grant and of the grant's upstream session.
  */
 export const refreshTokenWithGrantColumns = (): string =>
-  `${columnList(tables.refreshToken, "r")}, ${columnList(tables.client, "c")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}
+  `${columnList(refreshTokenClaim, "r")}, ${columnList(tables.client, "c")}, ${columnList(grantOfRefresh, "g")}, ${columnList(upstreamSessionState, "u")}
     FROM "RefreshToken" AS "r" JOIN "Client" AS "c" ON "c"."id" = "r"."clientId" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId"
     LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId"`;
 
 /** Decodes a row of refreshTokenWithGrantColumns. */
-export function decodeRefreshTokenWithGrant(
-  values: readonly unknown[],
-  date: (value: unknown) => Date,
-): RefreshToken & { client: Client; grant: Grant & { upstreamSession: UpstreamSession | null } } {
-  const { refreshToken, client, grant, upstreamSession } = tables;
-  const c = refreshToken.columns.length;
+export function decodeRefreshTokenWithGrant(values: readonly unknown[], date: (value: unknown) => Date): RefreshTokenWithGrant {
+  const { client } = tables;
+  const c = refreshTokenClaim.columns.length;
   const g = c + client.columns.length;
-  const u = g + grant.columns.length;
+  const u = g + grantOfRefresh.columns.length;
   // Object.assign adds to the decoded row; a spread would copy every column into a new object.
-  return Object.assign(decodeRow(refreshToken, values, 0, date), {
+  return Object.assign(decodeRow(refreshTokenClaim, values, 0, date), {
     client: decodeRow(client, values, c, date),
-    grant: Object.assign(decodeRow(grant, values, g, date), { upstreamSession: values[u] == null ? null : decodeRow(upstreamSession, values, u, date) }),
+    grant: Object.assign(decodeRow(grantOfRefresh, values, g, date), {
+      upstreamSession: values[u] == null ? null : decodeRow(upstreamSessionState, values, u, date),
+    }),
   });
 }
 

@@ -6,20 +6,22 @@
 // One implementation per database: hot-store-sqlite.ts, hot-store-postgres.ts.
 import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
 import type { DatabaseKind } from "../config/database-kind.ts";
+import type { GrantOfRefresh, RefreshTokenClaim, UpstreamSessionState } from "./hot-rows.ts";
 
 export type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession };
+export type { UpstreamSessionState };
 
 /** A token or code row with the grant it belongs to. */
 export type WithGrant<Row> = Row & { readonly grant: Grant };
 
 /**
- * A refresh token as the refresh grant needs it: its grant and the upstream session behind the
- * grant (the grant checks that session), in one read.
+ * A refresh token as the refresh grant needs it: its grant and the state of the upstream session
+ * behind the grant (the grant checks that session), in one read; the columns are hot-rows.ts's.
  */
-export type RefreshTokenWithGrant = RefreshToken & {
+export type RefreshTokenWithGrant = RefreshTokenClaim & {
   /** The token's client, read with it: a refresh authenticates the client from this row. */
   readonly client: Client;
-  readonly grant: Grant & { readonly upstreamSession: UpstreamSession | null };
+  readonly grant: GrantOfRefresh & { readonly upstreamSession: UpstreamSessionState | null };
 };
 
 /** An authorization code as the code exchange needs it: its grant, and its client (the exchange authenticates the client from this row). */

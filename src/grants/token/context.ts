@@ -9,7 +9,7 @@ import type { ExchangedTokenResponse, RegisteredClient, TokenResponse } from "..
 import type { Connections } from "../connections.ts";
 import type { SigningKeys } from "../signing-keys.ts";
 import type { FormParameters } from "./parameters.ts";
-import type { CodeWithGrant, RefreshTokenWithGrant, UpstreamSession } from "../../store/hot-store.ts";
+import type { CodeWithGrant, RefreshTokenWithGrant, UpstreamSessionState } from "../../store/hot-store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import { grantAccess } from "../server-access.ts";
 
@@ -48,7 +48,7 @@ export type GrantHandler = (client: RegisteredClient, params: FormParameters, pr
  */
 export async function upstreamRejection(
   t: Pick<TokenContext, "sessions" | "policy" | "config">,
-  grant: { upstreamSessionId: string | null; upstreamSession?: UpstreamSession | null; resource: string },
+  grant: { upstreamSessionId: string | null; upstreamSession?: UpstreamSessionState | null; resource: string },
 ): Promise<CredentialRejected | null> {
   if (!grant.upstreamSessionId) return null;
   try {

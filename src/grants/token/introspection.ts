@@ -50,7 +50,10 @@ export function introspection(t: TokenContext): IntrospectionHandler {
     const refresh = await t.hot.refreshTokenByHash(hash);
     const now = dateOf(t.clock);
     if (!refresh || refresh.clientId !== client.id || refresh.revokedAt || refresh.expiresAt <= now || grantDeathReason(refresh.grant, now)) return INACTIVE;
-    if (refresh.consumedAt && !(refresh.graceUntil && now < refresh.graceUntil)) return INACTIVE;
+    // The read by hash brings what a refresh needs; the grace window and issue time are in the whole row.
+    const whole = await t.hot.refreshTokenById(refresh.id);
+    if (!whole) return INACTIVE;
+    if (whole.consumedAt && !(whole.graceUntil && now < whole.graceUntil)) return INACTIVE;
     if (await upstreamRejection(t, refresh.grant)) return INACTIVE;
     return {
       active: true,
@@ -60,7 +63,7 @@ export function introspection(t: TokenContext): IntrospectionHandler {
       aud: refresh.resource,
       iss: t.config.publicUrl,
       exp: Math.floor(refresh.expiresAt.getTime() / 1000),
-      iat: Math.floor(refresh.createdAt.getTime() / 1000),
+      iat: Math.floor(whole.createdAt.getTime() / 1000),
       token_type: "refresh_token",
     };
   };
