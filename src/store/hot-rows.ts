@@ -2,7 +2,7 @@
 // compiler insists on every column, with "date" exactly for the DateTime ones, so a column added to
 // the schema (and regenerated) breaks the build here instead of being silently left out. Rows come
 // back as arrays in column order (the cheapest shape both drivers give) and become Prisma rows.
-import type { AccessTokenWithGrant, RefreshTokenWithGrant } from "./hot-store.ts";
+import type { AccessTokenWithGrant, CodeWithGrant, RefreshTokenWithGrant } from "./hot-store.ts";
 import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
 
 type ColumnKinds<Row> = { readonly [K in keyof Row]-?: NonNullable<Row[K]> extends Date ? "date" : "text" };
@@ -159,8 +159,8 @@ export type UpstreamSessionState = Pick<UpstreamSession, (typeof upstreamSession
 export const refreshTokenClaim = view(tables.refreshToken, ["id", "grantId", "clientId", "resource", "scope", "expiresAt", "consumedAt", "revokedAt"]);
 export type RefreshTokenClaim = Pick<RefreshToken, (typeof refreshTokenClaim.columns)[number]>;
 
-/** What a refresh reads of the token's grant: its deadlines, its user and upstream session, what the new pair copies. */
-export const grantOfRefresh = view(tables.grant, [
+/** What a refresh or a code exchange reads of the grant: its deadlines, its user and upstream session, what the new tokens copy. */
+export const grantOfToken = view(tables.grant, [
   "id",
   "clientId",
   "upstreamSessionId",
@@ -172,7 +172,21 @@ export const grantOfRefresh = view(tables.grant, [
   "revokedAt",
   "revokedReason",
 ]);
-export type GrantOfRefresh = Pick<Grant, (typeof grantOfRefresh.columns)[number]>;
+export type GrantOfToken = Pick<Grant, (typeof grantOfToken.columns)[number]>;
+
+/** What a code exchange reads of its code: every check of the exchange, and what the tokens copy. */
+export const codeClaim = view(tables.authorizationCode, [
+  "id",
+  "grantId",
+  "clientId",
+  "redirectUri",
+  "codeChallenge",
+  "resource",
+  "scope",
+  "expiresAt",
+  "consumedAt",
+]);
+export type CodeClaim = Pick<AuthorizationCode, (typeof codeClaim.columns)[number]>;
 
 /** `"alias"."column"` for every column of a table, in its order (the shape `decodeRow` reads). */
 export function columnList<Row>(t: Table<Row>, alias: string): string {
@@ -199,7 +213,7 @@ export function decodeRow<Row>(t: Table<Row>, values: readonly unknown[], offset
  * what it needs of the grant and of the grant's upstream session.
  */
 export const refreshTokenWithGrantColumns = (): string =>
-  `${columnList(refreshTokenClaim, "r")}, ${columnList(tables.client, "c")}, ${columnList(grantOfRefresh, "g")}, ${columnList(upstreamSessionState, "u")}
+  `${columnList(refreshTokenClaim, "r")}, ${columnList(tables.client, "c")}, ${columnList(grantOfToken, "g")}, ${columnList(upstreamSessionState, "u")}
     FROM "RefreshToken" AS "r" JOIN "Client" AS "c" ON "c"."id" = "r"."clientId" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId"
     LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId"`;
 
@@ -208,30 +222,33 @@ export function decodeRefreshTokenWithGrant(values: readonly unknown[], date: (v
   const { client } = tables;
   const c = refreshTokenClaim.columns.length;
   const g = c + client.columns.length;
-  const u = g + grantOfRefresh.columns.length;
+  const u = g + grantOfToken.columns.length;
   // Object.assign adds to the decoded row; a spread would copy every column into a new object.
   return Object.assign(decodeRow(refreshTokenClaim, values, 0, date), {
     client: decodeRow(client, values, c, date),
-    grant: Object.assign(decodeRow(grantOfRefresh, values, g, date), {
+    grant: Object.assign(decodeRow(grantOfToken, values, g, date), {
       upstreamSession: values[u] == null ? null : decodeRow(upstreamSessionState, values, u, date),
     }),
   });
 }
 
 /**
- * The columns codeByHash selects, on either database: the code, its grant, and its client (a code
- * exchange authenticates the client from this row instead of reading it first).
+ * The columns codeByHash selects, on either database: what an exchange needs of the code and of
+ * its grant, and its client whole (a code exchange authenticates the client from this row instead
+ * of reading it first).
  */
 export const codeWithGrantColumns = (): string =>
-  `${columnList(tables.authorizationCode, "a")}, ${columnList(tables.grant, "g")}, ${columnList(tables.client, "c")}
+  `${columnList(codeClaim, "a")}, ${columnList(grantOfToken, "g")}, ${columnList(tables.client, "c")}
     FROM "AuthorizationCode" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "a"."clientId"`;
 
 /** Decodes a row of codeWithGrantColumns. */
-export function decodeCodeWithGrant(values: readonly unknown[], date: (value: unknown) => Date): AuthorizationCode & { grant: Grant; client: Client } {
-  const { authorizationCode, grant, client } = tables;
-  const g = authorizationCode.columns.length;
-  const c = g + grant.columns.length;
-  return Object.assign(decodeRow(authorizationCode, values, 0, date), { grant: decodeRow(grant, values, g, date), client: decodeRow(client, values, c, date) });
+export function decodeCodeWithGrant(values: readonly unknown[], date: (value: unknown) => Date): CodeWithGrant {
+  const g = codeClaim.columns.length;
+  const c = g + grantOfToken.columns.length;
+  return Object.assign(decodeRow(codeClaim, values, 0, date), {
+    grant: decodeRow(grantOfToken, values, g, date),
+    client: decodeRow(tables.client, values, c, date),
+  });
 }
 
 /** The columns accessTokenByHash selects, on either database: the token, its grant, the grant's upstream session, the client's kind. */

@@ -6,13 +6,10 @@
 // One implementation per database: hot-store-sqlite.ts, hot-store-postgres.ts.
 import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
 import type { DatabaseKind } from "../config/database-kind.ts";
-import type { GrantOfRefresh, RefreshTokenClaim, UpstreamSessionState } from "./hot-rows.ts";
+import type { CodeClaim, GrantOfToken, RefreshTokenClaim, UpstreamSessionState } from "./hot-rows.ts";
 
 export type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession };
 export type { UpstreamSessionState };
-
-/** A token or code row with the grant it belongs to. */
-export type WithGrant<Row> = Row & { readonly grant: Grant };
 
 /**
  * A refresh token as the refresh grant needs it: its grant and the state of the upstream session
@@ -21,11 +18,11 @@ export type WithGrant<Row> = Row & { readonly grant: Grant };
 export type RefreshTokenWithGrant = RefreshTokenClaim & {
   /** The token's client, read with it: a refresh authenticates the client from this row. */
   readonly client: Client;
-  readonly grant: GrantOfRefresh & { readonly upstreamSession: UpstreamSessionState | null };
+  readonly grant: GrantOfToken & { readonly upstreamSession: UpstreamSessionState | null };
 };
 
-/** An authorization code as the code exchange needs it: its grant, and its client (the exchange authenticates the client from this row). */
-export type CodeWithGrant = WithGrant<AuthorizationCode> & { readonly client: Client };
+/** An authorization code as the code exchange needs it: its grant, and its client (the exchange authenticates the client from this row); the columns are hot-rows.ts's. */
+export type CodeWithGrant = CodeClaim & { readonly grant: GrantOfToken; readonly client: Client };
 
 /**
  * An access token as validation needs it: its grant, the client's kind, and the upstream session

@@ -8,7 +8,7 @@ import type { GrantUse } from "../../src/store/hot-store.ts";
 import { databaseTargets } from "../support/database-targets.ts";
 import { hashPresentedToken } from "../../src/grants/token-format.ts";
 import { accessRow, auditRow, grantRow, later, refreshRow, T0 } from "../support/hot-store-rows.ts";
-import { grantOfRefresh, refreshTokenClaim, upstreamSessionState } from "../../src/store/hot-rows.ts";
+import { codeClaim, grantOfToken, refreshTokenClaim, upstreamSessionState } from "../../src/store/hot-rows.ts";
 
 /** An access token with its grant as Prisma reads them (the token's grantId is no relation: two reads). */
 async function prismaAccessTokenWithGrant(db: Database["db"], id: string) {
@@ -114,7 +114,7 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
       ...only(await db.refreshToken.findUniqueOrThrow({ where: { id: refresh.id } }), refreshTokenClaim.columns),
       client,
       grant: {
-        ...only(await db.grant.findUniqueOrThrow({ where: { id: refresh.grantId } }), grantOfRefresh.columns),
+        ...only(await db.grant.findUniqueOrThrow({ where: { id: refresh.grantId } }), grantOfToken.columns),
         upstreamSession: only(session, upstreamSessionState.columns),
       },
     });
@@ -127,12 +127,13 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     expect(await hot.refreshTokenByHash(bareRefresh.tokenHash)).toEqual({
       ...only(bareRefresh, refreshTokenClaim.columns),
       client,
-      grant: { ...only(bare, grantOfRefresh.columns), upstreamSession: null },
+      grant: { ...only(bare, grantOfToken.columns), upstreamSession: null },
     });
     expect(await hot.refreshTokenByHash("unknown")).toBeNull();
     expect(await hot.refreshTokenById(refresh.id)).toEqual(refresh);
     expect(await hot.codeByHash(code.codeHash)).toEqual({
-      ...(await db.authorizationCode.findUnique({ where: { id: code.id }, include: { grant: true } })),
+      ...only(code, codeClaim.columns),
+      grant: only(await db.grant.findUniqueOrThrow({ where: { id: code.grantId } }), grantOfToken.columns),
       client,
     });
     expect(await hot.accessTokenByHash(access.tokenHash)).toEqual(await prismaAccessTokenWithGrant(db, access.id));
