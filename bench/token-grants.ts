@@ -18,7 +18,11 @@ const CHAINS = 20;
 /** 2,000 requests a round: with 500, a round lasted half a second and /proc's 10 ms ticks weighed. */
 const REFRESHES_PER_CHAIN = Number(process.env.BENCH_REFRESHES_PER_CHAIN ?? 100);
 const CODES_PER_ROUND = CHAINS * REFRESHES_PER_CHAIN;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/**
+ * 7: the rounds of one run spread wide on a shared 2-core machine (refresh 1.41–1.72× the anchor in
+ * one run), and with 3 the median moved the row's ratio by a tenth between runs of the same code.
+ */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 /** Warm-up rounds run until a round's CPU per request is within this share of the one before. */
 const STEADY = 0.1;
 const WARM_UP_ROUNDS = { min: 2, max: 8 };
