@@ -2,7 +2,6 @@
 // compiler insists on every column, with "date" exactly for the DateTime ones, so a column added to
 // the schema (and regenerated) breaks the build here instead of being silently left out. Rows come
 // back as arrays in column order (the cheapest shape both drivers give) and become Prisma rows.
-import type { AccessTokenWithGrant, CodeWithGrant, RefreshTokenWithGrant } from "./hot-store.ts";
 import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
 
 type ColumnKinds<Row> = { readonly [K in keyof Row]-?: NonNullable<Row[K]> extends Date ? "date" : "text" };
@@ -187,6 +186,30 @@ export const codeClaim = view(tables.authorizationCode, [
   "consumedAt",
 ]);
 export type CodeClaim = Pick<AuthorizationCode, (typeof codeClaim.columns)[number]>;
+
+/**
+ * A refresh token as the refresh grant needs it: its grant and the state of the upstream session
+ * behind the grant (the grant checks that session), in one read.
+ */
+export type RefreshTokenWithGrant = RefreshTokenClaim & {
+  /** The token's client, read with it: a refresh authenticates the client from this row. */
+  readonly client: Client;
+  readonly grant: GrantOfToken & { readonly upstreamSession: UpstreamSessionState | null };
+};
+
+/** An authorization code as the code exchange needs it: its grant, and its client (the exchange authenticates the client from this row). */
+export type CodeWithGrant = CodeClaim & { readonly grant: GrantOfToken; readonly client: Client };
+
+/**
+ * An access token as validation needs it: its grant, the client's kind, and the upstream session
+ * whole, so a re-check starts from it without a second read.
+ */
+export type AccessTokenWithGrant = AccessToken & {
+  readonly grant: Grant & {
+    readonly upstreamSession: UpstreamSession | null;
+    readonly client: Pick<Client, "registrationType" | "grantTypes">;
+  };
+};
 
 /** `"alias"."column"` for every column of a table, in its order (the shape `decodeRow` reads). */
 export function columnList<Row>(t: Table<Row>, alias: string): string {

@@ -6,34 +6,11 @@
 // One implementation per database: hot-store-sqlite.ts, hot-store-postgres.ts.
 import type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession } from "./generated/sqlite/client.ts";
 import type { DatabaseKind } from "../config/database-kind.ts";
-import type { CodeClaim, GrantOfToken, RefreshTokenClaim, UpstreamSessionState } from "./hot-rows.ts";
+import type { AccessTokenWithGrant, CodeWithGrant, RefreshTokenWithGrant, UpstreamSessionState } from "./hot-rows.ts";
 
 export type { AccessToken, AuditEvent, AuthorizationCode, Client, Grant, McpSession, RefreshToken, UpstreamSession };
-export type { UpstreamSessionState };
-
-/**
- * A refresh token as the refresh grant needs it: its grant and the state of the upstream session
- * behind the grant (the grant checks that session), in one read; the columns are hot-rows.ts's.
- */
-export type RefreshTokenWithGrant = RefreshTokenClaim & {
-  /** The token's client, read with it: a refresh authenticates the client from this row. */
-  readonly client: Client;
-  readonly grant: GrantOfToken & { readonly upstreamSession: UpstreamSessionState | null };
-};
-
-/** An authorization code as the code exchange needs it: its grant, and its client (the exchange authenticates the client from this row); the columns are hot-rows.ts's. */
-export type CodeWithGrant = CodeClaim & { readonly grant: GrantOfToken; readonly client: Client };
-
-/**
- * An access token as validation needs it: its grant, the client's kind, and the upstream session
- * whole, so a re-check starts from it without a second read.
- */
-export type AccessTokenWithGrant = AccessToken & {
-  readonly grant: Grant & {
-    readonly upstreamSession: UpstreamSession | null;
-    readonly client: Pick<Client, "registrationType" | "grantTypes">;
-  };
-};
+// The rows the token reads bring: described in hot-rows.ts, next to the columns they select.
+export type { AccessTokenWithGrant, CodeWithGrant, RefreshTokenWithGrant, UpstreamSessionState };
 
 /** A grant's use: its idle deadline moves (never its maximum age). */
 export interface GrantUse {
