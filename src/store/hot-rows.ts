@@ -135,6 +135,9 @@ export const tables = {
   }),
 } as const;
 
+/** The row a table (or a view of one) decodes to. */
+type RowOf<T> = T extends Table<infer Row> ? Row : never;
+
 /**
  * A table read in part: the named columns, in the table's order. A read that leaves out the columns
  * its caller never looks at costs less: each column the driver hands over is a value made on the
@@ -152,11 +155,11 @@ function view<Row, K extends keyof Row & string>(t: Table<Row>, keep: readonly K
  * (grants/upstream-sessions.ts reads the whole row then).
  */
 export const upstreamSessionState = view(tables.upstreamSession, ["id", "subject", "login", "facts", "lastCheckedAt", "status"]);
-export type UpstreamSessionState = Pick<UpstreamSession, (typeof upstreamSessionState.columns)[number]>;
+export type UpstreamSessionState = RowOf<typeof upstreamSessionState>;
 
 /** What a refresh reads of its token: the claim's checks and the new pair's fields (a retry reads the whole row by id). */
 export const refreshTokenClaim = view(tables.refreshToken, ["id", "grantId", "clientId", "resource", "scope", "expiresAt", "consumedAt", "revokedAt"]);
-export type RefreshTokenClaim = Pick<RefreshToken, (typeof refreshTokenClaim.columns)[number]>;
+export type RefreshTokenClaim = RowOf<typeof refreshTokenClaim>;
 
 /** What a refresh or a code exchange reads of the grant: its deadlines, its user and upstream session, what the new tokens copy. */
 export const grantOfToken = view(tables.grant, [
@@ -171,7 +174,7 @@ export const grantOfToken = view(tables.grant, [
   "revokedAt",
   "revokedReason",
 ]);
-export type GrantOfToken = Pick<Grant, (typeof grantOfToken.columns)[number]>;
+export type GrantOfToken = RowOf<typeof grantOfToken>;
 
 /** What a code exchange reads of its code: every check of the exchange, and what the tokens copy. */
 export const codeClaim = view(tables.authorizationCode, [
@@ -185,7 +188,7 @@ export const codeClaim = view(tables.authorizationCode, [
   "expiresAt",
   "consumedAt",
 ]);
-export type CodeClaim = Pick<AuthorizationCode, (typeof codeClaim.columns)[number]>;
+export type CodeClaim = RowOf<typeof codeClaim>;
 
 /**
  * A refresh token as the refresh grant needs it: its grant and the state of the upstream session
