@@ -2,7 +2,7 @@
 // tools/call requests within it from any number of concurrent clients; or MCP 2026-07-28 tools/call
 // requests, each on its own (no session), as the SDK v2 client sends them.
 import { Pool } from "undici";
-import { runLoad } from "./load.ts";
+import { median, runLoad } from "./load.ts";
 import { INITIALIZE_MESSAGE } from "../test/support/mcp-probe.ts";
 
 export const CONCURRENCY = 50;
@@ -149,4 +149,10 @@ export async function oneClientBlocks(direct: Target, through: Target): Promise<
   } finally {
     await Promise.all(pools.map((p) => p.close()));
   }
+}
+
+/** "median p50 / p99 added; p99 per block" of one-client blocks, as rows (a) and (a') print them. */
+export function blockFigures(blocks: readonly OneClientBlock[]): string {
+  const p99s = blocks.map((b) => b.addedP99Ms);
+  return `median ${median(blocks.map((b) => b.addedP50Ms)).toFixed(2)} ms / ${median(p99s).toFixed(2)} ms; p99 per block ${p99s.map((p) => p.toFixed(2)).join(", ")} ms`;
 }
