@@ -298,7 +298,7 @@ async function main(): Promise<void> {
       if (recheck === "30" && process.env.BENCH_ONLY !== "cached") rows.push(...walPageRows(path.join(dir, `broker-${recheck}.db`)));
     }
     rows.push(...(await quietAnchorRows(startBrokerProcess)));
-    // BENCH_ONLY=cached: rows (a) to (c) alone.
+    // BENCH_ONLY=cached: rows (a) to (c) and (a') alone.
     if (process.env.BENCH_ONLY === "cached") return report(rows);
     rows.push(...(await modernRows(startBrokerProcess, fmt)));
     rows.push(...(await tracingRows((db, extra, entry) => startBrokerProcess("30", db, extra, entry))));
