@@ -7,7 +7,7 @@
 // any streaming proxy of these libraries allocates, so that the broker's own share is printed too.
 import type { ChildProcess } from "node:child_process";
 import { CONCURRENCY, mcpSession, toolCalls } from "./mcp-calls.ts";
-import { startProcess, stop } from "./processes.ts";
+import { startBareProxy, stop } from "./processes.ts";
 import { type AllocationWindow, bytesByFunction, collectionsPer1000, originShares, topRows } from "./heap-profile.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { probe, type Probe } from "./probe-control.ts";
@@ -50,9 +50,9 @@ const median = (sorted: readonly number[]) => sorted[Math.floor(sorted.length / 
 /** The floor's bytes per request: the bare proxy (`koa` or `plain` node:http) in front of `mcpUrl`, counted by the same probe. */
 async function floorBytes(mcpUrl: string, kind: "koa" | "plain"): Promise<number> {
   const control = await probe();
-  const { child, match } = await startProcess(["bench/bare-proxy.ts", mcpUrl, ...(kind === "plain" ? ["plain"] : [])], control.env, /BARE_PROXY_URL (\S+)/);
+  const { child, url } = await startBareProxy(mcpUrl, kind, control.env);
   try {
-    return median(await windowsThrough(control, match[1]!, {}));
+    return median(await windowsThrough(control, url, {}));
   } finally {
     await stop(child);
   }

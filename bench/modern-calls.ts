@@ -5,7 +5,7 @@
 import type { ChildProcess } from "node:child_process";
 import { median, type LoadResult } from "./load.ts";
 import { CONCURRENCY, mcpSession, REQUESTS, statelessToolCalls, toolCalls } from "./mcp-calls.ts";
-import { cpuMs, startProcess, stop } from "./processes.ts";
+import { cpuMs, startBareProxy, startProcess, stop } from "./processes.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 
 /** Paired rounds of both kinds: enough for a median that one busy moment of the machine does not move. */
@@ -22,9 +22,8 @@ async function measured(pid: number | undefined, load: () => Promise<LoadResult>
 
 /** The floor (bench/bare-proxy.ts) in front of the same server: CPU per request of both kinds, at 50 clients. */
 async function bareFloor(serverUrl: string): Promise<{ session: number; stateless: number }> {
-  const { child, match } = await startProcess(["bench/bare-proxy.ts", serverUrl], {}, /BARE_PROXY_URL (\S+)/);
+  const { child, url } = await startBareProxy(serverUrl);
   try {
-    const url = match[1]!;
     const session = await mcpSession(url, {});
     await toolCalls(url, {}, session);
     await statelessToolCalls(url, {});

@@ -4,10 +4,9 @@
 // the shared cores moves between the two measurements. Within a round it moves less; the order
 // rotates between rounds, so that a drift inside a round favours no side. With BENCH_BASELINE, a
 // broker of that build runs in the same rounds: its own work, and the change between the two.
-import type { ChildProcess } from "node:child_process";
 import { median } from "./load.ts";
 import { mcpSession, REQUESTS, toolCalls } from "./mcp-calls.ts";
-import { cpuMs, startProcess, stop } from "./processes.ts";
+import { cpuMs, startBareProxy, stop } from "./processes.ts";
 import { pairedChange } from "./paired.ts";
 
 const ROUNDS = Number(process.env.BENCH_OWN_WORK_ROUNDS ?? 10);
@@ -35,9 +34,8 @@ const range = (values: readonly number[]) => `${Math.min(...values).toFixed(0)} 
  * `mcpUrl`; `baseline`, another build's broker (warm), in the same rounds.
  */
 export async function pairedOwnWorkRows(mcpUrl: string, broker: Proxied, baseline?: Proxied): Promise<Array<[string, string]>> {
-  const { child, match }: { child: ChildProcess; match: RegExpMatchArray } = await startProcess(["bench/bare-proxy.ts", mcpUrl], {}, /BARE_PROXY_URL (\S+)/);
+  const { child, url } = await startBareProxy(mcpUrl);
   try {
-    const url = match[1]!;
     const floor: Proxied = { pid: child.pid, url, headers: {}, session: await mcpSession(url, {}) };
     await toolCalls(floor.url, {}, floor.session); // warm-up
     const sides = baseline ? [floor, broker, baseline] : [floor, broker];

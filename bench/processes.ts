@@ -35,6 +35,16 @@ export function startProcess(
   });
 }
 
+/** A bare proxy (bench/bare-proxy.ts: Koa + undici, or `plain` node:http + undici) in its own process, in front of `serverUrl`. */
+export async function startBareProxy(
+  serverUrl: string,
+  kind: "koa" | "plain" = "koa",
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  const { child, match } = await startProcess(["bench/bare-proxy.ts", serverUrl, ...(kind === "plain" ? ["plain"] : [])], env, /BARE_PROXY_URL (\S+)/);
+  return { child, url: match[1]! };
+}
+
 export async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   await new Promise<void>((resolve) => {

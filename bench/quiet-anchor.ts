@@ -5,7 +5,7 @@
 import type { ChildProcess } from "node:child_process";
 import { median } from "./load.ts";
 import { blockFigures, mcpSession, ONE_CLIENT_BLOCKS, oneClientBlocks, type OneClientBlock, SEQUENTIAL_REQUESTS, toolCalls } from "./mcp-calls.ts";
-import { startProcess, stop } from "./processes.ts";
+import { startBareProxy, startProcess, stop } from "./processes.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 
 type StartBroker = (recheck: string, db: string, extra?: Record<string, string>) => Promise<{ child: ChildProcess; url: string }>;
@@ -26,9 +26,8 @@ async function warm(proxy: Proxy): Promise<void> {
 }
 
 async function bareBlocks(serverUrl: string, direct: Proxy, kind: "koa" | "plain"): Promise<OneClientBlock[]> {
-  const { child, match } = await startProcess(["bench/bare-proxy.ts", serverUrl, ...(kind === "plain" ? ["plain"] : [])], {}, /BARE_PROXY_URL (\S+)/);
+  const { child, url } = await startBareProxy(serverUrl, kind);
   try {
-    const url = match[1]!;
     const proxy = { url, session: await mcpSession(url, {}), headers: {} };
     await warm(proxy);
     return await oneClientBlocks(direct, proxy);

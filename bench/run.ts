@@ -24,7 +24,7 @@ import {
 import { startGitHubEmulator } from "../test/support/github-emulator.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
-import { cpuMs, METRICS_TOKEN, metricsText, root, startProcess, stop } from "./processes.ts";
+import { cpuMs, METRICS_TOKEN, metricsText, root, startBareProxy, startProcess, stop } from "./processes.ts";
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
 import { walPageRows } from "./wal-pages.ts";
 import { heapOnlyShares, walPosition } from "./postgres-writes.ts";
@@ -388,9 +388,8 @@ async function bareProxyCpu(
   kind: "koa" | "plain",
   direct: { url: string; session: string },
 ): Promise<{ concurrent: number; alone: number; blocks: OneClientBlock[] }> {
-  const { child, match } = await startProcess(["bench/bare-proxy.ts", mcpUrl, ...(kind === "plain" ? ["plain"] : [])], {}, /BARE_PROXY_URL (\S+)/);
+  const { child, url } = await startBareProxy(mcpUrl, kind);
   try {
-    const url = match[1]!;
     const session = await mcpSession(url, {});
     await toolCalls(url, {}, session); // warm-up
     const perRequest = async (concurrency?: number) => {

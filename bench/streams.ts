@@ -15,7 +15,7 @@ import type { ChildProcess } from "node:child_process";
 import { Pool } from "undici";
 import type { LoadResult } from "./load.ts";
 import { mcpSession, toolCalls } from "./mcp-calls.ts";
-import { metricsText, raiseOpenFileLimit, startProcess, stop } from "./processes.ts";
+import { metricsText, raiseOpenFileLimit, startBareProxy, startProcess, stop } from "./processes.ts";
 import { probe, type Probe } from "./probe-control.ts";
 import { type AllocationWindow, bytesByFunction, collectionsPer1000, originShares, topRows } from "./heap-profile.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
@@ -160,11 +160,11 @@ async function openStream(pool: Pool, path: string, session: string, auth: Recor
  */
 async function floorPerStream(kind: "koa" | "plain", mcpUrl: string, n: number): Promise<{ rss: number; heap: number }> {
   const control = await probe();
-  const { child, match } = await startProcess(["bench/bare-proxy.ts", mcpUrl, ...(kind === "plain" ? ["plain"] : [])], control.env, /BARE_PROXY_URL (\S+)/);
-  const pool = new Pool(new URL(match[1]!).origin, { headersTimeout: 0, bodyTimeout: 0 });
+  const { child, url: proxyUrl } = await startBareProxy(mcpUrl, kind, control.env);
+  const url = new URL(proxyUrl);
+  const pool = new Pool(url.origin, { headersTimeout: 0, bodyTimeout: 0 });
   try {
     raiseOpenFileLimit(child.pid);
-    const url = new URL(match[1]!);
     const sessions = await inParallel(n, OPENING_CONCURRENCY, () => mcpSession(url.href, {}));
     const before = await control.call<Memory>("gc");
     await inParallel(n, OPENING_CONCURRENCY, (i) => openStream(pool, url.pathname, sessions[i]!, {}, { received: 0, ended: 0 }));
