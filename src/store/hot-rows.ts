@@ -214,6 +214,13 @@ export type AccessTokenWithGrant = AccessToken & {
   };
 };
 
+/**
+ * How a joined read's column list is selected: as is (one value per column, PostgreSQL), or wrapped
+ * by the caller (SQLite selects it as one JSON array: sqlite-hot-sql.ts says why).
+ */
+export type SelectColumns = (columns: string) => string;
+const asColumns: SelectColumns = (columns) => columns;
+
 /** `"alias"."column"` for every column of a table, in its order (the shape `decodeRow` reads). */
 export function columnList<Row>(t: Table<Row>, alias: string): string {
   return t.columns.map((c) => `"${alias}"."${c}"`).join(", ");
@@ -238,8 +245,8 @@ export function decodeRow<Row>(t: Table<Row>, values: readonly unknown[], offset
  * its client whole (a refresh authenticates the client from this row instead of reading it again),
  * what it needs of the grant and of the grant's upstream session.
  */
-export const refreshTokenWithGrantColumns = (): string =>
-  `${columnList(refreshTokenClaim, "r")}, ${columnList(tables.client, "c")}, ${columnList(grantOfToken, "g")}, ${columnList(upstreamSessionState, "u")}
+export const refreshTokenWithGrantColumns = (select: SelectColumns = asColumns): string =>
+  `${select(`${columnList(refreshTokenClaim, "r")}, ${columnList(tables.client, "c")}, ${columnList(grantOfToken, "g")}, ${columnList(upstreamSessionState, "u")}`)}
     FROM "RefreshToken" AS "r" JOIN "Client" AS "c" ON "c"."id" = "r"."clientId" JOIN "Grant" AS "g" ON "g"."id" = "r"."grantId"
     LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId"`;
 
@@ -263,8 +270,8 @@ export function decodeRefreshTokenWithGrant(values: readonly unknown[], date: (v
  * its grant, and its client whole (a code exchange authenticates the client from this row instead
  * of reading it first).
  */
-export const codeWithGrantColumns = (): string =>
-  `${columnList(codeClaim, "a")}, ${columnList(grantOfToken, "g")}, ${columnList(tables.client, "c")}
+export const codeWithGrantColumns = (select: SelectColumns = asColumns): string =>
+  `${select(`${columnList(codeClaim, "a")}, ${columnList(grantOfToken, "g")}, ${columnList(tables.client, "c")}`)}
     FROM "AuthorizationCode" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "a"."clientId"`;
 
 /** Decodes a row of codeWithGrantColumns. */
@@ -278,8 +285,8 @@ export function decodeCodeWithGrant(values: readonly unknown[], date: (value: un
 }
 
 /** The columns accessTokenByHash selects, on either database: the token, its grant, the grant's upstream session, the client's kind. */
-export const accessTokenWithGrantColumns = (): string =>
-  `${columnList(tables.accessToken, "a")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}, "c"."registrationType", "c"."grantTypes"
+export const accessTokenWithGrantColumns = (select: SelectColumns = asColumns): string =>
+  `${select(`${columnList(tables.accessToken, "a")}, ${columnList(tables.grant, "g")}, ${columnList(tables.upstreamSession, "u")}, "c"."registrationType", "c"."grantTypes"`)}
     FROM "AccessToken" AS "a" JOIN "Grant" AS "g" ON "g"."id" = "a"."grantId" JOIN "Client" AS "c" ON "c"."id" = "g"."clientId"
     LEFT JOIN "UpstreamSession" AS "u" ON "u"."id" = "g"."upstreamSessionId"`;
 

@@ -28,6 +28,8 @@ interface Connections {
   /** Runs a read; a connection that turned read-only is dropped so the next read reopens it. */
   read<T>(work: () => T): Promise<T>;
   row(name: StatementName, ...params: unknown[]): unknown[] | undefined;
+  /** A joined read's first row (HotConnection.jsonRow). */
+  jsonRow(name: StatementName, ...params: unknown[]): unknown[] | undefined;
 }
 
 /** What a token's validation reads besides the token: its client and its upstream session. */
@@ -50,11 +52,11 @@ function clientAndSessionMethods({ read, row, writer }: Connections) {
 }
 
 /** Codes and tokens: read by hash here, exchanged and rotated on the writer thread. */
-function tokenMethods({ read, row, writer }: Connections) {
+function tokenMethods({ read, row, jsonRow, writer }: Connections) {
   return {
     refreshTokenByHash: (tokenHash) =>
       read(() => {
-        const values = row("refreshTokenByHash", tokenHash);
+        const values = jsonRow("refreshTokenByHash", tokenHash);
         return values ? decodeRefreshTokenWithGrant(values, readDate) : null;
       }),
     refreshTokenById: (id) =>
@@ -66,14 +68,14 @@ function tokenMethods({ read, row, writer }: Connections) {
 
     codeByHash: (codeHash) =>
       read(() => {
-        const values = row("codeByHash", codeHash);
+        const values = jsonRow("codeByHash", codeHash);
         return values ? decodeCodeWithGrant(values, readDate) : null;
       }),
     exchangeCode: (e) => writer.write("exchangeCode", e),
 
     accessTokenByHash: (tokenHash) =>
       read(() => {
-        const values = row("accessTokenByHash", tokenHash);
+        const values = jsonRow("accessTokenByHash", tokenHash);
         return values ? decodeAccessTokenWithGrant(values, readDate) : null;
       }),
     recordGrantUse: (use) => writer.write("recordGrantUse", use),
@@ -119,6 +121,7 @@ export function createSqliteHotStore(file: string): SqliteHotStore {
       }
     },
     row: (name, ...params) => reader.row(name, ...params),
+    jsonRow: (name, ...params) => reader.jsonRow(name, ...params),
   };
 
   return {

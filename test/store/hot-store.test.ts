@@ -157,6 +157,41 @@ describe.each(databaseTargets("hot store tests"))("the hot store on $name", (tar
     expect(machineRead).toEqual(await prismaAccessTokenWithGrant(db, machineAccess.id));
   });
 
+  it("reads any text exactly as stored: quotes, escapes, JSON-like text, letters beyond ASCII and beyond the BMP", async () => {
+    // SQLite's joined reads arrive as one JSON array (sqlite-hot-sql.ts): every character must
+    // come back as it went in, and text that looks like JSON must stay text.
+    const { db, hot } = database;
+    const tricky = 'Say "hi" \\ back\\slash\nnew line\ttab {"a":1} [2] null é ß 漢 😀';
+    await db.client.create({
+      data: {
+        id: "client-tricky",
+        redirectUris: JSON.stringify(['http://127.0.0.1/cb?q="x"&é']),
+        tokenEndpointAuthMethod: "none",
+        grantTypes: '["authorization_code","refresh_token"]',
+        responseTypes: '["code"]',
+        clientName: tricky,
+        clientUri: "null",
+        logoUri: '{"not":"an object"}',
+        softwareId: "123",
+        softwareVersion: "true",
+        registrationType: "metadata_document",
+        createdAt: T0,
+      },
+    });
+    const grant = await db.grant.create({ data: { ...grantRow(), clientId: "client-tricky", subject: tricky, scope: '"mcp"' } });
+    const refresh = await db.refreshToken.create({
+      data: refreshRow(grant.id, { clientId: "client-tricky", resource: `https://rs.example/mcp?x=${encodeURIComponent(tricky)}` }),
+    });
+    const access = await db.accessToken.create({ data: accessRow(grant.id, refresh.id, { clientId: "client-tricky", scope: tricky }) });
+    const client = await db.client.findUniqueOrThrow({ where: { id: "client-tricky" } });
+    const read = await hot.refreshTokenByHash(refresh.tokenHash);
+    expect(read?.client).toEqual(client);
+    expect(read?.resource).toBe(refresh.resource);
+    expect(read?.grant.subject).toBe(tricky);
+    expect(read?.grant.scope).toBe('"mcp"');
+    expect(await hot.accessTokenByHash(access.tokenHash)).toEqual(await prismaAccessTokenWithGrant(db, access.id));
+  });
+
   it("reads a token whose grant row is gone as no token: its grantId is no relation, nothing cascades to it", async () => {
     const { db, hot } = database;
     const grant = await db.grant.create({ data: grantRow() });
