@@ -11,15 +11,18 @@ export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 /** BENCH_PROFILE_DIR=/tmp/prof: the broker processes write V8 CPU profiles there (open in Chrome DevTools). */
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 
+/** `wrapper`: a command that runs node itself, with its arguments (valgrind: bench/instructions.ts). */
 export function startProcess(
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
   profile = false,
+  wrapper: readonly string[] = [],
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   const profiling = profile && PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
   const loader = args[0]?.endsWith(".ts") ? ["--import", "tsx"] : [];
-  const child = spawn(process.execPath, [...profiling, ...loader, ...args], {
+  const [command, ...commandArgs] = [...wrapper, process.execPath, ...profiling, ...loader, ...args];
+  const child = spawn(command!, commandArgs, {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
@@ -73,6 +76,40 @@ export function cpuMs(pid: number | undefined, mainThread = false): number {
 
 /** The bearer token the bench's brokers require for /metrics on their main listener (METRICS_TOKEN). */
 export const METRICS_TOKEN = "bench-metrics-token";
+
+/** Where a bench broker signs users in and what it fronts. */
+export interface BrokerSetting {
+  readonly port: number;
+  readonly databaseUrl: string;
+  readonly secretKey: string;
+  /** The GitHub emulator (test/support/github-emulator.ts), client Iv1.bench. */
+  readonly github: { readonly url: string; readonly apiUrl: string };
+  readonly mcpServerUrl: string;
+  /** UPSTREAM_RECHECK_SECONDS. */
+  readonly recheck: string;
+}
+
+/** The environment every bench broker runs with (bench/run.ts, bench/instructions.ts). */
+export function brokerEnv(s: BrokerSetting): Record<string, string> {
+  return {
+    PORT: String(s.port),
+    PUBLIC_URL: `http://127.0.0.1:${s.port}`,
+    DATABASE_URL: s.databaseUrl,
+    SECRET_KEY: s.secretKey,
+    UPSTREAM_PROVIDER: "github",
+    ALLOW_ANY_USER: "true",
+    UPSTREAM_CLIENT_ID: "Iv1.bench",
+    UPSTREAM_CLIENT_SECRET: "bench-secret",
+    GITHUB_URL: s.github.url,
+    GITHUB_API_URL: s.github.apiUrl,
+    MCP_SERVER_URL: s.mcpServerUrl,
+    UPSTREAM_RECHECK_SECONDS: s.recheck,
+    LOG_LEVEL: "warn",
+    // The text banner, whatever the log level (as JSON it is an info line, below warn).
+    LOG_FORMAT: "pretty",
+    METRICS_TOKEN,
+  };
+}
 
 /** A broker's /metrics text (Prometheus exposition). */
 export async function metricsText(brokerUrl: string): Promise<string> {

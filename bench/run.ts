@@ -24,7 +24,7 @@ import {
 import { startGitHubEmulator } from "../test/support/github-emulator.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 import { freePort } from "../test/support/start-broker.ts";
-import { cpuMs, METRICS_TOKEN, metricsText, root, startBareProxy, startProcess, stop } from "./processes.ts";
+import { brokerEnv, cpuMs, metricsText, root, startBareProxy, startProcess, stop } from "./processes.ts";
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
 import { walPageRows } from "./wal-pages.ts";
 import { heapOnlyShares, walPosition } from "./postgres-writes.ts";
@@ -62,22 +62,7 @@ async function main(): Promise<void> {
     const { child } = await startProcess(
       [entry],
       {
-        PORT: String(port),
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
-        DATABASE_URL: databaseUrl,
-        SECRET_KEY: secret,
-        UPSTREAM_PROVIDER: "github",
-        ALLOW_ANY_USER: "true",
-        UPSTREAM_CLIENT_ID: "Iv1.bench",
-        UPSTREAM_CLIENT_SECRET: "bench-secret",
-        GITHUB_URL: gh.url,
-        GITHUB_API_URL: gh.apiUrl,
-        MCP_SERVER_URL: mcpUrl,
-        UPSTREAM_RECHECK_SECONDS: recheck,
-        LOG_LEVEL: "warn",
-        // The text banner, whatever the log level (as JSON it is an info line, below warn).
-        LOG_FORMAT: "pretty",
-        METRICS_TOKEN,
+        ...brokerEnv({ port, databaseUrl, secretKey: secret, github: gh, mcpServerUrl: mcpUrl, recheck }),
         // V8 or Node options for the broker processes alone (e.g. a young generation size to try).
         ...(process.env.BENCH_BROKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_BROKER_NODE_OPTIONS } : {}),
         ...extra,

@@ -25,6 +25,16 @@ export abstract class EmulatorServer {
     return this;
   }
 
+  /**
+   * How long an idle keep-alive connection stays open (Node's default: 5 s). A broker slowed down
+   * many times (under valgrind: bench/instructions.ts) may reuse a connection just as the emulator
+   * closes it; a longer wait keeps that race out of a measurement.
+   */
+  keepIdleConnections(ms: number): this {
+    this.server.keepAliveTimeout = ms;
+    return this;
+  }
+
   async close(): Promise<void> {
     for (const res of this.hanging) res.destroy();
     this.server.closeAllConnections();
