@@ -7,8 +7,7 @@ import { dateOf } from "../../lib/clock.ts";
 import { InvalidGrant, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { verifyPkceS256 } from "../pkce.ts";
-import { hashPresentedToken } from "../token-format.ts";
-import type { GrantHandler, TokenContext } from "./context.ts";
+import { presentedKey, type GrantHandler, type TokenContext } from "./context.ts";
 import { grantUse, issuedTokens } from "./issue.ts";
 import { optionalResource, parseParameters, required } from "./parameters.ts";
 import { protectedResources } from "../resource.ts";
@@ -33,7 +32,7 @@ export function authorizationCodeGrant(t: TokenContext): GrantHandler {
 
   return async (client, params, preread) => {
     const p = parseParameters(Parameters, params);
-    const codeHash = hashPresentedToken(p.code);
+    const codeHash = presentedKey(preread, "authorization_code", p.code);
     const row = preread?.grantType === "authorization_code" && preread.hash === codeHash ? preread.row : await t.hot.codeByHash(codeHash);
     if (!row || row.clientId !== client.id) throw new InvalidGrant(INVALID_CODE);
     if (row.consumedAt) return replayed(row.grantId, row.clientId);

@@ -44,11 +44,11 @@ export function createTokenIssuer(t: TokenContext): TokenIssuer {
   async function preread(params: FormParameters): Promise<Preread | null> {
     if (params.grant_type === "refresh_token" && params.refresh_token) {
       const hash = hashPresentedToken(params.refresh_token);
-      return { grantType: "refresh_token", hash, row: await t.hot.refreshTokenByHash(hash) };
+      return { grantType: "refresh_token", presented: params.refresh_token, hash, row: await t.hot.refreshTokenByHash(hash) };
     }
     if (params.grant_type === "authorization_code" && params.code) {
       const hash = hashPresentedToken(params.code);
-      return { grantType: "authorization_code", hash, row: await t.hot.codeByHash(hash) };
+      return { grantType: "authorization_code", presented: params.code, hash, row: await t.hot.codeByHash(hash) };
     }
     return null;
   }

@@ -8,10 +8,10 @@ import { dateOf } from "../../lib/clock.ts";
 import { InvalidGrant, InvalidScope, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { covers, parseScope, scopeList } from "../scope.ts";
-import { deriveSecret, hashPresentedToken, stampOfKey, tokenStamp, type MintedSecret } from "../token-format.ts";
+import { deriveSecret, stampOfKey, tokenStamp, type MintedSecret } from "../token-format.ts";
 import type { RegisteredClient, TokenResponse } from "../types.ts";
 import type { RefreshTokenWithGrant } from "../../store/hot-store.ts";
-import { upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
+import { presentedKey, upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
 import { expiresIn, grantUse, issuedTokens } from "./issue.ts";
 import { optionalResource, parseParameters, required } from "./parameters.ts";
 import { protectedResources } from "../resource.ts";
@@ -96,7 +96,7 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     const p = parseParameters(Parameters, params);
     // Only narrowing (below): a scope the user consented to at step-up counts, registered or not.
     const requested = parseScope(p.scope, undefined, t.config.clients.scopes.supported);
-    const tokenHash = hashPresentedToken(p.refresh_token);
+    const tokenHash = presentedKey(preread, "refresh_token", p.refresh_token);
     const presented = preread?.grantType === "refresh_token" && preread.hash === tokenHash ? preread.row : await t.hot.refreshTokenByHash(tokenHash);
     const now = dateOf(t.clock);
     const row = checkedToken(presented, client, p.resource, now);
