@@ -2,12 +2,13 @@
 // stamp of its minting, and its key is that stamp followed by its SHA-256, so the keys' unique
 // indexes append instead of taking a random page per token. Tokens stored before stamps (a bare
 // SHA-256 key) keep working over HTTP until they expire: at /mcp, /introspect, /revoke, /token,
-// and a retry of a rotation made before the upgrade still gets that rotation's pair back.
+// and a retry of a rotation made before the upgrade still gets that rotation's pair back. So does a
+// retry of a rotation whose pair was derived with one HMAC per token, as before one HMAC per pair.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes } from "node:crypto";
 import { purposeKey } from "../../src/crypto/keys.ts";
 import { randomToken, sha256Hex } from "../../src/crypto/tokens.ts";
-import { deriveSecret, hashPresentedToken } from "../../src/grants/token-format.ts";
+import { deriveSuccessorPairOfTwoMacs, hashPresentedToken } from "../../src/grants/token-format.ts";
 import { mcpStatus } from "../support/mcp-probe.ts";
 import { basicAuth, clientAuth, postForm, registerClientSet, tokensThroughFlow, type TestClient, type TokenPair } from "../support/oauth-client.ts";
 import { startBroker, type TestBroker } from "../support/start-broker.ts";
@@ -133,7 +134,7 @@ describe("tokens stored before stamps", () => {
     // successor and the derived access token, each under its bare SHA-256.
     const presented = unstamped("mab_rt_");
     const rotationKey = purposeKey(secretKey, "refresh-rotation/v1");
-    const pair = { access: deriveSecret("accessToken", rotationKey, presented, null), successor: deriveSecret("refreshToken", rotationKey, presented, null) };
+    const pair = deriveSuccessorPairOfTwoMacs(rotationKey, presented, null);
     await storeAsBeforeStamps("refreshToken", tokens.refresh_token, presented);
     await storeAsBeforeStamps("refreshToken", rotated.refresh_token, pair.successor.value);
     await storeAsBeforeStamps("accessToken", rotated.access_token, pair.access.value);
@@ -142,6 +143,27 @@ describe("tokens stored before stamps", () => {
     expect(retried.status).toBe(200);
     expect(retried.json).toMatchObject({ access_token: pair.access.value, refresh_token: pair.successor.value });
     // Not taken for reuse: the successor still rotates.
+    const next = await refresh(pub, pair.successor.value);
+    expect(next.status).toBe(200);
+    expect(await mcpStatus(t.url, (next.json as Tokens).access_token)).toBe(200);
+  });
+});
+
+describe("rotations derived with one HMAC per token (before one HMAC per pair)", () => {
+  it("a retry gets that rotation's pair back, and the grant goes on", async () => {
+    const tokens = await tokensFor(pub);
+    const rotated = (await refresh(pub, tokens.refresh_token)).json as Tokens;
+    // Rewrite the rotation as the version before stored it: the same stamp, each token of the pair
+    // its own HMAC-SHA256 of the presented token.
+    const rotationKey = purposeKey(secretKey, "refresh-rotation/v1");
+    const pair = deriveSuccessorPairOfTwoMacs(rotationKey, tokens.refresh_token, rotated.refresh_token.slice(-12));
+    await db().refreshToken.update({ where: { tokenHash: hashPresentedToken(rotated.refresh_token) }, data: { tokenHash: pair.successor.hash } });
+    await db().accessToken.update({ where: { tokenHash: hashPresentedToken(rotated.access_token) }, data: { tokenHash: pair.access.hash } });
+
+    const retried = await refresh(pub, tokens.refresh_token);
+    expect(retried.status).toBe(200);
+    expect(retried.json).toMatchObject({ access_token: pair.access.value, refresh_token: pair.successor.value });
+    expect(await mcpStatus(t.url, pair.access.value)).toBe(200);
     const next = await refresh(pub, pair.successor.value);
     expect(next.status).toBe(200);
     expect(await mcpStatus(t.url, (next.json as Tokens).access_token)).toBe(200);

@@ -8,7 +8,7 @@ import { dateOf } from "../../lib/clock.ts";
 import { InvalidGrant, InvalidScope, InvalidTarget } from "../errors.ts";
 import { grantDeathReason } from "../lifecycle.ts";
 import { covers, parseScope, scopeList } from "../scope.ts";
-import { deriveSecret, stampOfKey, tokenStamp, type MintedSecret } from "../token-format.ts";
+import { deriveSuccessorPair, storedSuccessorPair, tokenStamp } from "../token-format.ts";
 import type { RegisteredClient, TokenResponse } from "../types.ts";
 import type { RefreshTokenWithGrant } from "../../store/hot-store.ts";
 import { presentedKey, upstreamRejection, type GrantHandler, type TokenContext } from "./context.ts";
@@ -17,19 +17,6 @@ import { optionalResource, parseParameters, required } from "./parameters.ts";
 import { protectedResources } from "../resource.ts";
 
 const INVALID_REFRESH = "The refresh token is invalid, expired or revoked.";
-
-interface SuccessorPair {
-  readonly access: MintedSecret;
-  readonly successor: MintedSecret;
-}
-
-/** The pair a refresh token rotates to, stamped `stamp` (see token-format.ts). */
-function successorPair(t: TokenContext, presented: string, stamp: string | null): SuccessorPair {
-  return {
-    access: deriveSecret("accessToken", t.rotationKey, presented, stamp),
-    successor: deriveSecret("refreshToken", t.rotationKey, presented, stamp),
-  };
-}
 
 /**
  * A rotated refresh token presented again. Within the grace window, and while its successor has
@@ -42,9 +29,8 @@ async function presentedAgain(t: TokenContext, token: RefreshTokenWithGrant, pre
   if (!row) throw new InvalidGrant(INVALID_REFRESH);
   const next = row.successorId ? await t.hot.refreshTokenById(row.successorId) : null;
   const inGrace = row.graceUntil !== null && now < row.graceUntil;
-  // The pair is rebuilt with the stamp its successor was stored under.
-  const pair = inGrace && next && !next.firstUsedAt && !next.revokedAt ? successorPair(t, presented, stampOfKey(next.tokenHash)) : null;
-  if (next && pair && next.tokenHash === pair.successor.hash) {
+  const pair = inGrace && next && !next.firstUsedAt && !next.revokedAt ? storedSuccessorPair(t.rotationKey, presented, next.tokenHash) : undefined;
+  if (next && pair) {
     const access = await t.hot.accessTokenByHash(pair.access.hash);
     if (access && !access.revokedAt) {
       return {
@@ -105,7 +91,7 @@ export function refreshTokenGrant(t: TokenContext): GrantHandler {
     if (rejected) throw new InvalidGrant(rejected.reason);
 
     if (row.consumedAt) return presentedAgain(t, row, p.refresh_token, now);
-    const pair = successorPair(t, p.refresh_token, tokenStamp());
+    const pair = deriveSuccessorPair(t.rotationKey, p.refresh_token, tokenStamp());
     const { rows, response } = issuedTokens(t, row.grant, scope, row.resource, now, { access: pair.access, refresh: pair.successor, parentRefreshId: row.id });
     // One atomic step: the claim (only an unconsumed, unrevoked token), the token's first use (it is
     // its parent's successor: that ends the parent's grace window), its successor link, the new
