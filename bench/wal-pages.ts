@@ -11,6 +11,7 @@ import { mintSecret } from "../src/grants/token-format.ts";
 import type { AccessToken, AuditEvent, RefreshRotation, RefreshToken } from "../src/store/hot-store.ts";
 import { commitGroup } from "../src/store/sqlite-group-commit.ts";
 import { HotConnection } from "../src/store/sqlite-hot-sql.ts";
+import { hotWriteRequest } from "../src/store/sqlite-hot-writes.ts";
 import { timeOrderedRowId } from "../src/store/row-id.ts";
 
 /** About the group the refresh rows see (their rounds print ~9 rotations per commit). */
@@ -109,7 +110,7 @@ export function walPageRows(databaseFile: string): Array<[string, string]> {
       const rotations = group.map((chain) => rotation(chain, new Date()));
       const outcomes = commitGroup(
         connection,
-        rotations.map((r) => ({ name: "rotateRefreshToken", args: [r] })),
+        rotations.map((r) => hotWriteRequest("rotateRefreshToken", r)),
       );
       for (const [i, outcome] of outcomes.entries()) {
         if (!outcome.ok || outcome.value !== true) throw new Error(`rotation failed: ${JSON.stringify(outcome)}`);

@@ -1,79 +1,139 @@
-// The hot store's writes on SQLite, by name: the writer thread runs them (sqlite-writer-thread.ts)
-// inside its group transactions; the event-loop thread names one and sends its arguments
-// (sqlite-writer.ts). Arguments and results cross the thread boundary by structured clone: plain
-// rows, strings and Dates only.
+// The hot store's writes on SQLite, by name, each in two halves. `params`, on the event-loop
+// thread (sqlite-writer.ts), turns the write's arguments into its statements' parameters; `run`,
+// on the writer thread (sqlite-writer-thread.ts), runs the statements inside its group
+// transaction. What crosses the thread boundary by structured clone is then arrays of strings,
+// numbers and nulls: a refresh rotation's rows as objects with Dates cost 2.4 µs to post and 4.9 µs
+// to receive, as parameter arrays 1.4 and 1.9 µs (measured with a MessageChannel).
 import type { CodeExchange, GrantUse, McpSession, RefreshRotation, UpstreamCheck } from "./hot-store.ts";
 import { tables } from "./hot-rows.ts";
 import { encode, sqliteDate, type HotConnection } from "./sqlite-hot-sql.ts";
 
 const { accessToken, refreshToken, auditEvent } = tables;
 
-const useGrant = (c: HotConnection, use: GrantUse) => c.stmt("useGrant").run(sqliteDate(use.lastUsedAt), sqliteDate(use.idleExpiresAt), use.grantId);
+/** One statement's parameters, as they cross to the writer thread. */
+type Params = readonly unknown[];
+
+interface HotWrite<Args extends readonly unknown[], Encoded, Result> {
+  readonly params: (...args: Args) => Encoded;
+  readonly run: (c: HotConnection, encoded: Encoded) => Result;
+}
+
+/** A write's two halves, typed together. */
+const write = <Args extends readonly unknown[], Encoded, Result>(params: (...args: Args) => Encoded, run: (c: HotConnection, encoded: Encoded) => Result) =>
+  ({ params, run }) satisfies HotWrite<Args, Encoded, Result>;
+
+const useGrantParams = (use: GrantUse): Params => [sqliteDate(use.lastUsedAt), sqliteDate(use.idleExpiresAt), use.grantId];
 
 export const hotWrites = {
-  touchClient(c: HotConnection, id: string, at: Date): void {
-    c.stmt("touchClient").run(sqliteDate(at), id);
-  },
+  touchClient: write(
+    (id: string, at: Date): Params => [sqliteDate(at), id],
+    (c, p): void => {
+      c.stmt("touchClient").run(...p);
+    },
+  ),
 
-  rotateRefreshToken(c: HotConnection, r: RefreshRotation): boolean {
-    const consumedAt = sqliteDate(r.consumedAt);
-    const claim = c.stmt("claimRefreshToken").run(consumedAt, sqliteDate(r.graceUntil), consumedAt, r.issued.refresh.id, r.refreshTokenId);
-    if (claim.changes !== 1) return false;
-    c.stmt("insertRefreshToken").run(...encode(refreshToken, r.issued.refresh));
-    c.stmt("insertAccessToken").run(...encode(accessToken, r.issued.access));
-    useGrant(c, r.use);
-    c.stmt("insertAuditEvent").run(...encode(auditEvent, r.audit));
-    return true;
-  },
+  rotateRefreshToken: write(
+    (r: RefreshRotation): readonly [Params, Params, Params, Params, Params] => {
+      const consumedAt = sqliteDate(r.consumedAt);
+      return [
+        [consumedAt, sqliteDate(r.graceUntil), consumedAt, r.issued.refresh.id, r.refreshTokenId],
+        encode(refreshToken, r.issued.refresh),
+        encode(accessToken, r.issued.access),
+        useGrantParams(r.use),
+        encode(auditEvent, r.audit),
+      ];
+    },
+    (c, [claim, refresh, access, use, audit]): boolean => {
+      if (c.stmt("claimRefreshToken").run(...claim).changes !== 1) return false;
+      c.stmt("insertRefreshToken").run(...refresh);
+      c.stmt("insertAccessToken").run(...access);
+      c.stmt("useGrant").run(...use);
+      c.stmt("insertAuditEvent").run(...audit);
+      return true;
+    },
+  ),
 
-  exchangeCode(c: HotConnection, e: CodeExchange): boolean {
-    if (c.stmt("claimCode").run(sqliteDate(e.consumedAt), e.codeId).changes !== 1) return false;
-    useGrant(c, e.use);
-    if (e.issued.refresh) c.stmt("insertRefreshToken").run(...encode(refreshToken, e.issued.refresh));
-    c.stmt("insertAccessToken").run(...encode(accessToken, e.issued.access));
-    c.stmt("insertAuditEvent").run(...encode(auditEvent, e.audit));
-    return true;
-  },
+  exchangeCode: write(
+    (e: CodeExchange): readonly [Params, Params, Params | null, Params, Params] => [
+      [sqliteDate(e.consumedAt), e.codeId],
+      useGrantParams(e.use),
+      e.issued.refresh ? encode(refreshToken, e.issued.refresh) : null,
+      encode(accessToken, e.issued.access),
+      encode(auditEvent, e.audit),
+    ],
+    (c, [claim, use, refresh, access, audit]): boolean => {
+      if (c.stmt("claimCode").run(...claim).changes !== 1) return false;
+      c.stmt("useGrant").run(...use);
+      if (refresh) c.stmt("insertRefreshToken").run(...refresh);
+      c.stmt("insertAccessToken").run(...access);
+      c.stmt("insertAuditEvent").run(...audit);
+      return true;
+    },
+  ),
 
-  recordGrantUse(c: HotConnection, use: GrantUse): void {
-    const at = sqliteDate(use.lastUsedAt);
-    c.stmt("useLiveGrant").run(at, sqliteDate(use.idleExpiresAt), use.grantId, at);
-  },
+  recordGrantUse: write(
+    (use: GrantUse): Params => {
+      const at = sqliteDate(use.lastUsedAt);
+      return [at, sqliteDate(use.idleExpiresAt), use.grantId, at];
+    },
+    (c, p): void => {
+      c.stmt("useLiveGrant").run(...p);
+    },
+  ),
 
-  recordUpstreamCheck(c: HotConnection, id: string, check: UpstreamCheck, updatedAt: Date): void {
-    const common = [sqliteDate(check.lastCheckedAt), check.accessExpiresAt ? sqliteDate(check.accessExpiresAt) : null, sqliteDate(updatedAt)];
-    if (check.facts) c.stmt("recordCheckWithFacts").run(...common, check.facts.login, check.facts.email, check.facts.profile, check.facts.facts, id);
-    else c.stmt("recordCheck").run(...common, id);
-  },
+  recordUpstreamCheck: write(
+    (id: string, check: UpstreamCheck, updatedAt: Date): { readonly withFacts: boolean; readonly params: Params } => {
+      const common = [sqliteDate(check.lastCheckedAt), check.accessExpiresAt ? sqliteDate(check.accessExpiresAt) : null, sqliteDate(updatedAt)];
+      return check.facts
+        ? { withFacts: true, params: [...common, check.facts.login, check.facts.email, check.facts.profile, check.facts.facts, id] }
+        : { withFacts: false, params: [...common, id] };
+    },
+    (c, { withFacts, params }): void => {
+      c.stmt(withFacts ? "recordCheckWithFacts" : "recordCheck").run(...params);
+    },
+  ),
 
-  claimAssertion(c: HotConnection, key: string, expiresAt: Date, now: Date): boolean {
-    return c.stmt("claimAssertion").run(key, sqliteDate(expiresAt), sqliteDate(now)).changes === 1;
-  },
+  claimAssertion: write(
+    (key: string, expiresAt: Date, now: Date): Params => [key, sqliteDate(expiresAt), sqliteDate(now)],
+    (c, p): boolean => c.stmt("claimAssertion").run(...p).changes === 1,
+  ),
 
-  claimMcpSession(c: HotConnection, session: McpSession): string {
-    c.stmt("claimMcpSession").run(session.sessionHash, session.owner, sqliteDate(session.createdAt));
-    return c.row("mcpSessionOwner", session.sessionHash)![0] as string;
-  },
+  claimMcpSession: write(
+    (session: McpSession): Params => [session.sessionHash, session.owner, sqliteDate(session.createdAt)],
+    (c, p): string => {
+      c.stmt("claimMcpSession").run(...p);
+      return c.row("mcpSessionOwner", p[0])![0] as string;
+    },
+  ),
 
-  releaseMcpSession(c: HotConnection, sessionHash: string): void {
-    c.stmt("releaseMcpSession").run(sessionHash);
-  },
+  releaseMcpSession: write(
+    (sessionHash: string): Params => [sessionHash],
+    (c, p): void => {
+      c.stmt("releaseMcpSession").run(...p);
+    },
+  ),
 };
 
 export type HotWrites = typeof hotWrites;
 export type HotWriteName = keyof HotWrites;
-/** A write's arguments after the connection. */
-export type HotWriteArgs<N extends HotWriteName> = HotWrites[N] extends (c: HotConnection, ...args: infer A) => unknown ? A : never;
-export type HotWriteResult<N extends HotWriteName> = ReturnType<HotWrites[N]>;
+/** A write's arguments, as the event-loop thread passes them. */
+export type HotWriteArgs<N extends HotWriteName> = Parameters<HotWrites[N]["params"]>;
+export type HotWriteResult<N extends HotWriteName> = ReturnType<HotWrites[N]["run"]>;
 
-/** One write as it crosses to the writer thread. */
+/** One write as it crosses to the writer thread: its name and its statements' parameters. */
 export interface HotWriteRequest {
   readonly name: HotWriteName;
-  readonly args: readonly unknown[];
+  readonly params: unknown;
+}
+
+/** The request for a write, encoded on the calling thread; throws when an argument cannot be encoded (an invalid Date). */
+export function hotWriteRequest<N extends HotWriteName>(name: N, ...args: HotWriteArgs<N>): HotWriteRequest {
+  const params = hotWrites[name].params as (...a: HotWriteArgs<N>) => unknown;
+  return { name, params: params(...args) };
 }
 
 /** Runs a request on the writer's connection. */
 export function runHotWrite(c: HotConnection, request: HotWriteRequest): unknown {
-  const write = hotWrites[request.name] as (c: HotConnection, ...args: readonly unknown[]) => unknown;
-  return write(c, ...request.args);
+  const run = hotWrites[request.name].run as (c: HotConnection, encoded: unknown) => unknown;
+  return run(c, request.params);
 }

@@ -19,7 +19,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { sqliteCannotWriteCode, StoreWriterUnavailable } from "./errors.ts";
 import type { SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
-import type { HotWriteArgs, HotWriteName, HotWriteRequest, HotWriteResult } from "./sqlite-hot-writes.ts";
+import { hotWriteRequest, type HotWriteArgs, type HotWriteName, type HotWriteRequest, type HotWriteResult } from "./sqlite-hot-writes.ts";
 import type { WriteError, WriteOutcome } from "./sqlite-group-commit.ts";
 import type { WriterReply, WriterRequest, WriterThreadData } from "./sqlite-writer-protocol.ts";
 import type { SqliteWriteGate } from "./sqlite-write-gate.ts";
@@ -104,8 +104,16 @@ export class SqliteWriter {
   /** Runs the named write in the next group; resolves with its result once that group committed. */
   write<N extends HotWriteName>(name: N, ...args: HotWriteArgs<N>): Promise<HotWriteResult<N>> {
     if (this.#closed) return Promise.reject(new StoreWriterUnavailable("the store is closed"));
+    let request: HotWriteRequest;
+    try {
+      // Encoded here, on the event-loop thread (sqlite-hot-writes.ts): an argument that cannot be
+      // encoded fails this write alone.
+      request = hotWriteRequest(name, ...args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return new Promise<HotWriteResult<N>>((resolve, reject) => {
-      this.#queue.push({ request: { name, args }, resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({ request, resolve: resolve as (value: unknown) => void, reject });
       if (this.#scheduled || this.#inFlight) return;
       this.#scheduled = true;
       // After this turn's I/O callbacks: every request read in this turn has queued its write.

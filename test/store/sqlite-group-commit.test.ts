@@ -9,14 +9,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { commitGroup, type WriteOutcome } from "../../src/store/sqlite-group-commit.ts";
 import { HotConnection } from "../../src/store/sqlite-hot-sql.ts";
-import type { HotWriteRequest } from "../../src/store/sqlite-hot-writes.ts";
+import { hotWriteRequest, type HotWriteRequest } from "../../src/store/sqlite-hot-writes.ts";
 import { copyMigratedSqlite } from "../support/template-db.ts";
 
 const T0 = new Date("2031-05-06T07:08:09.123Z");
-const claim = (sessionHash: string, owner = "github:1"): HotWriteRequest => ({
-  name: "claimMcpSession",
-  args: [{ sessionHash, owner, createdAt: T0 }],
-});
+const claim = (sessionHash: string, owner = "github:1"): HotWriteRequest => hotWriteRequest("claimMcpSession", { sessionHash, owner, createdAt: T0 });
 
 describe("group commit on SQLite", () => {
   let dir: string;

@@ -135,6 +135,20 @@ describe("the SQLite writer thread", () => {
     }
   }, 20_000);
 
+  it("fails a write whose arguments cannot be stored alone, before it reaches the thread; the writes beside it commit", async () => {
+    const hot = createSqliteHotStore(file);
+    try {
+      const invalid = hot.claimMcpSession({ sessionHash: "encode-bad", owner: "github:1", createdAt: new Date(Number.NaN) });
+      const beside = hot.claimMcpSession(session("encode-ok"));
+      await expect(invalid).rejects.toThrow(RangeError);
+      expect(await beside).toBe("github:1");
+      expect(await owners("encode-")).toEqual(["encode-ok"]);
+      expect(hot.stats.writes).toBe(1);
+    } finally {
+      await hot.close();
+    }
+  });
+
   it("commits what is queued when closed, then refuses writes as unavailable", async () => {
     const hot = createSqliteHotStore(file);
     const queued = ["close-1", "close-2"].map((h) => hot.claimMcpSession(session(h)));
