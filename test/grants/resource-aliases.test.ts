@@ -41,3 +41,36 @@ describe("resolveResource aliases", () => {
     expect(codeOf(() => resolveResource(value, resource))).toBe("invalid_target");
   });
 });
+
+describe("resolving again (names already resolved are remembered per set of resources)", () => {
+  const resources = {
+    publicUrl: "https://mcp.example.com",
+    servers: [
+      { resourceUrl: "https://mcp.example.com/mcp", isDefault: true },
+      { resourceUrl: "https://mcp.example.com/servers/docs/mcp", isDefault: false },
+    ],
+  };
+
+  it("gives each name the same answer every time, and still refuses what names no server", () => {
+    const names = [
+      ["https://mcp.example.com/servers/docs/mcp", "https://mcp.example.com/servers/docs/mcp"],
+      ["https://MCP.example.com/servers/docs/mcp/", "https://mcp.example.com/servers/docs/mcp"],
+      ["https://mcp.example.com", "https://mcp.example.com/mcp"],
+      ["https://mcp.example.com/mcp", "https://mcp.example.com/mcp"],
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const [value, server] of names) expect(resolveResource(value, resources)).toBe(server);
+      expect(codeOf(() => resolveResource("https://mcp.example.com/servers/other/mcp", resources))).toBe("invalid_target");
+      expect(codeOf(() => resolveResource("https://mcp.example.com/mcp#x", resources))).toBe("invalid_target");
+    }
+    // The same name against another set of resources is decided by that set.
+    const other = { publicUrl: "https://mcp.example.com", servers: [{ resourceUrl: "https://mcp.example.com/mcp", isDefault: true }] };
+    expect(codeOf(() => resolveResource("https://mcp.example.com/servers/docs/mcp", other))).toBe("invalid_target");
+  });
+
+  it("resolves ever new names of a server past what it remembers", () => {
+    for (let n = 0; n < 600; n++) expect(resolveResource(`https://mcp.example.com/mcp?n=${n}`, resources)).toBe("https://mcp.example.com/mcp");
+    expect(resolveResource("https://mcp.example.com/servers/docs/mcp?n=1", resources)).toBe("https://mcp.example.com/servers/docs/mcp");
+    expect(codeOf(() => resolveResource("https://mcp.example.com/other", resources))).toBe("invalid_target");
+  });
+});
