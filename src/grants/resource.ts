@@ -80,7 +80,10 @@ export function resolveResource(value: string | undefined, protectedResources: P
   if (!canonical) throw new InvalidTarget("resource must be an absolute URI without a fragment.");
   const named = serverNamed(canonical, resources);
   if (!named) throw new InvalidTarget(`This authorization server issues tokens only for ${listed(resources)}.`);
-  if (!known) resolved.set(resources, (known = new Map()));
+  if (!known) {
+    known = new Map();
+    resolved.set(resources, known);
+  }
   if (known.size < RESOLVED_LIMIT) known.set(value, named);
   return named;
 }
