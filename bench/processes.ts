@@ -2,7 +2,7 @@
 // is the server's own for its CPU figures. A .js script (the broker's dist/main.js, as `npm start`
 // runs it) runs as is; a .ts one through tsx's loader.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -10,6 +10,8 @@ export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 
 /** BENCH_PROFILE_DIR=/tmp/prof: the broker processes write V8 CPU profiles there (open in Chrome DevTools). */
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+// Made now: rows write their own profiles there too (row (s)), before any profiled process has exited.
+if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
 /** `wrapper`: a command that runs node itself, with its arguments (valgrind: bench/instructions.ts). */
 export function startProcess(
