@@ -5,6 +5,7 @@
 // a body that has not arrived: a client trickling its upload holds only its own connection, until
 // the deadlines of proxy.ts (http/slow-requests.ts limits) cut it.
 import type { IncomingMessage } from "node:http";
+import { arrivedWhole } from "../http/arrived-body.ts";
 import { whenCut, type CutSignal } from "./exchange-abort.ts";
 
 export const SMALL_BODY_BYTES = 64 * 1024;
@@ -31,6 +32,7 @@ export class BodyTooLarge extends Error {
 export async function upstreamBody(request: IncomingMessage, signal: CutSignal, whole = false): Promise<UpstreamBody> {
   if (request.method !== "POST") return null;
   const limit = whole ? CHECKED_BODY_BYTES : SMALL_BODY_BYTES;
+  // The front end has awaited the bearer check by now: a body sent with the headers is in the buffer.
   const arrived = signal.aborted ? undefined : arrivedWhole(request, limit);
   if (arrived) return arrived;
   const head = await readHead(request, signal, limit);
@@ -49,24 +51,6 @@ export function isStreamed(body: UpstreamBody): body is AsyncIterable<Buffer> {
 async function* prefixed(head: Buffer, rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   yield head;
   yield* rest;
-}
-
-/**
- * The body, when all of it has arrived and waits in the request's buffer (a small JSON-RPC message
- * usually comes in the same packet as its headers): all its Content-Length bytes, taken in one read
- * with no listener added and removed and no promise. Undefined otherwise (still arriving, chunked,
- * already being read, over `limit`).
- */
-function arrivedWhole(request: IncomingMessage, limit: number): Buffer | undefined {
-  const declared = request.headers["content-length"];
-  if (declared === undefined || request.readableFlowing !== null || request.destroyed) return undefined;
-  const length = Number(declared);
-  if (length > limit || request.readableLength !== length) return undefined;
-  const data = length === 0 ? Buffer.alloc(0) : (request.read() as Buffer);
-  // Nothing can follow the declared length; the parser may not have marked the end yet. Flowing,
-  // the request ends ("end") as a body read by events does.
-  request.resume();
-  return data;
 }
 
 /**

@@ -6,6 +6,7 @@
 // the client, then Node closes the socket. Destroying the request first would reset the connection
 // before the client could read why.
 import type Koa from "koa";
+import { arrivedWholeSoon } from "./arrived-body.ts";
 import { OAuthError } from "./errors.ts";
 import { admitReceiving, retryAfterSeconds, slowClientLimits, TOO_MANY_BODIES } from "./slow-requests.ts";
 
@@ -55,6 +56,9 @@ export async function readRaw(ctx: Koa.Context, limit: number): Promise<string> 
   const declared = Number(ctx.get("content-length") || "0");
   if (declared > limit) throw tooLarge(limit);
   const req = ctx.req;
+  // Already here whole (the usual token request): no place to take, nothing to wait for.
+  const arrived = await arrivedWholeSoon(req, limit);
+  if (arrived) return arrived.toString("utf8");
   let release: (() => void) | undefined;
   if (!req.complete) {
     release = admitReceiving(ctx);
