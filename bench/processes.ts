@@ -76,6 +76,20 @@ export function cpuMs(pid: number | undefined, mainThread = false): number {
   }
 }
 
+/**
+ * A process's main thread so far, from the scheduler (Linux /proc/<pid>/task/<pid>/schedstat), in
+ * microseconds: the time it ran, and the time it was ready to run but waited for a core. Exact to
+ * the nanosecond, unlike stat's 10 ms ticks.
+ */
+export function mainThreadSchedule(pid: number | undefined): { runUs: number; waitUs: number } {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").trim().split(" ").map(Number);
+    return { runUs: run! / 1000, waitUs: wait! / 1000 };
+  } catch {
+    return { runUs: NaN, waitUs: NaN };
+  }
+}
+
 /** The bearer token the bench's brokers require for /metrics on their main listener (METRICS_TOKEN). */
 export const METRICS_TOKEN = "bench-metrics-token";
 

@@ -15,7 +15,7 @@ import type { ChildProcess } from "node:child_process";
 import { Pool } from "undici";
 import type { LoadResult } from "./load.ts";
 import { mcpSession, toolCalls } from "./mcp-calls.ts";
-import { metricsText, raiseOpenFileLimit, startBareProxy, startProcess, stop } from "./processes.ts";
+import { cpuMs, machineCpuMs, mainThreadSchedule, metricsText, raiseOpenFileLimit, startBareProxy, startProcess, stop } from "./processes.ts";
 import { probe, type Probe } from "./probe-control.ts";
 import { type AllocationWindow, bytesByFunction, collectionsPer1000, originShares, topRows } from "./heap-profile.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
@@ -70,18 +70,50 @@ async function medianRun(run: () => Promise<LoadResult>): Promise<LoadResult> {
   return runs.sort((a, b) => a.p50Ms - b.p50Ms)[Math.floor(RUNS / 2)]!;
 }
 
-/** medianRun, with the broker's collections over all RUNS (per 1,000 calls): what a larger heap costs the calls. */
-async function medianRunWithCollections(broker: Probe, run: () => Promise<LoadResult>): Promise<LoadResult & { collections: string }> {
+/** Where the time of a run of sequential calls went, per call, in µs. */
+interface CallTime {
+  /** The broker's event loop on a core, and ready to run but waiting for one. */
+  readonly brokerRun: number;
+  readonly brokerWait: number;
+  /** Every thread of the MCP server and of this process (the load generator). */
+  readonly mcpCpu: number;
+  readonly clientCpu: number;
+  /** The machine's cores idle, over all cores. */
+  readonly machineIdle: number;
+}
+
+/**
+ * medianRun, with the broker's collections over all RUNS (per 1,000 calls): what a larger heap
+ * costs the calls; and where the calls' time went (CallTime): whether a slower call is the
+ * broker's own work, or its wait for a core that the other processes hold.
+ */
+async function medianRunWithCollections(
+  broker: Probe,
+  pids: { broker: number | undefined; mcp: number | undefined },
+  run: () => Promise<LoadResult>,
+): Promise<LoadResult & { collections: string; time: CallTime }> {
   await broker.call("alloc/start");
   let calls = 0;
+  const before = { broker: mainThreadSchedule(pids.broker), mcp: cpuMs(pids.mcp), client: process.cpuUsage(), machine: machineCpuMs() };
   const median = await medianRun(async () => {
     const result = await run();
     calls += result.requests;
     return result;
   });
+  const after = { broker: mainThreadSchedule(pids.broker), mcp: cpuMs(pids.mcp), client: process.cpuUsage(before.client), machine: machineCpuMs() };
   const window = await broker.call<AllocationWindow>("alloc/stop");
-  return { ...median, collections: collectionsPer1000([window], calls) };
+  const time: CallTime = {
+    brokerRun: (after.broker.runUs - before.broker.runUs) / calls,
+    brokerWait: (after.broker.waitUs - before.broker.waitUs) / calls,
+    mcpCpu: ((after.mcp - before.mcp) * 1000) / calls,
+    clientCpu: (after.client.user + after.client.system) / calls,
+    machineIdle: ((after.machine.idle - before.machine.idle) * 1000) / calls,
+  };
+  return { ...median, collections: collectionsPer1000([window], calls), time };
 }
+
+const callTime = (t: CallTime) =>
+  `broker event loop ${t.brokerRun.toFixed(0)} µs on a core, ${t.brokerWait.toFixed(0)} µs waiting for one; MCP server ${t.mcpCpu.toFixed(0)} µs, load generator ${t.clientCpu.toFixed(0)} µs of CPU; cores idle ${t.machineIdle.toFixed(0)} µs`;
 
 /** Runs `each` for 0 … n-1, at most `concurrency` at a time; resolves with the results in order. */
 async function inParallel<T>(n: number, concurrency: number, each: (i: number) => Promise<T>): Promise<T[]> {
@@ -197,7 +229,8 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
     const otherAuth = { authorization: `Bearer ${other.tokens.access_token}` };
     const otherSession = await mcpSession(url, otherAuth);
     await toolCalls(url, otherAuth, otherSession); // warm-up: the validation cache, the optimizing compiler
-    const idle = await profiled(probes.broker, "idle", () => medianRunWithCollections(probes.broker, () => toolCalls(url, otherAuth, otherSession, 1)));
+    const pids = { broker: broker.child.pid, mcp: mcp.pid };
+    const idle = await profiled(probes.broker, "idle", () => medianRunWithCollections(probes.broker, pids, () => toolCalls(url, otherAuth, otherSession, 1)));
     // The control: the same client's calls straight to the MCP server, which holds every stream's
     // session too, from this process, which holds every stream's client end. What the streams cost
     // these two shows here as well; what the broker adds is the difference.
@@ -235,7 +268,7 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
       // The event loop's lag while the streams are open and another client calls a tool: /metrics
       // reads and resets the broker's histogram, so the second read covers the other client's calls alone.
       await metricsText(broker.url);
-      const busy = await profiled(probes.broker, "open", () => medianRunWithCollections(probes.broker, () => toolCalls(url, otherAuth, otherSession, 1)));
+      const busy = await profiled(probes.broker, "open", () => medianRunWithCollections(probes.broker, pids, () => toolCalls(url, otherAuth, otherSession, 1)));
       const metrics = await metricsText(broker.url);
       const busyDirect = await medianRun(() => toolCalls(directUrl, {}, directSession, 1));
       const stillOpen = n - tally.ended;
@@ -284,6 +317,8 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
           `${busy.p50Ms.toFixed(2)} ms vs ${idle.p50Ms.toFixed(2)} ms (p99 ${busy.p99Ms.toFixed(2)} vs ${idle.p99Ms.toFixed(2)} ms; the median of ${RUNS} runs of ${busy.requests} sequential calls each): ${ratio.toFixed(2)}×; target ≤ ${TARGET_P50_RATIO}×: ${verdict(ratio <= TARGET_P50_RATIO)}`,
         ],
         ["    the broker's collections per 1,000 of those calls", `idle: ${idle.collections}; streams open: ${busy.collections}`],
+        ["    per call, idle", callTime(idle.time)],
+        ["    per call, streams open", callTime(busy.time)],
         [
           "    the control: the same calls direct to the MCP server",
           `${busyDirect.p50Ms.toFixed(2)} ms vs ${idleDirect.p50Ms.toFixed(2)} ms (${(busyDirect.p50Ms / idleDirect.p50Ms).toFixed(2)}×); the broker's added p50 ${(busy.p50Ms - busyDirect.p50Ms).toFixed(2)} ms with the streams open vs ${(idle.p50Ms - idleDirect.p50Ms).toFixed(2)} ms idle`,
