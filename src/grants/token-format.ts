@@ -88,7 +88,8 @@ const withStamp = (stamp: string | null) => stamp ?? "";
  * second the refresh token's. Each half of an HMAC is a pseudorandom function of the old token in
  * its own right (a truncated HMAC, as HMAC-SHA-512-256 of RFC 4868), so the access token says
  * nothing about the refresh token beside it. One HMAC instead of one per token: setting up an
- * HMAC in OpenSSL costs more than hashing the token, about 2% of a refresh on the event loop.
+ * HMAC in OpenSSL costs more than hashing the token (perf's samples of the refresh rounds: 3.6% of
+ * the event loop for two HMAC-SHA256, 2.9% for one HMAC-SHA512).
  */
 export function deriveSuccessorPair(key: Uint8Array, from: string, stamp: string | null): SuccessorPair {
   const mac = createHmac("sha512", key).update("pair:").update(from).digest();
