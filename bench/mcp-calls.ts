@@ -3,6 +3,7 @@
 // requests, each on its own (no session), as the SDK v2 client sends them.
 import { Pool } from "undici";
 import { median, runLoad } from "./load.ts";
+import { metricsText } from "./processes.ts";
 import { INITIALIZE_MESSAGE } from "../test/support/mcp-probe.ts";
 
 export const CONCURRENCY = 50;
@@ -114,30 +115,80 @@ async function timedCall(pool: Pool, target: Target, i: number): Promise<number>
 
 const percentileOf = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
+/** Read before the first counted block and after the last. */
+export interface CountedBlocksProbe {
+  readonly before: () => Promise<void>;
+  readonly after: () => Promise<void>;
+}
+
+/** The broker's collections so far, from its /metrics: scavenges (V8's minor GC) and their pauses. */
+async function scavengesSoFar(brokerUrl: string): Promise<{ count: number; seconds: number }> {
+  const text = await metricsText(brokerUrl);
+  const value = (suffix: string) => Number(new RegExp(`^mab_nodejs_gc_duration_seconds_${suffix}\\{kind="minor"\\} ([0-9.e+-]+)`, "m").exec(text)?.[1] ?? NaN);
+  return { count: value("count"), seconds: value("sum") };
+}
+
+/**
+ * The broker's scavenges during the counted blocks, and what they paused it for. Each pauses the
+ * event loop for the call it lands on; the blocks' p99 is their tenth slowest call in a thousand.
+ */
+export function brokerScavenges(brokerUrl: string): CountedBlocksProbe & { readonly line: () => string } {
+  let start = { count: NaN, seconds: NaN };
+  let end = start;
+  return {
+    before: async () => {
+      start = await scavengesSoFar(brokerUrl);
+    },
+    after: async () => {
+      end = await scavengesSoFar(brokerUrl);
+    },
+    line: () => {
+      const count = end.count - start.count;
+      const calls = ONE_CLIENT_BLOCKS * SEQUENTIAL_REQUESTS;
+      return `${count} in ${calls} calls (${((count * 1000) / calls).toFixed(1)} per 1,000), ${count > 0 ? (((end.seconds - start.seconds) * 1000) / count).toFixed(2) : "—"} ms each on average`;
+    },
+  };
+}
+
+/** Blocks run before the counted ones (why: oneClientBlocks). */
+const WARM_BLOCKS = 1;
+
+/** One block: SEQUENTIAL_REQUESTS calls each way, alternating call by call (which goes first alternating too). */
+async function interleavedBlock(pools: readonly [Pool, Pool], direct: Target, through: Target): Promise<{ direct: number[]; through: number[] }> {
+  const d: number[] = [];
+  const t: number[] = [];
+  for (let i = 0; i < SEQUENTIAL_REQUESTS; i++) {
+    if (i % 2 === 0) {
+      d.push(await timedCall(pools[0], direct, i));
+      t.push(await timedCall(pools[1], through, i));
+    } else {
+      t.push(await timedCall(pools[1], through, i));
+      d.push(await timedCall(pools[0], direct, i));
+    }
+  }
+  return { direct: d.sort((x, y) => x - y), through: t.sort((x, y) => x - y) };
+}
+
 /**
  * One client's latency through the broker against the same calls direct, in ONE_CLIENT_BLOCKS
- * blocks: each block's added p50 and p99. The direct and the broker's calls alternate call by call
- * (which goes first alternating too), so a pause of the shared machine falls on both sides alike
- * instead of on whichever block it happened in; a block still shows its own figure.
+ * blocks: each block's added p50 and p99. The direct and the broker's calls alternate call by call,
+ * so a pause of the shared machine falls on both sides alike instead of on whichever block it
+ * happened in; a block still shows its own figure.
+ *
+ * A block runs first and is not counted: the pools open new connections, and the first calls on
+ * them take paths the warm-up at 50 clients did not (connection setup, code the optimizing compiler
+ * has not seen this way yet, in each of the three processes). The counted blocks are the steady state.
+ *
+ * `probe` is read before the first counted block and after the last (brokerScavenges).
  */
-export async function oneClientBlocks(direct: Target, through: Target): Promise<OneClientBlock[]> {
-  const pools = [direct, through].map((t) => new Pool(new URL(t.url).origin, { connections: 1, pipelining: 1 }));
+export async function oneClientBlocks(direct: Target, through: Target, probe?: CountedBlocksProbe): Promise<OneClientBlock[]> {
+  const pools = [direct, through].map((t) => new Pool(new URL(t.url).origin, { connections: 1, pipelining: 1 })) as [Pool, Pool];
   try {
+    for (let b = 0; b < WARM_BLOCKS; b++) await interleavedBlock(pools, direct, through);
+    await probe?.before();
     const blocks: OneClientBlock[] = [];
     for (let b = 0; b < ONE_CLIENT_BLOCKS; b++) {
-      const d: number[] = [];
-      const t: number[] = [];
-      for (let i = 0; i < SEQUENTIAL_REQUESTS; i++) {
-        if (i % 2 === 0) {
-          d.push(await timedCall(pools[0]!, direct, i));
-          t.push(await timedCall(pools[1]!, through, i));
-        } else {
-          t.push(await timedCall(pools[1]!, through, i));
-          d.push(await timedCall(pools[0]!, direct, i));
-        }
-      }
-      d.sort((x, y) => x - y);
-      t.sort((x, y) => x - y);
+      const { direct: d, through: t } = await interleavedBlock(pools, direct, through);
       blocks.push({
         addedP50Ms: percentileOf(t, 50) - percentileOf(d, 50),
         addedP99Ms: percentileOf(t, 99) - percentileOf(d, 99),
@@ -145,6 +196,7 @@ export async function oneClientBlocks(direct: Target, through: Target): Promise<
         directP99Ms: percentileOf(d, 99),
       });
     }
+    await probe?.after();
     return blocks;
   } finally {
     await Promise.all(pools.map((p) => p.close()));

@@ -4,7 +4,16 @@
 // is a draw between those pauses; here the direct calls' tail is the machine's alone.
 import type { ChildProcess } from "node:child_process";
 import { median } from "./load.ts";
-import { blockFigures, mcpSession, ONE_CLIENT_BLOCKS, oneClientBlocks, type OneClientBlock, SEQUENTIAL_REQUESTS, toolCalls } from "./mcp-calls.ts";
+import {
+  blockFigures,
+  brokerScavenges,
+  mcpSession,
+  ONE_CLIENT_BLOCKS,
+  oneClientBlocks,
+  type OneClientBlock,
+  SEQUENTIAL_REQUESTS,
+  toolCalls,
+} from "./mcp-calls.ts";
 import { startBareProxy, startProcess, stop } from "./processes.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 
@@ -50,7 +59,8 @@ export async function quietAnchorRows(startBroker: StartBroker): Promise<Array<[
       const url = `${broker.url}/mcp`;
       const proxy = { url, session: await mcpSession(url, headers), headers };
       await warm(proxy);
-      const blocks = await oneClientBlocks(direct, proxy);
+      const scavenges = brokerScavenges(broker.url);
+      const blocks = await oneClientBlocks(direct, proxy, scavenges);
       return [
         [
           `(a') one client alone, quiet MCP server (${ONE_CLIENT_BLOCKS} blocks of ${SEQUENTIAL_REQUESTS})`,
@@ -60,6 +70,7 @@ export async function quietAnchorRows(startBroker: StartBroker): Promise<Array<[
           "      direct calls' own p50 / p99 per block",
           `${median(blocks.map((b) => b.directP50Ms)).toFixed(2)} ms / ${blocks.map((b) => b.directP99Ms.toFixed(2)).join(", ")} ms`,
         ],
+        ["      the broker's scavenges in those blocks", scavenges.line()],
         ["      the same through the bare Koa + undici proxy", blockFigures(koa)],
         ["      the same through node:http + undici", blockFigures(plain)],
       ];

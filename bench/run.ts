@@ -11,6 +11,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { median, runClosedLoop, type LoadResult } from "./load.ts";
 import {
   blockFigures,
+  brokerScavenges,
   CONCURRENCY,
   mcpSession,
   ONE_CLIENT_BLOCKS,
@@ -252,7 +253,8 @@ async function main(): Promise<void> {
         rows.push([`    added latency p50 / p99`, `${(through.p50Ms - direct.p50Ms).toFixed(2)} ms / ${(through.p99Ms - direct.p99Ms).toFixed(2)} ms`]);
         if (recheck === "30") rows.push(...(await ownWorkWithBaseline({ pid: broker.child.pid, url: `${broker.url}/mcp`, headers: auth, session })));
         if (recheck === "30") {
-          const blocks = await oneClientBlocks({ url: mcpUrl, session: directSession }, { url: `${broker.url}/mcp`, session, headers: auth });
+          const scavenges = brokerScavenges(broker.url);
+          const blocks = await oneClientBlocks({ url: mcpUrl, session: directSession }, { url: `${broker.url}/mcp`, session, headers: auth }, scavenges);
           rows.push([
             `    one client alone: added p50 / p99 (${ONE_CLIENT_BLOCKS} blocks of ${SEQUENTIAL_REQUESTS})`,
             `${blockFigures(blocks)} (direct p50 ${median(blocks.map((b) => b.directP50Ms)).toFixed(2)} ms); target p99 < 0.5 ms every block: ${blocks.every((b) => b.addedP99Ms < 0.5) ? "met" : "not met"}`,
@@ -267,6 +269,7 @@ async function main(): Promise<void> {
             "      direct calls' own p99 per block (the server's and machine's tail)",
             `${blocks.map((b) => b.directP99Ms.toFixed(2)).join(", ")} ms, against a direct p50 of ${median(blocks.map((b) => b.directP50Ms)).toFixed(2)} ms`,
           ]);
+          rows.push(["      the broker's scavenges in those blocks", scavenges.line()]);
           // The same blocks through the bare proxies (measured above, before this broker started).
           rows.push(["      the same through the bare Koa + undici proxy", blockFigures(bare.blocks)]);
           rows.push(["      the same through node:http + undici", blockFigures(plain.blocks)]);
