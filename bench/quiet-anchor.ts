@@ -12,7 +12,7 @@ import {
   oneClientBlocks,
   type OneClientBlock,
   SEQUENTIAL_REQUESTS,
-  toolCalls,
+  warmOneClient,
 } from "./mcp-calls.ts";
 import { startBareProxy, startProcess, stop } from "./processes.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
@@ -25,20 +25,11 @@ interface Proxy {
   readonly headers: Record<string, string>;
 }
 
-/**
- * Warm as row (a)'s proxies are when their blocks run: the optimizing compiler at 50 clients, then
- * one client alone, so that the heap the concurrent run left is collected before the first block.
- */
-async function warm(proxy: Proxy): Promise<void> {
-  for (let i = 0; i < 2; i++) await toolCalls(proxy.url, proxy.headers, proxy.session);
-  await toolCalls(proxy.url, proxy.headers, proxy.session, 1, 2 * SEQUENTIAL_REQUESTS);
-}
-
 async function bareBlocks(serverUrl: string, direct: Proxy, kind: "koa" | "plain"): Promise<OneClientBlock[]> {
   const { child, url } = await startBareProxy(serverUrl, kind);
   try {
     const proxy = { url, session: await mcpSession(url, {}), headers: {} };
-    await warm(proxy);
+    await warmOneClient(proxy.url, proxy.headers, proxy.session);
     return await oneClientBlocks(direct, proxy);
   } finally {
     await stop(child);
@@ -58,7 +49,7 @@ export async function quietAnchorRows(startBroker: StartBroker): Promise<Array<[
       const headers = { authorization: `Bearer ${tokens.access_token}` };
       const url = `${broker.url}/mcp`;
       const proxy = { url, session: await mcpSession(url, headers), headers };
-      await warm(proxy);
+      await warmOneClient(proxy.url, proxy.headers, proxy.session);
       const scavenges = brokerScavenges(broker.url);
       const blocks = await oneClientBlocks(direct, proxy, scavenges);
       return [

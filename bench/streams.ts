@@ -14,7 +14,7 @@ import path from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { Pool } from "undici";
 import type { LoadResult } from "./load.ts";
-import { mcpSession, SEQUENTIAL_REQUESTS, toolCalls } from "./mcp-calls.ts";
+import { mcpSession, toolCalls, warmOneClient } from "./mcp-calls.ts";
 import { cpuMs, machineCpuMs, mainThreadSchedule, metricsText, raiseOpenFileLimit, startBareProxy, startProcess, stop } from "./processes.ts";
 import { probe, type Probe } from "./probe-control.ts";
 import { type AllocationWindow, bytesByFunction, collectionsPer1000, originShares, topRows } from "./heap-profile.ts";
@@ -208,18 +208,6 @@ async function floorPerStream(kind: "koa" | "plain", mcpUrl: string, n: number):
   }
 }
 
-/**
- * The warm-up before the first idle runs: the validation cache, then the optimizing compiler at 50
- * clients and at one, as rows (a) and (a') warm theirs. After a single run at 50 clients, the first
- * idle runs cost every process more per call than the runs with the streams open did, minutes
- * later (the broker's event loop 475–529 against 392–428 µs, the load generator 273–301 against
- * 173–184 µs), and read 1.04–1.16 ms against 0.75–0.86 ms for the same calls after the streams.
- */
-async function warmOneClient(url: string, auth: Record<string, string>, session: string): Promise<void> {
-  for (let i = 0; i < 2; i++) await toolCalls(url, auth, session);
-  await toolCalls(url, auth, session, 1, 2 * SEQUENTIAL_REQUESTS);
-}
-
 /** What idleAgain needs of the row's setup. */
 interface IdleAgainSetup {
   readonly url: string;
@@ -282,6 +270,10 @@ export async function streamRows(start: StartBroker): Promise<Array<[string, str
     const other = await obtainTokens(broker.url, { user: "bench" });
     const otherAuth = { authorization: `Bearer ${other.tokens.access_token}` };
     const otherSession = await mcpSession(url, otherAuth);
+    // Warmed as rows (a) and (a') warm theirs. After a single run at 50 clients, the first idle runs
+    // cost every process more per call than the runs with the streams open did, minutes later (the
+    // broker's event loop 475–529 against 392–428 µs, the load generator 273–301 against 173–184
+    // µs), and read 1.04–1.16 ms against 0.75–0.86 ms for the same calls after the streams.
     await warmOneClient(url, otherAuth, otherSession);
     const pids = { broker: broker.child.pid, mcp: mcp.pid };
     const idle = await profiled(probes.broker, "idle", () => medianRunWithCollections(probes.broker, pids, () => toolCalls(url, otherAuth, otherSession, 1)));
