@@ -25,6 +25,13 @@ function loader(): string {
   return `data:text/javascript,${encodeURIComponent(code)}`;
 }
 
+/** POSTs `action` to a bench helper's control listener on 127.0.0.1:`port`; resolves with its JSON answer. */
+export async function controlCall<T>(helper: string, port: number | string, action: string): Promise<T> {
+  const res = await fetch(`http://127.0.0.1:${port}/${action}`, { method: "POST" });
+  if (res.status !== 200) throw new Error(`${helper} /${action}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
 export async function probe(): Promise<Probe> {
   const port = await freePort();
   return {
@@ -33,10 +40,6 @@ export async function probe(): Promise<Probe> {
       BENCH_PROBE_INHERITED_NODE_OPTIONS: process.env.NODE_OPTIONS ?? "",
       BENCH_PROBE_PORT: String(port),
     },
-    async call<T>(action: string): Promise<T> {
-      const res = await fetch(`http://127.0.0.1:${port}/${action}`, { method: "POST" });
-      if (res.status !== 200) throw new Error(`bench probe /${action}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as T;
-    },
+    call: <T>(action: string) => controlCall<T>("bench probe", port, action),
   };
 }

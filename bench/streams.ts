@@ -15,7 +15,7 @@ import type { ChildProcess } from "node:child_process";
 import type { LoadResult } from "./load.ts";
 import { mcpSession, toolCalls, warmOneClient } from "./mcp-calls.ts";
 import { cpuMs, machineCpuMs, mainThreadSchedule, metricsText, raiseOpenFileLimit, startBareProxy, startProcess, stop } from "./processes.ts";
-import { probe, type Probe } from "./probe-control.ts";
+import { controlCall, probe, type Probe } from "./probe-control.ts";
 import { type AllocationWindow, bytesByFunction, collectionsPer1000, originShares, topRows } from "./heap-profile.ts";
 import { obtainTokens } from "../test/support/oauth-flow.ts";
 
@@ -145,14 +145,7 @@ interface StreamHolder {
 
 async function startHolder(endpoint: string, token?: string): Promise<StreamHolder> {
   const { child, match } = await startProcess(["bench/stream-holder.ts", endpoint], token ? { BENCH_STREAM_TOKEN: token } : {}, /STREAM_HOLDER (\d+)/);
-  return {
-    child,
-    async call<T>(step: string): Promise<T> {
-      const res = await fetch(`http://127.0.0.1:${match[1]}/${step}`, { method: "POST" });
-      if (res.status !== 200) throw new Error(`stream holder /${step}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as T;
-    },
-  };
+  return { child, call: <T>(step: string) => controlCall<T>("stream holder", match[1]!, step) };
 }
 
 function openFds(pid: number | undefined): number {
