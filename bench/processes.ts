@@ -13,7 +13,7 @@ const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 // Made now: rows write their own profiles there too (row (s)), before any profiled process has exited.
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
-/** `wrapper`: a command that runs node itself, with its arguments (valgrind: bench/instructions.ts). */
+/** `args`: node's flags, if any, then the script and its arguments; `wrapper`: a command that runs node itself, with its arguments (valgrind: bench/instructions.ts). */
 export function startProcess(
   args: string[],
   env: Record<string, string>,
@@ -22,8 +22,17 @@ export function startProcess(
   wrapper: readonly string[] = [],
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   const profiling = profile && PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const loader = args[0]?.endsWith(".ts") ? ["--import", "tsx"] : [];
-  const [command, ...commandArgs] = [...wrapper, process.execPath, ...profiling, ...loader, ...args];
+  // Node's own flags may come before the script (`--single-threaded-gc`, bench/machine-pauses.ts).
+  const flags = args.slice(
+    0,
+    Math.max(
+      0,
+      args.findIndex((a) => !a.startsWith("--")),
+    ),
+  );
+  const script = args.slice(flags.length);
+  const loader = script[0]?.endsWith(".ts") ? ["--import", "tsx"] : [];
+  const [command, ...commandArgs] = [...wrapper, process.execPath, ...profiling, ...flags, ...loader, ...script];
   const child = spawn(command!, commandArgs, {
     cwd: root,
     env: { ...process.env, ...env },

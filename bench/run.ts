@@ -38,6 +38,7 @@ import { streamRows } from "./streams.ts";
 import { allocRows } from "./alloc.ts";
 import { quietAnchorRows } from "./quiet-anchor.ts";
 import { pairedOwnWorkRows, type Proxied } from "./own-work.ts";
+import { machinePauseRows, machinePauses } from "./machine-pauses.ts";
 import { ensureBuilt, startPostgres } from "../test/support/global-setup.ts";
 import pg from "pg";
 
@@ -49,6 +50,10 @@ async function metric(brokerUrl: string, name: string): Promise<number> {
 async function main(): Promise<void> {
   // The broker runs as `npm start` runs it: the compiled dist/, rebuilt when src/ is newer.
   ensureBuilt();
+  // Before anything of the bench's runs: the machine as the run found it (row (q)).
+  const pausesAtStart = await machinePauses();
+  /** Prints the rows, after the machine's pauses at the end of the run (row (q)). */
+  const report = async (rows: Array<[string, string]>) => printTable([...rows, ...machinePauseRows(pausesAtStart, await machinePauses())]);
   const dir = mkdtempSync(path.join(tmpdir(), "mab-bench-"));
   const gh = await startGitHubEmulator({ clientId: "Iv1.bench", clientSecret: "bench-secret" });
   gh.autoApprove = "bench";
@@ -162,7 +167,7 @@ async function main(): Promise<void> {
     // BENCH_ONLY=recheck: the re-check rows alone (while working on that path).
     if (process.env.BENCH_ONLY === "recheck") {
       rows.push(...(await recheckRows(startBrokerProcess)));
-      return report(rows);
+      return await report(rows);
     }
     // BENCH_ONLY=tokens: the SQLite token-endpoint rows against node-oidc-provider alone.
     if (process.env.BENCH_ONLY === "tokens") {
@@ -173,44 +178,44 @@ async function main(): Promise<void> {
         await stop(broker.child);
       }
       rows.push(...walPageRows(path.join(dir, "tokens.db")));
-      return report(rows);
+      return await report(rows);
     }
     // BENCH_ONLY=modern: the MCP 2026-07-28 stateless row and its session-based neighbour alone.
     if (process.env.BENCH_ONLY === "modern") {
       rows.push(...(await modernRows(startBrokerProcess, fmt)));
-      return report(rows);
+      return await report(rows);
     }
     // BENCH_ONLY=tracing: what OpenTelemetry tracing costs, off and on (row t) alone.
     if (process.env.BENCH_ONLY === "tracing") {
       rows.push(...(await tracingRows((db, extra, entry) => startBrokerProcess("30", db, extra, entry))));
-      return report(rows);
+      return await report(rows);
     }
     // BENCH_ONLY=catalogue: a catalogue of 50 servers against one (row k) alone.
     if (process.env.BENCH_ONLY === "catalogue") {
       rows.push(...(await catalogueRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
-      return report(rows);
+      return await report(rows);
     }
     // BENCH_ONLY=streams: open GET event streams held by one broker (row s) alone.
     if (process.env.BENCH_ONLY === "streams") {
       rows.push(...(await streamRows((db, extra) => startBrokerProcess("30", db, extra))));
-      return report(rows);
+      return await report(rows);
     }
     // BENCH_ONLY=quiet: row (a') alone, one client's blocks against the quiet MCP server.
-    if (process.env.BENCH_ONLY === "quiet") return report(await quietAnchorRows(startBrokerProcess));
+    if (process.env.BENCH_ONLY === "quiet") return await report(await quietAnchorRows(startBrokerProcess));
     // BENCH_ONLY=alloc: bytes allocated per cached /mcp request (row m) alone.
     if (process.env.BENCH_ONLY === "alloc") {
       rows.push(...(await allocRows((db, extra) => startBrokerProcess("30", db, extra), mcpUrl)));
-      return report(rows);
+      return await report(rows);
     }
     // BENCH_ONLY=tools: permissions per tool (row p), in this process, alone.
     if (process.env.BENCH_ONLY === "tools") {
       rows.push(...(await toolListFilterRows()));
-      return report(rows);
+      return await report(rows);
     }
     // BENCH_ONLY=postgres: the PostgreSQL refresh rows alone.
     if (process.env.BENCH_ONLY === "postgres") {
       rows.push(...(await postgresRows()));
-      return report(rows);
+      return await report(rows);
     }
     // Direct to the MCP server: the baseline.
     const directSession = await mcpSession(mcpUrl, {});
@@ -287,7 +292,7 @@ async function main(): Promise<void> {
     }
     rows.push(...(await quietAnchorRows(startBrokerProcess)));
     // BENCH_ONLY=cached: rows (a) to (c) and (a') alone.
-    if (process.env.BENCH_ONLY === "cached") return report(rows);
+    if (process.env.BENCH_ONLY === "cached") return await report(rows);
     rows.push(...(await modernRows(startBrokerProcess, fmt)));
     rows.push(...(await tracingRows((db, extra, entry) => startBrokerProcess("30", db, extra, entry))));
     rows.push(...(await recheckRows(startBrokerProcess)));
@@ -358,7 +363,7 @@ async function main(): Promise<void> {
     else rmSync(dir, { recursive: true, force: true });
   }
 
-  report(rows);
+  await report(rows);
 }
 
 /**
@@ -393,7 +398,7 @@ async function bareProxyCpu(
   }
 }
 
-function report(rows: Array<[string, string]>): void {
+function printTable(rows: Array<[string, string]>): void {
   const width = Math.max(...rows.map(([k]) => k.length));
   process.stdout.write(`\nmcp-auth-broker benchmark: ${REQUESTS} tools/call requests per run, ${CONCURRENCY} concurrent clients, ${process.version}\n\n`);
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);
