@@ -11,7 +11,7 @@ export const PAUSE_THRESHOLDS_MS = [0.5, 1, 2] as const;
 
 let work = 1;
 
-function spin(ms: number, counts: number[] | null): number {
+function spin(ms: number, counts: number[]): number {
   const end = performance.now() + ms;
   let last = performance.now();
   let longest = 0;
@@ -21,7 +21,7 @@ function spin(ms: number, counts: number[] | null): number {
     const gap = now - last;
     last = now;
     if (gap > longest) longest = gap;
-    if (counts) for (let i = 0; i < PAUSE_THRESHOLDS_MS.length; i++) if (gap > PAUSE_THRESHOLDS_MS[i]!) counts[i]!++;
+    for (let i = 0; i < PAUSE_THRESHOLDS_MS.length; i++) if (gap > PAUSE_THRESHOLDS_MS[i]!) counts[i]!++;
     if (now >= end) return longest;
   }
 }

@@ -23,13 +23,8 @@ export function startProcess(
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   const profiling = profile && PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
   // Node's own flags may come before the script (`--single-threaded-gc`, bench/machine-pauses.ts).
-  const flags = args.slice(
-    0,
-    Math.max(
-      0,
-      args.findIndex((a) => !a.startsWith("--")),
-    ),
-  );
+  const scriptAt = args.findIndex((a) => !a.startsWith("--"));
+  const flags = scriptAt > 0 ? args.slice(0, scriptAt) : [];
   const script = args.slice(flags.length);
   const loader = script[0]?.endsWith(".ts") ? ["--import", "tsx"] : [];
   const [command, ...commandArgs] = [...wrapper, process.execPath, ...profiling, ...flags, ...loader, ...script];
