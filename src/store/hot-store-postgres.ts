@@ -58,7 +58,7 @@ const LAYOUT = (() => {
 const useClaimedGrant = (at: number) =>
   `UPDATE "Grant" SET "lastUsedAt" = $${at + 1}::timestamp(3), "idleExpiresAt" = $${at + 2}::timestamp(3) WHERE "id" = $${at}::text AND EXISTS (SELECT 1 FROM claimed) RETURNING 1`;
 
-const SQL = {
+export const SQL = {
   clientById: `SELECT ${columnList(client, "c")} FROM "Client" AS "c" WHERE "c"."id" = $1`,
   touchClient: `UPDATE "Client" SET "lastUsedAt" = $1::timestamp(3) WHERE "id" = $2`,
   refreshTokenByHash: `SELECT ${refreshTokenWithGrantColumns()} WHERE "r"."tokenHash" = $1`,
