@@ -30,7 +30,9 @@ function sqliteInspector(url: string): Inspector {
   return {
     definition: async () => (db.prepare(`SELECT "sql" FROM "sqlite_master" WHERE "name" = ?`).get(INDEX) as { sql: string }).sql,
     plan: async (sql, params) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join("\n"),
-    close: async () => db.close(),
+    close: async () => {
+      db.close();
+    },
   };
 }
 
