@@ -28,7 +28,7 @@ import { freePort } from "../test/support/start-broker.ts";
 import { brokerEnv, cpuMs, metricsText, root, startBareProxy, startProcess, stop } from "./processes.ts";
 import { brokerRefreshRate, compareTokenGrants } from "./token-grants.ts";
 import { walPageRows } from "./wal-pages.ts";
-import { heapOnlyShares, walPosition } from "./postgres-writes.ts";
+import { heapOnlyShares, settledFlushCount, tokensPerFlush, walPosition } from "./postgres-writes.ts";
 import { recheckRows } from "./recheck.ts";
 import { modernRows } from "./modern-calls.ts";
 import { tracingRows } from "./tracing.ts";
@@ -134,6 +134,7 @@ async function main(): Promise<void> {
         const stats = new pg.Client({ connectionString: `${postgres.baseUrl}/bench` });
         await stats.connect();
         try {
+          const flushesBefore = await settledFlushCount(stats);
           const round = await brokerRefreshRate({ name: "broker", url: broker.url, pid: broker.child.pid }, broker.databaseUrl, dir, () => walPosition(stats));
           rows.push([
             "(g) refresh_token grant, 20 chains, PostgreSQL (same machine)",
@@ -147,6 +148,7 @@ async function main(): Promise<void> {
           ]);
           rows.push(["    WAL written per refresh", `${((round.counterPerRequest ?? 0) / 1024).toFixed(2)} KB`]);
           rows.push(["    heap-only updates (no index entry written)", await heapOnlyShares(stats, ["RefreshToken", "Grant"])]);
+          rows.push(["    WAL flushes (fsync), whole row with its warm-up", tokensPerFlush(flushesBefore, await settledFlushCount(stats))]);
         } finally {
           await stats.end();
           await stop(broker.child);
