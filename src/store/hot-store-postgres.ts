@@ -19,6 +19,7 @@ import {
   tables,
   type Table,
 } from "./hot-rows.ts";
+import { dateText } from "./date-text.ts";
 import { pgGroupCommit } from "./pg-group-commit.ts";
 import { preparedExecutions, preparedRows, type Execution } from "./pg-prepared-query.ts";
 
@@ -31,9 +32,8 @@ export const utcTypes = {
       : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-const iso = (date: Date) => date.toISOString();
 const asDate = (value: unknown) => value as Date;
-const encode = <Row>(t: Table<Row>, row: Row) => rowValues(t, row, iso);
+const encode = <Row>(t: Table<Row>, row: Row) => rowValues(t, row, dateText);
 const cast = (kind: "date" | "text") => (kind === "date" ? "timestamp(3)" : "text");
 /** `$start::type, …` for every column of `t`, in column order. */
 const placeholders = <Row>(t: Table<Row>, start: number) => t.columns.map((c, i) => `$${start + i}::${cast(t.kinds[c])}`).join(", ");
@@ -197,7 +197,7 @@ interface Statements {
   groupedRead(name: StatementName, values: unknown[]): Promise<unknown[] | undefined>;
 }
 
-const nullableIso = (date: Date | null) => (date ? iso(date) : null);
+const nullableDateText = (date: Date | null) => (date ? dateText(date) : null);
 
 /** What a token's validation reads besides the token: its client and its upstream session. */
 function clientAndSessionMethods({ first, run }: Statements) {
@@ -206,14 +206,14 @@ function clientAndSessionMethods({ first, run }: Statements) {
       const values = await first("clientById", [id]);
       return values ? decodeRow(client, values, 0, asDate) : null;
     },
-    touchClient: (id, at) => run("touchClient", [iso(at), id]),
+    touchClient: (id, at) => run("touchClient", [dateText(at), id]),
 
     async upstreamSessionById(id) {
       const values = await first("upstreamSessionById", [id]);
       return values ? decodeRow(upstreamSession, values, 0, asDate) : null;
     },
     async recordUpstreamCheck(id, check: UpstreamCheck) {
-      const common = [iso(check.lastCheckedAt), nullableIso(check.accessExpiresAt), iso(new Date())];
+      const common = [dateText(check.lastCheckedAt), nullableDateText(check.accessExpiresAt), dateText(new Date())];
       if (check.facts) await run("recordCheckWithFacts", [...common, check.facts.login, check.facts.email, check.facts.profile, check.facts.facts, id]);
       else await run("recordCheck", [...common, id]);
     },
@@ -236,13 +236,13 @@ function tokenMethods({ first, run, grouped, groupedRead }: Statements) {
         "rotateRefreshToken",
         [
           r.refreshTokenId,
-          iso(r.consumedAt),
-          iso(r.graceUntil),
+          dateText(r.consumedAt),
+          dateText(r.graceUntil),
           ...encode(refreshToken, r.issued.refresh),
           ...encode(accessToken, r.issued.access),
           r.use.grantId,
-          iso(r.use.lastUsedAt),
-          iso(r.use.idleExpiresAt),
+          dateText(r.use.lastUsedAt),
+          dateText(r.use.idleExpiresAt),
           ...encode(auditEvent, r.audit),
         ],
         r.use.grantId,
@@ -260,13 +260,13 @@ function tokenMethods({ first, run, grouped, groupedRead }: Statements) {
         "exchangeCode",
         [
           e.codeId,
-          iso(e.consumedAt),
+          dateText(e.consumedAt),
           e.issued.refresh !== null,
           ...refresh,
           ...encode(accessToken, e.issued.access),
           e.use.grantId,
-          iso(e.use.lastUsedAt),
-          iso(e.use.idleExpiresAt),
+          dateText(e.use.lastUsedAt),
+          dateText(e.use.idleExpiresAt),
           ...encode(auditEvent, e.audit),
         ],
         e.use.grantId,
@@ -278,7 +278,7 @@ function tokenMethods({ first, run, grouped, groupedRead }: Statements) {
       const values = await first("accessTokenByHash", [tokenHash]);
       return values ? decodeAccessTokenWithGrant(values, asDate) : null;
     },
-    recordGrantUse: (use) => run("useLiveGrant", [iso(use.lastUsedAt), iso(use.idleExpiresAt), use.grantId]),
+    recordGrantUse: (use) => run("useLiveGrant", [dateText(use.lastUsedAt), dateText(use.idleExpiresAt), use.grantId]),
   } satisfies Partial<HotStore>;
 }
 
@@ -286,7 +286,7 @@ function tokenMethods({ first, run, grouped, groupedRead }: Statements) {
 function revocationMethods({ rows, run }: Statements, url: string) {
   return {
     async revokedSince(since) {
-      const [grants, tokens] = await Promise.all([rows("revokedGrants", [iso(since)]), rows("revokedTokens", [iso(since)])]);
+      const [grants, tokens] = await Promise.all([rows("revokedGrants", [dateText(since)]), rows("revokedTokens", [dateText(since)])]);
       return {
         grants: (grants as Array<[string, Date]>).map(([id, revokedAt]) => ({ id, revokedAt })),
         tokens: (tokens as Array<[string, Date]>).map(([tokenHash, revokedAt]) => ({ tokenHash, revokedAt })),
@@ -308,14 +308,14 @@ function revocationMethods({ rows, run }: Statements, url: string) {
 function claimMethods({ rows, first, run }: Statements) {
   return {
     async claimAssertion(key, expiresAt, now) {
-      return (await rows("claimAssertion", [key, iso(expiresAt), iso(now)])).length === 1;
+      return (await rows("claimAssertion", [key, dateText(expiresAt), dateText(now)])).length === 1;
     },
 
     async mcpSessionOwner(sessionHash) {
       return ((await first("mcpSessionOwner", [sessionHash]))?.[0] as string | undefined) ?? null;
     },
     async claimMcpSession(session) {
-      const bound = (await first("claimMcpSession", [session.sessionHash, session.owner, iso(session.createdAt)]))?.[0] as string | undefined;
+      const bound = (await first("claimMcpSession", [session.sessionHash, session.owner, dateText(session.createdAt)]))?.[0] as string | undefined;
       if (bound !== undefined) return bound;
       const owner = (await first("mcpSessionOwner", [session.sessionHash]))?.[0] as string | undefined;
       if (owner === undefined) throw new Error("MCP session claim found neither its own row nor another's");

@@ -4,11 +4,12 @@
 // (sqlite-writer.ts says why and why reads stay here).
 import type { HotStore } from "./hot-store.ts";
 import { decodeAccessTokenWithGrant, decodeCodeWithGrant, decodeRefreshTokenWithGrant, decodeRow, tables } from "./hot-rows.ts";
-import { HotConnection, readDate, readSettings, sqliteDate, type SqliteConnectionSettings, type StatementName } from "./sqlite-hot-sql.ts";
+import { dateText } from "./date-text.ts";
+import { HotConnection, readDate, readSettings, type SqliteConnectionSettings, type StatementName } from "./sqlite-hot-sql.ts";
 import { SqliteWriter } from "./sqlite-writer.ts";
 import { sqliteWriteGate } from "./sqlite-write-gate.ts";
 
-export { sqliteDate, type SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
+export type { SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
 
 const { client, upstreamSession, refreshToken } = tables;
 
@@ -87,7 +88,7 @@ function revocationAndClaimMethods({ read, row, reader, writer }: Connections) {
   return {
     revokedSince: (since) =>
       read(() => {
-        const at = sqliteDate(since);
+        const at = dateText(since);
         const rows = (name: StatementName) => reader.stmt(name).all(at) as Array<[string, string]>;
         return {
           grants: rows("revokedGrants").map(([id, revokedAt]) => ({ id, revokedAt: readDate(revokedAt) })),

@@ -13,27 +13,11 @@ import {
   tables,
   type Table,
 } from "./hot-rows.ts";
+import { dateText } from "./date-text.ts";
 import { SQLITE_CONNECTION_PRAGMAS } from "./sqlite-pragmas.ts";
 
-const twoDigits = (n: number) => (n < 10 ? `0${n}` : `${n}`);
-
-/**
- * Prisma's encoding of a DateTime on SQLite (checked against Prisma's own rows in
- * test/store/hot-store.test.ts): toISOString's text with "+00:00" for its "Z". Built from the
- * date's UTC fields, because toISOString formats through V8's printf: 470 against 215 ns a date,
- * and a refresh writes ten. Years outside 1000–9999 take toISOString's own path (an invalid date
- * throws there, as it always did).
- */
-export function sqliteDate(date: Date): string {
-  const year = date.getUTCFullYear();
-  if (!(year >= 1000 && year <= 9999)) return `${date.toISOString().slice(0, -1)}+00:00`;
-  const ms = date.getUTCMilliseconds();
-  const time = `${twoDigits(date.getUTCHours())}:${twoDigits(date.getUTCMinutes())}:${twoDigits(date.getUTCSeconds())}.${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}`;
-  return `${year}-${twoDigits(date.getUTCMonth() + 1)}-${twoDigits(date.getUTCDate())}T${time}+00:00`;
-}
-
 export const readDate = (value: unknown): Date => new Date(value as string);
-export const encode = <Row>(t: Table<Row>, row: Row) => rowValues(t, row, sqliteDate);
+export const encode = <Row>(t: Table<Row>, row: Row) => rowValues(t, row, dateText);
 const insert = <Row>(t: Table<Row>) => `INSERT INTO "${t.name}" (${t.columns.map((c) => `"${c}"`).join(", ")}) VALUES (${t.columns.map(() => "?").join(", ")})`;
 
 const { client, upstreamSession, accessToken, refreshToken, auditEvent } = tables;
