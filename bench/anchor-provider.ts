@@ -1,7 +1,7 @@
 // The benchmark's anchor: node-oidc-provider (a mature, fast OAuth server) on an SQLite adapter at
 // its fastest sensible setting — the `libsql` package's synchronous API (better-sqlite3's, without
 // its download of a prebuilt binary), statements prepared once, WAL with `synchronous=NORMAL` (no
-// fsync per commit; the broker keeps FULL), the broker's busy_timeout — serving the same requests:
+// fsync per commit; the broker answers only once its WAL is flushed, as durable as FULL), the broker's busy_timeout — serving the same requests:
 // a public client, PKCE, a resource indicator, refresh tokens rotated on every use, opaque access
 // tokens, no ID token. Its own process, so its CPU time is its own. Prints `ANCHOR_URL <url> <synchronous level>`.
 //

@@ -1,5 +1,5 @@
 // The token endpoint against its anchor, node-oidc-provider on SQLite at its fastest sensible
-// setting (anchor-provider.ts: WAL, synchronous=NORMAL; the broker keeps FULL), in the same run: rounds alternate between the two servers so that whatever
+// setting (anchor-provider.ts: WAL, synchronous=NORMAL; the broker answers only once its WAL is on disk), in the same run: rounds alternate between the two servers so that whatever
 // else loads the machine weighs on both alike. Refresh: 20 chains, each request using the previous
 // answer's refresh token, with client_id and resource as the MCP SDK sends them. Code exchange:
 // codes minted beforehand (not timed), exchanged by 20 concurrent clients. Each server's CPU time
@@ -326,7 +326,7 @@ export async function compareTokenGrants(broker: RunningBroker, dir: string, bas
         rounds[0]!.map((r, i) => `${r.perSecond.toFixed(0)}/${rounds[1]![i]!.perSecond.toFixed(0)}`).join(", "),
       ]);
     };
-    rows.push([`(d) anchor: node-oidc-provider, SQLite WAL, synchronous=${anchorSynchronous}`, "broker: WAL, synchronous=FULL"]);
+    rows.push([`(d) anchor: node-oidc-provider, SQLite WAL, synchronous=${anchorSynchronous}`, "broker: WAL flushed before each answer (as FULL)"]);
     report(`(d) refresh_token grant, ${CHAINS} chains, SQLite (median of ${ROUNDS} alternating rounds)`, refresh, "refresh");
     rows.push([`    warm-up rounds until steady (broker / anchor)`, `${warmUpRounds.slice(0, 2).join(" / ")} of ${CHAINS * REFRESHES_PER_CHAIN} refreshes`]);
     if (theirs) rows.push(...pairedRows("refresh", refresh[0]!, refresh[2]!));

@@ -3,9 +3,9 @@
 // callers answer 503 and retry later instead of a 500.
 
 /**
- * The store's own writer cannot take writes: the SQLite writer thread stopped before answering
- * (the write may or may not have committed: the client retries, as after any lost answer), or
- * the store was closed.
+ * The store's own writer cannot take writes: the SQLite writer thread stopped before answering, or
+ * the WAL could not be flushed to disk (the write may or may not have been stored: the client
+ * retries, as after any lost answer), or the store was closed.
  */
 export class StoreWriterUnavailable extends Error {
   override readonly name = "StoreWriterUnavailable";

@@ -1,13 +1,15 @@
 // The hot store on SQLite: the `libsql` package's synchronous API (the engine under Prisma's
 // adapter, without the async client around it), statements prepared once per connection. Reads run
-// at once on this thread's connection; writes go to the writer thread, grouped per event-loop turn
-// (sqlite-writer.ts says why and why reads stay here).
+// at once on this thread's connection, and writes are committed on it too, grouped per event-loop
+// turn (sqlite-writer.ts). Nothing read or written reaches a caller before it is on disk
+// (wal-flush.ts).
 import type { HotStore } from "./hot-store.ts";
 import { decodeAccessTokenWithGrant, decodeCodeWithGrant, decodeRefreshTokenWithGrant, decodeRow, tables } from "./hot-rows.ts";
 import { dateText } from "./date-text.ts";
 import { HotConnection, readDate, readSettings, type SqliteConnectionSettings, type StatementName } from "./sqlite-hot-sql.ts";
 import { SqliteWriter } from "./sqlite-writer.ts";
 import { sqliteWriteGate } from "./sqlite-write-gate.ts";
+import { WalFlush, type FlushFile } from "./wal-flush.ts";
 
 export type { SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
 
@@ -15,14 +17,14 @@ const { client, upstreamSession, refreshToken } = tables;
 
 /** The SQLite hot store, with what tests and the benchmark look at besides the HotStore interface. */
 export type SqliteHotStore = HotStore & {
-  readonly stats: SqliteWriter["stats"];
-  /** The settings of both connections: this thread's (reads) and the writer thread's. */
+  readonly stats: SqliteWriter["stats"] & WalFlush["stats"];
+  /** The settings of both connections: this thread's and the writer thread's. */
   connectionSettings(): Promise<{ readonly reader: SqliteConnectionSettings; readonly writer: SqliteConnectionSettings }>;
   /** See SqliteWriter.crashForTest. */
   crashWriterForTest(): Promise<void>;
 };
 
-/** Reads on this thread's connection, and the writer thread that runs every write. */
+/** Reads on this thread's connection, and the writer, which commits on it. */
 interface Connections {
   readonly reader: HotConnection;
   readonly writer: SqliteWriter;
@@ -107,15 +109,17 @@ function revocationAndClaimMethods({ read, row, reader, writer }: Connections) {
   } satisfies Partial<HotStore>;
 }
 
-export function createSqliteHotStore(file: string): SqliteHotStore {
-  const reader = new HotConnection(file);
-  const writer = new SqliteWriter(file, sqliteWriteGate(file));
+/** `flushFile`: for tests, to decide when a flush of the WAL ends (fs.fdatasync otherwise). */
+export function createSqliteHotStore(file: string, flushFile?: FlushFile): SqliteHotStore {
+  const flush = new WalFlush(`${file}-wal`, flushFile);
+  const reader = new HotConnection(file, { onEventLoop: true, onClose: () => flush.reopen() });
+  const writer = new SqliteWriter(file, sqliteWriteGate(file), reader, flush);
   const connections: Connections = {
     reader,
     writer,
     read: <T>(work: () => T): Promise<T> => {
       try {
-        return Promise.resolve(work());
+        return flush.settled(work());
       } catch (err) {
         reader.dropIfReadOnly(err);
         return Promise.reject(err);
@@ -127,7 +131,9 @@ export function createSqliteHotStore(file: string): SqliteHotStore {
 
   return {
     kind: "sqlite",
-    stats: writer.stats,
+    get stats() {
+      return { ...writer.stats, ...flush.stats };
+    },
     async connectionSettings() {
       return { reader: readSettings(reader.db()), writer: await writer.connectionSettings() };
     },

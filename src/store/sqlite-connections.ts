@@ -45,7 +45,7 @@ class ConfiguredConnections implements Client {
 
   /**
    * Statements outside a transaction also wait for the write gate: otherwise one that writes
-   * while the hot store's writer thread commits would wait for its lock in SQLite's busy handler,
+   * while the hot store's writer thread commits a group would wait for its lock in SQLite's busy handler,
    * blocking the event loop. (Reads wait too: the driver cannot tell them apart; a cold path's read
    * waits at most one group commit.)
    */

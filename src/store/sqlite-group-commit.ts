@@ -1,6 +1,6 @@
-// Group commit for SQLite, on the writer thread: the writes that reached it together (those of one
-// event-loop turn, and those queued while the previous group committed) run in one transaction:
-// one fsync of the WAL for all of them instead of one each. A write that fails takes back only its
+// Group commit for SQLite, on the connection that commits (sqlite-writer.ts): the writes asked for
+// together (those of one event-loop turn, and those queued while the previous group committed) run
+// in one transaction: one flush of the WAL for all of them instead of one each. A write that fails takes back only its
 // own changes. Each outcome is known only after COMMIT returned: an answer sent is an answer stored.
 import { runHotWrite, type HotWriteRequest } from "./sqlite-hot-writes.ts";
 import type { HotConnection } from "./sqlite-hot-sql.ts";

@@ -1,7 +1,7 @@
 // The hot store's SQL on SQLite and the connection it runs on, shared by the event-loop thread
-// (reads) and the writer thread (sqlite-writer-thread.ts): statements prepared once per
-// connection, dates encoded as Prisma's libsql adapter writes them (ISO 8601 with "+00:00"), so
-// comparisons in SQL and Prisma's reads agree on rows from either side.
+// (reads, and most writes) and the writer thread (sqlite-writer-thread.ts): statements prepared
+// once per connection, dates encoded as Prisma's libsql adapter writes them (ISO 8601 with
+// "+00:00"), so comparisons in SQL and Prisma's reads agree on rows from either side.
 import Database from "libsql";
 import {
   accessTokenWithGrantColumns,
@@ -14,7 +14,7 @@ import {
   type Table,
 } from "./hot-rows.ts";
 import { dateText } from "./date-text.ts";
-import { SQLITE_CONNECTION_PRAGMAS } from "./sqlite-pragmas.ts";
+import { SQLITE_CONNECTION_PRAGMAS, SQLITE_EVENT_LOOP_PRAGMAS } from "./sqlite-pragmas.ts";
 
 export const readDate = (value: unknown): Date => new Date(value as string);
 export const encode = <Row>(t: Table<Row>, row: Row) => rowValues(t, row, dateText);
@@ -70,6 +70,13 @@ export function openedReadOnly(err: unknown): boolean {
   return typeof rawCode === "number" && (rawCode & 0xff) === 8;
 }
 
+/** Where a HotConnection runs: the event loop's has its own settings (SQLITE_EVENT_LOOP_PRAGMAS). */
+export interface HotConnectionOptions {
+  readonly onEventLoop?: boolean;
+  /** Called when the connection closes (the next one may see a new WAL file). */
+  readonly onClose?: () => void;
+}
+
 /**
  * One libsql connection to the file with the hot store's settings, opened on first use (the file
  * may not be migrated yet when the store is made), and its statements, prepared once each.
@@ -77,8 +84,18 @@ export function openedReadOnly(err: unknown): boolean {
 export class HotConnection {
   #connection: Database.Database | undefined;
   #statements = new Map<StatementName, Database.Statement>();
+  #inWal = false;
 
-  constructor(private readonly file: string) {}
+  constructor(
+    private readonly file: string,
+    private readonly options: HotConnectionOptions = {},
+  ) {}
+
+  /** The database is in WAL mode (set when the connection opened): what the event loop's settings rely on. */
+  get inWal(): boolean {
+    this.db();
+    return this.#inWal;
+  }
 
   db(): Database.Database {
     if (this.#connection) return this.#connection;
@@ -86,7 +103,13 @@ export class HotConnection {
     try {
       opened.prepare(SQLITE_CONNECTION_PRAGMAS.withRow).get();
       opened.exec(SQLITE_CONNECTION_PRAGMAS.rowless);
-      opened.prepare("PRAGMA journal_mode = WAL").get();
+      const [mode] = opened.prepare("PRAGMA journal_mode = WAL").raw(true).get() as [string];
+      this.#inWal = mode.toLowerCase() === "wal";
+      // Without WAL, synchronous=NORMAL would risk more than the last commits: keep FULL then.
+      if (this.options.onEventLoop && this.#inWal) {
+        for (const pragma of SQLITE_EVENT_LOOP_PRAGMAS.withRow) opened.prepare(pragma).get();
+        opened.exec(SQLITE_EVENT_LOOP_PRAGMAS.rowless);
+      }
     } catch (err) {
       opened.close();
       throw err;
@@ -123,9 +146,11 @@ export class HotConnection {
   }
 
   close(): void {
-    this.#connection?.close();
+    if (!this.#connection) return;
+    this.#connection.close();
     this.#connection = undefined;
     this.#statements = new Map();
+    this.options.onClose?.();
   }
 }
 
@@ -135,6 +160,7 @@ export interface SqliteConnectionSettings {
   readonly synchronous: number;
   readonly foreignKeys: number;
   readonly journalMode: string;
+  readonly walAutocheckpoint: number;
 }
 
 export function readSettings(db: Database.Database): SqliteConnectionSettings {
@@ -144,5 +170,6 @@ export function readSettings(db: Database.Database): SqliteConnectionSettings {
     synchronous: Number(value("synchronous")),
     foreignKeys: Number(value("foreign_keys")),
     journalMode: String(value("journal_mode")),
+    walAutocheckpoint: Number(value("wal_autocheckpoint")),
   };
 }

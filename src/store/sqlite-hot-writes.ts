@@ -1,9 +1,10 @@
-// The hot store's writes on SQLite, by name, each in two halves. `params`, on the event-loop
-// thread (sqlite-writer.ts), turns the write's arguments into its statements' parameters; `run`,
-// on the writer thread (sqlite-writer-thread.ts), runs the statements inside its group
-// transaction. What crosses the thread boundary by structured clone is then arrays of strings,
-// numbers and nulls: a refresh rotation's rows as objects with Dates cost 2.4 µs to post and 4.9 µs
-// to receive, as parameter arrays 1.4 and 1.9 µs (measured with a MessageChannel).
+// The hot store's writes on SQLite, by name, each in two halves. `params`, when the write is asked
+// for (sqlite-writer.ts), turns its arguments into its statements' parameters; `run` runs the
+// statements inside its group transaction, on the event loop's connection or, when another process
+// holds the lock, on the writer thread (sqlite-writer-thread.ts). What crosses the thread boundary
+// by structured clone is then arrays of strings, numbers and nulls: a refresh rotation's rows as
+// objects with Dates cost 2.4 µs to post and 4.9 µs to receive, as parameter arrays 1.4 and 1.9 µs
+// (measured with a MessageChannel).
 import type { CodeExchange, GrantUse, McpSession, RefreshRotation, UpstreamCheck } from "./hot-store.ts";
 import { tables } from "./hot-rows.ts";
 import { dateText } from "./date-text.ts";
@@ -121,7 +122,7 @@ export type HotWriteName = keyof HotWrites;
 export type HotWriteArgs<N extends HotWriteName> = Parameters<HotWrites[N]["params"]>;
 export type HotWriteResult<N extends HotWriteName> = ReturnType<HotWrites[N]["run"]>;
 
-/** One write as it crosses to the writer thread: its name and its statements' parameters. */
+/** One write as it is queued (and crosses to the writer thread): its name and its statements' parameters. */
 export interface HotWriteRequest {
   readonly name: HotWriteName;
   readonly params: unknown;

@@ -1,31 +1,46 @@
-// The event-loop thread's side of the SQLite writer thread (sqlite-writer-thread.ts): writes are
-// queued, sent as one group per event-loop turn (and, while a group commits, the next one gathers),
-// and each caller hears back only after its group's COMMIT returned.
+// The hot store's writes on SQLite. Writes are queued and committed as one group per event-loop
+// turn, on the event loop's own connection (the one reads use), and each caller hears back only
+// once its group is on disk (wal-flush.ts). What would make the event loop wait goes to the writer
+// thread (sqlite-writer-thread.ts): a group that found the write lock taken by another process (the
+// CLI, a second instance) is committed there, waiting for the lock, and so are WAL checkpoints.
 //
-// Why a thread: a commit costs the fsync of the WAL, sometimes a checkpoint, and, when another
-// process (the CLI) holds the lock, up to busy_timeout of waiting; on the event-loop thread every
-// request waited with it. Reads stay on the event-loop thread's own connection: in WAL mode each
-// read sees every transaction committed before it started, and no caller hears of a write before
-// its COMMIT, so a read made after that answer sees the write.
+// Why commits on the event loop: the writer thread used to commit every group, and it cost about
+// 15% of a refresh's CPU (measured against commits on this thread, paired rounds of the bench's
+// rows d, h and w): its messages and wake-ups, and the reading connection's page cache, which
+// SQLite drops whenever another connection commits. What kept commits off this thread was the
+// fsync inside COMMIT (synchronous=FULL) and lock waits; the fsync now runs in the thread pool
+// (wal-flush.ts), lock waits on the writer thread.
 //
-// The process's write gate (sqlite-write-gate.ts) is held from sending a group until its answer:
-// a Prisma transaction on this thread then never waits for the writer thread's lock inside
-// SQLite's busy handler (which would block the event loop), and the writer thread never waits for
-// a Prisma transaction of this process.
+// The process's write gate (sqlite-write-gate.ts) is held while a group commits (here, or from
+// sending it to the thread until the answer): a Prisma transaction then never waits for the hot
+// store's lock inside SQLite's busy handler (which would block the event loop), nor the hot store
+// for one of Prisma's.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { sqliteCannotWriteCode, StoreWriterUnavailable } from "./errors.ts";
-import type { SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
+import type { HotConnection, SqliteConnectionSettings } from "./sqlite-hot-sql.ts";
 import { hotWriteRequest, type HotWriteArgs, type HotWriteName, type HotWriteRequest, type HotWriteResult } from "./sqlite-hot-writes.ts";
-import type { WriteError, WriteOutcome } from "./sqlite-group-commit.ts";
+import { commitGroup, type WriteError, type WriteOutcome } from "./sqlite-group-commit.ts";
+import type { WalFlush } from "./wal-flush.ts";
 import type { WriterReply, WriterRequest, WriterThreadData } from "./sqlite-writer-protocol.ts";
 import type { SqliteWriteGate } from "./sqlite-write-gate.ts";
 
 /** The lock waits after which what queued behind would only wait again. */
 const LOCK_WAITS = new Set(["SQLITE_BUSY", "SQLITE_LOCKED"]);
+
+/**
+ * The WAL's length at which the writer thread is asked for a checkpoint: SQLite's own automatic
+ * checkpoint runs at 1,000 pages, which it counts as it commits. The event loop cannot read that
+ * count; the checkpoint answers with it, and the commits between two checkpoints follow from the
+ * pages the last ones wrote (a group of 9 refreshes writes about 40 pages: bench row (w)).
+ */
+const CHECKPOINT_PAGES = 1000;
+/** Commits before the first checkpoint, before any is measured. */
+export const FIRST_CHECKPOINT_AFTER_COMMITS = 25;
+const MAX_COMMITS_BETWEEN_CHECKPOINTS = 1000;
 
 interface PendingWrite {
   readonly request: HotWriteRequest;
@@ -84,6 +99,15 @@ function rebuild(error: WriteError): Error {
   return Object.assign(new Error(error.message), { name: error.name, code: error.code, rawCode: error.rawCode });
 }
 
+/** Tells each write of a group its outcome. */
+function settle(group: readonly PendingWrite[], outcomes: readonly WriteOutcome[]): void {
+  for (const [i, write] of group.entries()) {
+    const outcome = outcomes[i]!;
+    if (outcome.ok) write.resolve(outcome.value);
+    else write.reject(rebuild(outcome.error));
+  }
+}
+
 export class SqliteWriter {
   #thread: Worker | undefined;
   #queue: PendingWrite[] = [];
@@ -93,12 +117,20 @@ export class SqliteWriter {
   readonly #awaited = new Map<number, AwaitedReply>();
   #nextId = 1;
   #closed = false;
-  /** Groups committed and writes in them, for the benchmark and tests. */
-  readonly stats = { commits: 0, writes: 0, threadsStarted: 0 };
+  #commitsSinceCheckpoint = 0;
+  #checkpointing = false;
+  /**
+   * Groups committed (of them on the writer thread) and writes in them, checkpoints and the commits
+   * between two of them, for the benchmark and tests.
+   */
+  readonly stats = { commits: 0, writes: 0, onThread: 0, checkpoints: 0, checkpointEvery: FIRST_CHECKPOINT_AFTER_COMMITS, threadsStarted: 0 };
 
+  /** `here`: the event loop's connection (HotConnection with onEventLoop), its WAL flushed by `flush`. */
   constructor(
     private readonly file: string,
     private readonly gate: SqliteWriteGate,
+    private readonly here: HotConnection,
+    private readonly flush: WalFlush,
   ) {}
 
   /** Runs the named write in the next group; resolves with its result once that group committed. */
@@ -140,13 +172,14 @@ export class SqliteWriter {
     await this.#thread?.terminate();
   }
 
-  /** Commits what is queued, then ends the writer thread. */
+  /** Commits what is queued and waits until it is on disk, then ends the writer thread. */
   async close(): Promise<void> {
     this.#closed = true;
     while (this.#inFlight || this.#queue.length > 0) {
       if (this.#inFlight) await this.#inFlight;
       else this.#sendQueued();
     }
+    await this.flush.settled(undefined).catch(() => undefined);
     const thread = this.#thread;
     if (!thread) return;
     await this.#request({ type: "close" }).catch(() => undefined);
@@ -168,22 +201,89 @@ export class SqliteWriter {
     // Taken once the gate is held: writes queued while a Prisma transaction held it join this group.
     const group = this.#queue;
     this.#queue = [];
+    const requests = group.map((w) => w.request);
     try {
-      const reply = await this.#request({ type: "group", writes: group.map((w) => w.request) });
-      if (reply.type !== "group") throw new Error(`unexpected reply ${reply.type}`);
-      this.stats.commits++;
-      this.stats.writes += group.length;
-      for (const [i, write] of group.entries()) {
-        const outcome = reply.outcomes[i]!;
-        if (outcome.ok) write.resolve(outcome.value);
-        else write.reject(rebuild(outcome.error));
+      const outcomes = this.#commitHere(requests);
+      if (outcomes) {
+        release();
+        this.#count(group.length);
+        this.#answerOnceOnDisk(group, outcomes);
+        this.#checkpointNowAndThen();
+        return;
       }
+      const reply = await this.#request({ type: "group", writes: requests });
+      if (reply.type !== "group") throw new Error(`unexpected reply ${reply.type}`);
+      this.#count(group.length);
+      this.stats.onThread++;
+      settle(group, reply.outcomes);
       this.#failWaitersOfLock(reply.outcomes);
     } catch (err) {
       for (const write of group) write.reject(err);
     } finally {
       release();
     }
+  }
+
+  /**
+   * The group's outcomes, committed on the event loop's connection; undefined when it is for the
+   * writer thread: another process holds the write lock (every write was refused at once, so
+   * nothing of the group committed), or the database is not in WAL mode.
+   */
+  #commitHere(requests: readonly HotWriteRequest[]): WriteOutcome[] | undefined {
+    let inWal: boolean;
+    try {
+      inWal = this.here.inWal;
+    } catch {
+      // The file cannot be opened here: the writer thread says why.
+      return undefined;
+    }
+    if (!inWal) return undefined;
+    const outcomes = commitGroup(this.here, requests);
+    const first = outcomes[0];
+    const lockTaken = first && !first.ok && outcomes.every((o) => !o.ok) && LOCK_WAITS.has(sqliteCannotWriteCode(rebuild(first.error)) ?? "");
+    return lockTaken ? undefined : outcomes;
+  }
+
+  #count(writes: number): void {
+    this.stats.commits++;
+    this.stats.writes += writes;
+  }
+
+  /** Each caller hears its outcome once the group's commit is on disk (at once when nothing committed). */
+  #answerOnceOnDisk(group: readonly PendingWrite[], outcomes: readonly WriteOutcome[]): void {
+    if (outcomes.every((o) => !o.ok)) {
+      settle(group, outcomes);
+      return;
+    }
+    this.flush.committed().then(
+      () => settle(group, outcomes),
+      (err: unknown) => {
+        for (const write of group) write.reject(err);
+      },
+    );
+  }
+
+  /** Asks the writer thread for a checkpoint once the WAL holds about CHECKPOINT_PAGES pages, one at a time. */
+  #checkpointNowAndThen(): void {
+    if (++this.#commitsSinceCheckpoint < this.stats.checkpointEvery || this.#checkpointing) return;
+    const commits = this.#commitsSinceCheckpoint;
+    this.#commitsSinceCheckpoint = 0;
+    this.#checkpointing = true;
+    this.#request({ type: "checkpoint" })
+      .then((reply) => {
+        // A checkpoint that failed (the disk, a read-only file) is tried again after as many
+        // commits; the writes themselves report such a failure.
+        if (reply.type !== "checkpoint" || reply.error !== undefined) return;
+        this.stats.checkpoints++;
+        if (reply.walPages > 0) {
+          const every = Math.round((commits * CHECKPOINT_PAGES) / reply.walPages);
+          this.stats.checkpointEvery = Math.min(MAX_COMMITS_BETWEEN_CHECKPOINTS, Math.max(1, every));
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.#checkpointing = false;
+      });
   }
 
   /**

@@ -80,7 +80,7 @@ export function sqliteFileProblem(file: string): WriteProblem | undefined {
 
 /**
  * Below this much free space the disk holding a SQLite database counts as full: one group commit
- * of the writer thread appends tens of pages to the WAL, and a checkpoint may grow the file.
+ * appends tens of pages to the WAL, and a checkpoint may grow the file.
  */
 export const MIN_FREE_BYTES = 1024 * 1024;
 
