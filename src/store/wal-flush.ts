@@ -33,6 +33,17 @@ interface Waiter {
   readonly reject: (err: unknown) => void;
 }
 
+/**
+ * What SQLite itself reports when its fsync fails under synchronous=FULL (SQLITE_IOERR_FSYNC), so
+ * that /readyz and the logs say "disk I/O error" as they would have then.
+ */
+function flushFailure(cause: unknown): StoreWriterUnavailable {
+  return Object.assign(new StoreWriterUnavailable("the SQLite WAL could not be flushed to disk; check the disk and retry", { cause }), {
+    code: "SQLITE_IOERR_FSYNC",
+    rawCode: 1034,
+  });
+}
+
 export class WalFlush {
   /** Commits made on the connection, and how many of them are known to be on disk. */
   #committed = 0;
@@ -140,7 +151,7 @@ export class WalFlush {
     let done = 0;
     while (done < this.#waiting.length && this.#waiting[done]!.commits <= covers) done++;
     const settled = this.#waiting.splice(0, done);
-    const failure = err ? new StoreWriterUnavailable("the SQLite WAL could not be flushed to disk; check the disk and retry", { cause: err }) : undefined;
+    const failure = err ? flushFailure(err) : undefined;
     for (const waiter of settled) {
       if (failure) waiter.reject(failure);
       else waiter.resolve();

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import Database from "libsql";
 import { createSqliteHotStore } from "../../src/store/hot-store-sqlite.ts";
-import { isDatabaseUnavailable, StoreWriterUnavailable } from "../../src/store/errors.ts";
+import { isDatabaseUnavailable, sqliteCannotWriteCode, StoreWriterUnavailable } from "../../src/store/errors.ts";
 import { FIRST_CHECKPOINT_AFTER_COMMITS } from "../../src/store/sqlite-writer.ts";
 import type { FlushFile } from "../../src/store/wal-flush.ts";
 import { copyMigratedSqlite } from "../support/template-db.ts";
@@ -148,6 +148,8 @@ describe("the SQLite hot store's own WAL flush", () => {
       expect(err).toBeInstanceOf(StoreWriterUnavailable);
       expect(isDatabaseUnavailable(err)).toBe(true);
       expect((err as Error).message).toMatch(/WAL could not be flushed to disk/);
+      // As SQLite's own failed fsync would read: /readyz reports a disk I/O error.
+      expect(sqliteCannotWriteCode(err)).toBe("SQLITE_IOERR");
 
       const next = hot.claimMcpSession(session("eio-2"));
       await nextTurn();
